@@ -1,0 +1,44 @@
+// Node: one machine of the fleet as the engine sees it (plain data, no behaviour beyond queries).
+// Thread-safety: plain value; owned by ClusterState (core/state/cluster_state.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "core/api/resources.h"
+
+namespace tidal {
+
+using NodeId = int32_t;
+inline constexpr NodeId kNoNode = -1;
+
+// Health as the engine uses it. Only kReady and kDegraded nodes receive new work.
+enum class NodeHealth { kReady, kDegraded, kUnhealthy, kDraining, kCordoned };
+std::string_view NodeHealthName(NodeHealth h);
+StatusOr<NodeHealth> ParseNodeHealth(std::string_view text, std::string_view field);
+
+// Which front door owns the node's capacity. kShared nodes serve both.
+enum class Pool { kKubernetes, kSlurm, kShared };
+std::string_view PoolName(Pool p);
+StatusOr<Pool> ParsePool(std::string_view text, std::string_view field);
+
+struct Node {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  Resources capacity;
+  Resources allocated;
+  NodeHealth health = NodeHealth::kReady;
+  Pool pool = Pool::kShared;
+  std::string gpu_model;
+
+  bool Schedulable() const { return health == NodeHealth::kReady || health == NodeHealth::kDegraded; }
+  Resources Free() const { return capacity - allocated; }
+  // Free resources as seen by the scheduler: zero for a node that takes no new work.
+  Resources SchedulableFree() const { return Schedulable() ? Free() : Resources{}; }
+  int64_t FreeGpus() const { return Schedulable() ? capacity.gpus - allocated.gpus : 0; }
+  bool WhollyFree() const { return Schedulable() && allocated.IsZero(); }
+};
+
+}  // namespace tidal

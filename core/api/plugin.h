@@ -1,0 +1,142 @@
+// Extension points of a Tidal scheduling profile: one abstract class per point, as in kube-scheduler.
+// A plugin inherits only the points it serves; the framework discovers them with dynamic_cast when
+// the profile is built (core/framework/profile.h), never per call.
+//
+// Order in one cycle, per workload (see docs/design.md):
+//   QueueSort (orders the pending queue) -> Admit (quota) -> PreFilter (once per workload; may narrow
+//   the placement constraints) -> candidate search over the topology tree, with Filter per visited
+//   node -> Score (per candidate placement) -> Reserve -> Permit -> commit; on failure PostFilter.
+//
+// Thread-safety: plugins are owned by one Profile and called only from the cycle's thread. A plugin
+// keeps per-workload data in CycleState, not in members, unless it documents its own locking.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/api/node.h"
+#include "core/api/status.h"
+#include "core/api/topology_levels.h"
+#include "core/api/workload.h"
+
+namespace tidal {
+
+// Data a plugin stores for the rest of one workload's placement attempt.
+class CycleStateData {
+ public:
+  virtual ~CycleStateData() = default;
+};
+
+// Scratch space for one workload's attempt; typed entries under per-plugin keys.
+class CycleState {
+ public:
+  void Write(const std::string& key, std::unique_ptr<CycleStateData> data) { data_[key] = std::move(data); }
+  // Returns nullptr when missing or of another type; callers turn that into Status::Error.
+  template <typename T>
+  T* Read(const std::string& key) const {
+    auto it = data_.find(key);
+    return it == data_.end() ? nullptr : dynamic_cast<T*>(it->second.get());
+  }
+  void Clear() { data_.clear(); }
+
+ private:
+  std::unordered_map<std::string, std::unique_ptr<CycleStateData>> data_;
+};
+
+// Hard and soft topology constraints, resolved by PreFilter plugins from the workload's level names.
+struct PlacementConstraints {
+  int required_level = -1;   // index into TopologyLevels; -1 = no constraint
+  int preferred_level = -1;  // index into TopologyLevels; -1 = none
+  int32_t members = 0;       // how many members this attempt must place (members, or min_members)
+};
+
+struct MemberAssignment {
+  NodeId node = kNoNode;
+  int32_t members = 0;
+};
+
+// One complete placement of a workload that the search found; Score plugins rank these.
+struct Candidate {
+  int domain_level = -1;                   // level of the vertex holding every member (-1 = cluster)
+  std::string domain;                      // its path, e.g. "block-0/leaf-2"
+  std::vector<MemberAssignment> assignments;
+  std::vector<int32_t> spans;              // spans[level]: distinct vertices used at that level
+  int64_t domain_free_gpus = 0;            // free GPUs in the domain before this placement
+  int32_t whole_nodes_broken = 0;          // wholly free nodes this placement only partly fills
+  int64_t score = 0;                       // weighted sum, filled by the framework
+
+  int32_t PlacedMembers() const {
+    int32_t n = 0;
+    for (const auto& a : assignments) n += a.members;
+    return n;
+  }
+};
+
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  virtual std::string_view Name() const = 0;
+};
+
+// Orders the pending queue. Less(a, b) == true puts a before b. Exactly one per profile.
+class QueueSortPlugin : public virtual Plugin {
+ public:
+  virtual bool Less(const Workload& a, const Workload& b) const = 0;
+};
+
+// Decides whether a workload may consume capacity now (quota). Unschedulable keeps it pending.
+class AdmitPlugin : public virtual Plugin {
+ public:
+  virtual Status Admit(CycleState& state, const Workload& w) = 0;
+};
+
+// Runs once per workload before the search; validates it and narrows `constraints`.
+class PreFilterPlugin : public virtual Plugin {
+ public:
+  virtual Status PreFilter(CycleState& state, const Workload& w, const TopologyLevels& levels,
+                           PlacementConstraints& constraints) = 0;
+};
+
+// Per node visited by the search: may this node host members of `w`? Must be cheap.
+class FilterPlugin : public virtual Plugin {
+ public:
+  virtual Status Filter(const CycleState& state, const Workload& w, const Node& node) const = 0;
+};
+
+// Ranks a complete candidate placement, returning 0..100; the profile multiplies by the weight.
+class ScorePlugin : public virtual Plugin {
+ public:
+  static constexpr int64_t kMaxScore = 100;
+  virtual int64_t Score(const CycleState& state, const Workload& w, const Candidate& c) const = 0;
+};
+
+// Called after the chosen candidate is applied to the cycle's transaction; Unreserve undoes.
+class ReservePlugin : public virtual Plugin {
+ public:
+  virtual Status Reserve(CycleState& state, const Workload& w, const Candidate& c) = 0;
+  virtual void Unreserve(CycleState& state, const Workload& w, const Candidate& c) = 0;
+};
+
+// Last gate before commit: Success commits, Wait holds the reservation, others discard it.
+class PermitPlugin : public virtual Plugin {
+ public:
+  virtual Status Permit(CycleState& state, const Workload& w, const Candidate& c) = 0;
+};
+
+// What a PostFilter (preemption) plugin proposes when the workload did not fit.
+struct PostFilterResult {
+  std::vector<std::string> victims;  // workload ids to evict
+  std::string nominated_domain;      // where the preemptor will land once they are gone
+};
+
+class PostFilterPlugin : public virtual Plugin {
+ public:
+  virtual Status PostFilter(CycleState& state, const Workload& w, const Status& failure,
+                            PostFilterResult& result) = 0;
+};
+
+}  // namespace tidal

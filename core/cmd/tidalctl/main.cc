@@ -1,0 +1,32 @@
+// tidalctl: Tidal's command line. Threading: single-threaded.
+#include <iostream>
+#include <string>
+
+#include "core/cmd/tidalctl/commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(tidalctl: Tidal's command line
+
+Usage:
+  tidalctl place [--topology FILE] [--workloads FILE] [--profile FILE] [-o table|json]
+      Place workloads on a fabric with the engine's own scheduling core and print, per workload,
+      where it landed and why (or why it waits). Without files: the built-in sample
+      (deploy/examples/sample-fabric.yaml and sample-workloads.yaml). Files are YAML or JSON.
+  tidalctl help
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "place") return tidal::cli::Place(args);
+  std::cerr << "tidalctl: unknown command \"" << cmd << "\"\n" << kUsage;
+  return 2;
+}

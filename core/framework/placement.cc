@@ -1,0 +1,285 @@
+#include "core/framework/placement.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace tidal {
+
+struct PlacementSearch::Ctx {
+  const CycleState& cs;
+  const Workload& w;
+  int64_t g = 0;        // GPUs per member
+  int32_t need = 0;     // members to place
+  int target = 0;       // domain level being tried (-1 = whole cluster)
+  size_t limit = 1;     // candidates wanted
+  std::vector<Candidate>* out = nullptr;
+  // Why visited nodes were refused, for the explanation when nothing fits.
+  int64_t refused_pool = 0, refused_model = 0, refused_resources = 0, refused_filter = 0;
+  Status first_filter_refusal;
+};
+
+bool PlacementSearch::IsDeepest(VertexId v) const {
+  const Vertex& x = state_.vertex(v);
+  return x.child_begin == x.child_end;
+}
+
+int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
+  const Node& node = state_.node(n);
+  if (!node.Schedulable()) return 0;
+  if (!PoolAdmits(node.pool, ctx.w.front_door)) {
+    ++ctx.refused_pool;
+    return 0;
+  }
+  if (!ctx.w.gpu_model.empty() && node.gpu_model != ctx.w.gpu_model) {
+    ++ctx.refused_model;
+    return 0;
+  }
+  const int64_t fit = node.Free().CopiesOf(ctx.w.per_member);
+  if (fit <= 0) {
+    ++ctx.refused_resources;
+    return 0;
+  }
+  if (profile_.has_filters()) {
+    Status st = profile_.RunFilter(ctx.cs, ctx.w, node);
+    if (!st.ok()) {
+      if (ctx.refused_filter++ == 0) ctx.first_filter_refusal = st;
+      return 0;
+    }
+  }
+  return fit;
+}
+
+int32_t PlacementSearch::FillNodes(NodeId begin, NodeId end, int32_t need, Ctx& ctx,
+                                   std::vector<MemberAssignment>& out) const {
+  std::vector<std::pair<int64_t, NodeId>> nodes;
+  nodes.reserve(static_cast<size_t>(end - begin));
+  for (NodeId n = begin; n < end; ++n) {
+    const int64_t f = state_.node(n).FreeGpus();
+    if (ClusterState::NodeMemberCapacity(f, ctx.g) > 0) nodes.emplace_back(f, n);
+  }
+  // Tightest node first: partly used nodes fill up, wholly free nodes stay whole.
+  std::sort(nodes.begin(), nodes.end());
+  int32_t placed = 0;
+  for (const auto& [free, n] : nodes) {
+    if (need == 0) break;
+    const int64_t take = std::min<int64_t>(NodeFit(n, ctx), need);
+    if (take <= 0) continue;
+    out.push_back(MemberAssignment{n, static_cast<int32_t>(take)});
+    placed += static_cast<int32_t>(take);
+    need -= static_cast<int32_t>(take);
+  }
+  return placed;
+}
+
+int32_t PlacementSearch::FillVertex(VertexId v, int32_t need, Ctx& ctx, std::vector<MemberAssignment>& out) const {
+  const Vertex& x = state_.vertex(v);
+  if (IsDeepest(v)) return FillNodes(x.node_begin, x.node_end, need, ctx, out);
+  const int32_t n = x.child_end - x.child_begin;
+  std::vector<int64_t> caps(static_cast<size_t>(n));
+  for (int32_t k = 0; k < n; ++k) caps[static_cast<size_t>(k)] = state_.MemberCapacity(x.child_begin + k, ctx.g);
+  int32_t placed = 0;
+  while (need > 0) {
+    int32_t best = -1;
+    // The tightest child that can hold every remaining member keeps the gang in one subtree.
+    for (int32_t k = 0; k < n; ++k) {
+      const int64_t c = caps[static_cast<size_t>(k)];
+      if (c >= need && (best < 0 || c < caps[static_cast<size_t>(best)])) best = k;
+    }
+    // Otherwise the roomiest child, so the gang spans as few subtrees as possible.
+    if (best < 0) {
+      for (int32_t k = 0; k < n; ++k) {
+        const int64_t c = caps[static_cast<size_t>(k)];
+        if (c > 0 && (best < 0 || c > caps[static_cast<size_t>(best)])) best = k;
+      }
+    }
+    if (best < 0) break;
+    const int64_t want = std::min<int64_t>(need, caps[static_cast<size_t>(best)]);
+    caps[static_cast<size_t>(best)] = 0;  // visited
+    const int32_t got = FillVertex(x.child_begin + best, static_cast<int32_t>(want), ctx, out);
+    placed += got;
+    need -= got;
+  }
+  return placed;
+}
+
+Candidate PlacementSearch::MakeCandidate(int level, VertexId domain, std::vector<MemberAssignment> a,
+                                         const Ctx& ctx) const {
+  Candidate c;
+  const int node_level = state_.levels().node_level();
+  c.domain_level = level;
+  if (level == node_level) {
+    c.domain = state_.NodePath(a.front().node);
+    c.domain_free_gpus = state_.node(a.front().node).FreeGpus();
+  } else {
+    c.domain = level < 0 ? "cluster" : state_.vertex(domain).path;
+    c.domain_free_gpus = state_.FreeGpus(domain);
+  }
+  c.spans.assign(static_cast<size_t>(state_.levels().size()), 0);
+  c.spans[static_cast<size_t>(node_level)] = static_cast<int32_t>(a.size());
+  if (node_level > 0) {
+    std::vector<VertexId> seen;
+    seen.reserve(a.size() * static_cast<size_t>(node_level));
+    for (const auto& as : a) {
+      for (VertexId v = state_.NodeParent(as.node); v > 0; v = state_.vertex(v).parent) seen.push_back(v);
+    }
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (VertexId v : seen) c.spans[static_cast<size_t>(state_.vertex(v).level)]++;
+  }
+  for (const auto& as : a) {
+    const Node& n = state_.node(as.node);
+    if (n.WhollyFree() && n.FreeGpus() - ctx.g * as.members > 0) c.whole_nodes_broken++;
+  }
+  c.assignments = std::move(a);
+  return c;
+}
+
+void PlacementSearch::TryDomain(VertexId v, Ctx& ctx) const {
+  std::vector<MemberAssignment> a;
+  if (FillVertex(v, ctx.need, ctx, a) == ctx.need) {
+    ctx.out->push_back(MakeCandidate(state_.vertex(v).level, v, std::move(a), ctx));
+  }
+}
+
+void PlacementSearch::TryNodesAsDomains(VertexId v, Ctx& ctx) const {
+  const Vertex& x = state_.vertex(v);
+  std::vector<std::pair<int64_t, NodeId>> nodes;
+  for (NodeId n = x.node_begin; n < x.node_end; ++n) {
+    const int64_t f = state_.node(n).FreeGpus();
+    if (ClusterState::NodeMemberCapacity(f, ctx.g) >= ctx.need) nodes.emplace_back(f, n);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  for (const auto& [free, n] : nodes) {
+    if (ctx.out->size() >= ctx.limit) return;
+    if (NodeFit(n, ctx) >= ctx.need) {
+      ctx.out->push_back(MakeCandidate(state_.levels().node_level(), -1, {MemberAssignment{n, ctx.need}}, ctx));
+    }
+  }
+}
+
+void PlacementSearch::Dfs(VertexId v, Ctx& ctx) const {
+  if (ctx.out->size() >= ctx.limit) return;
+  const Vertex& x = state_.vertex(v);
+  if (x.level == ctx.target) {
+    TryDomain(v, ctx);
+    return;
+  }
+  if (IsDeepest(v)) {
+    if (ctx.target == state_.levels().node_level()) TryNodesAsDomains(v, ctx);
+    return;
+  }
+  // Best fit first: for single-node domains, the subtree holding the tightest fitting node; for
+  // larger domains, the subtree with the least room that still fits.
+  const bool single_node = ctx.target == state_.levels().node_level();
+  std::vector<std::tuple<int64_t, int64_t, VertexId>> kids;
+  kids.reserve(static_cast<size_t>(x.child_end - x.child_begin));
+  for (VertexId k = x.child_begin; k < x.child_end; ++k) {
+    const int64_t cap = state_.MemberCapacity(k, ctx.g);
+    if (cap < ctx.need) continue;
+    const int64_t tight = single_node && ctx.g > 0 ? state_.TightestNodeFree(k, ctx.g, ctx.need) : 0;
+    if (tight > state_.max_gpus_per_node()) continue;
+    kids.emplace_back(tight, cap, k);
+  }
+  std::sort(kids.begin(), kids.end());
+  for (const auto& [tight, cap, k] : kids) {
+    if (ctx.out->size() >= ctx.limit) return;
+    Dfs(k, ctx);
+  }
+}
+
+Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const PlacementConstraints& c,
+                             std::vector<Candidate>& out) const {
+  out.clear();
+  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, Status::Ok()};
+  ctx.g = w.per_member.gpus;
+  ctx.need = c.members;
+  ctx.limit = static_cast<size_t>(profile_.max_candidates());
+  ctx.out = &out;
+  if (ctx.need <= 0) return Status::Error("placement: members to place must be positive");
+  if (state_.node_count() == 0) return Status::Unschedulable("the cluster has no nodes", "placement");
+  if (ctx.g > state_.max_gpus_per_node()) {
+    return Status::Unresolvable("each member requests " + std::to_string(ctx.g) + " GPUs; the largest node has " +
+                                    std::to_string(state_.max_gpus_per_node()),
+                                "placement");
+  }
+  std::vector<int> targets;
+  if (c.required_level >= 0) {
+    targets.push_back(c.required_level);
+  } else {
+    for (int l = state_.levels().node_level(); l >= -1; --l) targets.push_back(l);
+  }
+  for (int t : targets) {
+    ctx.target = t;
+    if (state_.MemberCapacity(state_.root(), ctx.g) < ctx.need) break;
+    if (t < 0) {
+      TryDomain(state_.root(), ctx);
+    } else {
+      Dfs(state_.root(), ctx);
+    }
+    if (!out.empty()) return Status::Ok();
+  }
+  return Explain(w, c, ctx);
+}
+
+Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c, const Ctx& ctx) const {
+  const auto& levels = state_.levels();
+  const std::string shape = std::to_string(c.members) + " members of " + std::to_string(ctx.g) + " GPU";
+  Status st;
+  if (c.required_level >= 0) {
+    const std::string lvl = levels.Name(c.required_level);
+    int64_t static_best = 0, now_best = 0;
+    std::string now_path;
+    if (c.required_level == levels.node_level()) {
+      static_best = ClusterState::NodeMemberCapacity(state_.max_gpus_per_node(), ctx.g);
+      for (NodeId n = 0; n < state_.node_count(); ++n) {
+        const int64_t cap = ClusterState::NodeMemberCapacity(state_.node(n).FreeGpus(), ctx.g);
+        if (cap > now_best) now_best = cap, now_path = state_.NodePath(n);
+      }
+    } else {
+      auto [b, e] = state_.LevelRange(c.required_level);
+      for (VertexId v = b; v < e; ++v) {
+        static_best = std::max(static_best, state_.StaticMemberCapacity(v, ctx.g));
+        const int64_t cap = state_.MemberCapacity(v, ctx.g);
+        if (cap > now_best) now_best = cap, now_path = state_.vertex(v).path;
+      }
+    }
+    if (static_best < c.members) {
+      st = Status::Unresolvable("topology-required " + lvl + ": no " + lvl + " domain can ever hold " + shape +
+                                    " (the largest holds " + std::to_string(static_best) + ")",
+                                "placement");
+    } else if (now_best < c.members) {
+      st = Status::Unschedulable("topology-required " + lvl + ": no " + lvl + " domain has room for " + shape +
+                                     " now (the roomiest, " + (now_path.empty() ? "none" : now_path) +
+                                     ", has room for " + std::to_string(now_best) + ")",
+                                 "placement");
+    } else {
+      st = Status::Unschedulable("topology-required " + lvl + ": " + lvl +
+                                     " domains have the GPUs for " + shape + " but their nodes failed other checks",
+                                 "placement");
+    }
+  } else {
+    const int64_t static_cap = state_.StaticMemberCapacity(state_.root(), ctx.g);
+    const int64_t now_cap = state_.MemberCapacity(state_.root(), ctx.g);
+    if (static_cap < c.members) {
+      st = Status::Unresolvable("the whole cluster can hold at most " + std::to_string(static_cap) + " of " + shape,
+                                "placement");
+    } else if (now_cap < c.members) {
+      st = Status::Unschedulable("the cluster has room for " + std::to_string(now_cap) + " of " + shape + " now (" +
+                                     std::to_string(state_.FreeGpus(state_.root())) + " free GPUs)",
+                                 "placement");
+    } else {
+      st = Status::Unschedulable("the cluster has the GPUs for " + shape + " but its nodes failed other checks",
+                                 "placement");
+    }
+  }
+  if (ctx.refused_pool) st.AddReason(std::to_string(ctx.refused_pool) + " node(s) belong to another pool");
+  if (ctx.refused_model) st.AddReason(std::to_string(ctx.refused_model) + " node(s) have another GPU model than " + w.gpu_model);
+  if (ctx.refused_resources) st.AddReason(std::to_string(ctx.refused_resources) + " node(s) lack CPU or memory for a member");
+  if (ctx.refused_filter) {
+    st.AddReason(std::to_string(ctx.refused_filter) + " node(s) refused by filters, first: " +
+                 ctx.first_filter_refusal.ToString());
+  }
+  return st;
+}
+
+}  // namespace tidal

@@ -1,0 +1,193 @@
+#include "core/framework/profile.h"
+
+#include <set>
+
+namespace tidal {
+
+ProfileSpec ProfileSpec::Default() {
+  ProfileSpec p;
+  p.plugins = {PluginSpec{"priority", 0, nlohmann::json::object()}, PluginSpec{"gang", 0, nlohmann::json::object()},
+               PluginSpec{"topology", 1, nlohmann::json::object()}};
+  return p;
+}
+
+StatusOr<ProfileSpec> ProfileSpec::FromJson(const nlohmann::json& j, const std::string& field) {
+  if (!j.is_object()) return Status::Error(field + ": must be a mapping");
+  ProfileSpec p;
+  p.plugins.clear();
+  for (const auto& [k, v] : j.items()) {
+    if (k == "name") {
+      if (!v.is_string() || v.get<std::string>().empty()) return Status::Error(field + ".name: must be a non-empty string");
+      p.name = v.get<std::string>();
+    } else if (k == "maxCandidates") {
+      if (!v.is_number_integer()) return Status::Error(field + ".maxCandidates: must be an integer");
+      p.max_candidates = v.get<int>();
+    } else if (k == "plugins") {
+      if (!v.is_array()) return Status::Error(field + ".plugins: must be a list");
+      for (size_t i = 0; i < v.size(); ++i) {
+        const auto& e = v[i];
+        const std::string f = field + ".plugins[" + std::to_string(i) + "]";
+        PluginSpec ps;
+        if (e.is_string()) {
+          ps.name = e.get<std::string>();
+        } else if (e.is_object()) {
+          for (const auto& [pk, pv] : e.items()) {
+            if (pk == "name") {
+              if (!pv.is_string()) return Status::Error(f + ".name: must be a string");
+              ps.name = pv.get<std::string>();
+            } else if (pk == "weight") {
+              if (!pv.is_number_integer()) return Status::Error(f + ".weight: must be an integer");
+              ps.weight = pv.get<int64_t>();
+            } else if (pk == "args") {
+              if (!pv.is_object()) return Status::Error(f + ".args: must be a mapping");
+              ps.args = pv;
+            } else {
+              return Status::Error(f + "." + pk + ": unknown field (accepted: name, weight, args)");
+            }
+          }
+        } else {
+          return Status::Error(f + ": must be a plugin name or a mapping");
+        }
+        if (ps.name.empty()) return Status::Error(f + ".name: must be set");
+        p.plugins.push_back(std::move(ps));
+      }
+    } else {
+      return Status::Error(field + "." + k + ": unknown field (accepted: name, maxCandidates, plugins)");
+    }
+  }
+  return p;
+}
+
+StatusOr<std::unique_ptr<Profile>> Profile::Build(const ProfileSpec& spec, const Registry& registry,
+                                                  const PluginContext& ctx) {
+  auto p = std::make_unique<Profile>();
+  p->name_ = spec.name;
+  if (spec.max_candidates < 1 || spec.max_candidates > 64) {
+    return Status::Error("profile " + spec.name + ": maxCandidates: must be 1..64, got " +
+                         std::to_string(spec.max_candidates));
+  }
+  p->max_candidates_ = spec.max_candidates;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < spec.plugins.size(); ++i) {
+    const auto& ps = spec.plugins[i];
+    const std::string f = "profile " + spec.name + ": plugins[" + std::to_string(i) + "] (" + ps.name + ")";
+    if (!seen.insert(ps.name).second) return Status::Error(f + ": listed twice");
+    const PluginFactory* factory = registry.Find(ps.name);
+    if (factory == nullptr) {
+      std::string known;
+      for (const auto& n : registry.Names()) known += (known.empty() ? "" : ", ") + n;
+      return Status::Error(f + ": unknown plugin (registered: " + known + ")");
+    }
+    auto made = (*factory)(ps.args, ctx);
+    if (!made.ok()) return Status::Error(f + ": args: " + made.status().Message());
+    Plugin* raw = made.value().get();
+    p->owned_.push_back(std::move(made).value());
+    bool any = false;
+    if (auto* q = dynamic_cast<const QueueSortPlugin*>(raw)) {
+      if (p->queue_sort_ != nullptr) {
+        return Status::Error(f + ": a second QueueSort plugin (" + std::string(p->queue_sort_->Name()) +
+                             " is already enabled); a profile has exactly one");
+      }
+      p->queue_sort_ = q;
+      any = true;
+    }
+    if (auto* x = dynamic_cast<AdmitPlugin*>(raw)) p->admit_.push_back(x), any = true;
+    if (auto* x = dynamic_cast<PreFilterPlugin*>(raw)) p->prefilter_.push_back(x), any = true;
+    if (auto* x = dynamic_cast<const FilterPlugin*>(raw)) p->filter_.push_back(x), any = true;
+    if (auto* x = dynamic_cast<const ScorePlugin*>(raw)) {
+      const int64_t w = ps.weight == 0 ? 1 : ps.weight;
+      if (w < 1 || w > 100) return Status::Error(f + ": weight: must be 1..100, got " + std::to_string(ps.weight));
+      p->score_.emplace_back(x, w);
+      any = true;
+    } else if (ps.weight != 0) {
+      return Status::Error(f + ": weight: only Score plugins take a weight");
+    }
+    if (auto* x = dynamic_cast<ReservePlugin*>(raw)) p->reserve_.push_back(x), any = true;
+    if (auto* x = dynamic_cast<PermitPlugin*>(raw)) p->permit_.push_back(x), any = true;
+    if (auto* x = dynamic_cast<PostFilterPlugin*>(raw)) p->postfilter_.push_back(x), any = true;
+    if (!any) return Status::Error(f + ": implements no extension point");
+  }
+  if (p->queue_sort_ == nullptr) {
+    return Status::Error("profile " + spec.name + ": plugins: no QueueSort plugin enabled (exactly one is required)");
+  }
+  return p;
+}
+
+Status Profile::RunAdmit(CycleState& s, const Workload& w) const {
+  for (auto* p : admit_) {
+    Status st = p->Admit(s, w);
+    if (!st.ok()) return st.WithPlugin(std::string(p->Name()));
+  }
+  return Status::Ok();
+}
+
+Status Profile::RunPreFilter(CycleState& s, const Workload& w, const TopologyLevels& levels,
+                             PlacementConstraints& c) const {
+  for (auto* p : prefilter_) {
+    Status st = p->PreFilter(s, w, levels, c);
+    if (!st.ok()) return st.WithPlugin(std::string(p->Name()));
+  }
+  return Status::Ok();
+}
+
+Status Profile::RunFilter(const CycleState& s, const Workload& w, const Node& n) const {
+  for (const auto* p : filter_) {
+    Status st = p->Filter(s, w, n);
+    if (!st.ok()) return st.WithPlugin(std::string(p->Name()));
+  }
+  return Status::Ok();
+}
+
+void Profile::RunScore(const CycleState& s, const Workload& w, Candidate& c) const {
+  int64_t total = 0;
+  for (const auto& [p, weight] : score_) {
+    total += std::clamp<int64_t>(p->Score(s, w, c), 0, ScorePlugin::kMaxScore) * weight;
+  }
+  c.score = total;
+}
+
+Status Profile::RunReserve(CycleState& s, const Workload& w, const Candidate& c) const {
+  for (size_t i = 0; i < reserve_.size(); ++i) {
+    Status st = reserve_[i]->Reserve(s, w, c);
+    if (!st.ok()) {
+      for (size_t j = i; j-- > 0;) reserve_[j]->Unreserve(s, w, c);
+      return st.WithPlugin(std::string(reserve_[i]->Name()));
+    }
+  }
+  return Status::Ok();
+}
+
+void Profile::RunUnreserve(CycleState& s, const Workload& w, const Candidate& c) const {
+  for (auto it = reserve_.rbegin(); it != reserve_.rend(); ++it) (*it)->Unreserve(s, w, c);
+}
+
+Status Profile::RunPermit(CycleState& s, const Workload& w, const Candidate& c) const {
+  Status wait;
+  for (auto* p : permit_) {
+    Status st = p->Permit(s, w, c);
+    if (st.code() == StatusCode::kWait) {
+      if (wait.ok()) wait = st.WithPlugin(std::string(p->Name()));
+    } else if (!st.ok()) {
+      return st.WithPlugin(std::string(p->Name()));
+    }
+  }
+  return wait;
+}
+
+Status Profile::RunPostFilter(CycleState& s, const Workload& w, const Status& failure, PostFilterResult& r) const {
+  Status last = Status::Unschedulable("no PostFilter plugin could help");
+  for (auto* p : postfilter_) {
+    Status st = p->PostFilter(s, w, failure, r);
+    if (st.ok()) return st;
+    last = st.WithPlugin(std::string(p->Name()));
+  }
+  return last;
+}
+
+std::vector<std::string> Profile::PluginNames() const {
+  std::vector<std::string> out;
+  for (const auto& p : owned_) out.emplace_back(p->Name());
+  return out;
+}
+
+}  // namespace tidal

@@ -1,0 +1,77 @@
+// Profile: a named, validated set of plugin instances, each enabled at every extension point it
+// implements (like kube-scheduler's multiPoint), with weights for Score plugins.
+//
+// Validation when built (errors name the field):
+//   - every plugin name is registered; no plugin is listed twice;
+//   - exactly one enabled plugin implements QueueSort;
+//   - weights are 1..100 and only given to Score plugins;
+//   - a plugin's own args are checked by its factory;
+//   - maxCandidates is 1..64.
+// Threading: owned by the scheduler; used from the cycle thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/api/plugin.h"
+#include "core/framework/registry.h"
+
+namespace tidal {
+
+struct PluginSpec {
+  std::string name;
+  int64_t weight = 0;  // 0 = default (1 for Score plugins)
+  nlohmann::json args = nlohmann::json::object();
+};
+
+struct ProfileSpec {
+  std::string name = "default";
+  std::vector<PluginSpec> plugins;
+  int max_candidates = 4;  // complete candidate placements scored per workload
+
+  static ProfileSpec Default();
+  // Decodes {"name":..., "maxCandidates":..., "plugins":[{"name":..., "weight":..., "args":{...}}]}.
+  static StatusOr<ProfileSpec> FromJson(const nlohmann::json& j, const std::string& field = "profile");
+};
+
+class Profile {
+ public:
+  static StatusOr<std::unique_ptr<Profile>> Build(const ProfileSpec& spec, const Registry& registry,
+                                                  const PluginContext& ctx);
+
+  const std::string& name() const { return name_; }
+  int max_candidates() const { return max_candidates_; }
+  const QueueSortPlugin& queue_sort() const { return *queue_sort_; }
+
+  Status RunAdmit(CycleState& s, const Workload& w) const;
+  Status RunPreFilter(CycleState& s, const Workload& w, const TopologyLevels& levels,
+                      PlacementConstraints& c) const;
+  Status RunFilter(const CycleState& s, const Workload& w, const Node& n) const;
+  bool has_filters() const { return !filter_.empty(); }
+  // Sets c.score to the weighted sum of all Score plugins.
+  void RunScore(const CycleState& s, const Workload& w, Candidate& c) const;
+  Status RunReserve(CycleState& s, const Workload& w, const Candidate& c) const;
+  void RunUnreserve(CycleState& s, const Workload& w, const Candidate& c) const;
+  Status RunPermit(CycleState& s, const Workload& w, const Candidate& c) const;
+  // First PostFilter plugin that returns Success wins.
+  Status RunPostFilter(CycleState& s, const Workload& w, const Status& failure, PostFilterResult& r) const;
+  std::vector<std::string> PluginNames() const;
+
+ private:
+  std::string name_;
+  int max_candidates_ = 4;
+  std::vector<std::unique_ptr<Plugin>> owned_;
+  const QueueSortPlugin* queue_sort_ = nullptr;
+  std::vector<AdmitPlugin*> admit_;
+  std::vector<PreFilterPlugin*> prefilter_;
+  std::vector<const FilterPlugin*> filter_;
+  std::vector<std::pair<const ScorePlugin*, int64_t>> score_;
+  std::vector<ReservePlugin*> reserve_;
+  std::vector<PermitPlugin*> permit_;
+  std::vector<PostFilterPlugin*> postfilter_;
+};
+
+}  // namespace tidal

@@ -1,0 +1,148 @@
+#include "core/io/document.h"
+
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+namespace tidal {
+namespace {
+
+nlohmann::json Scalar(const YAML::Node& n) {
+  const std::string& v = n.Scalar();
+  if (n.Tag() == "!") return v;  // quoted: always a string
+  if (v == "~" || v == "null" || v == "Null" || v == "NULL") return nullptr;
+  if (v == "true" || v == "True" || v == "TRUE") return true;
+  if (v == "false" || v == "False" || v == "FALSE") return false;
+  if (!v.empty()) {
+    size_t i = (v[0] == '-' || v[0] == '+') ? 1 : 0;
+    bool digits = i < v.size();
+    for (size_t k = i; k < v.size(); ++k) digits = digits && std::isdigit(static_cast<unsigned char>(v[k]));
+    if (digits && v.size() < 19) return std::stoll(v);
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (end != nullptr && *end == '\0' && (std::isdigit(static_cast<unsigned char>(v[i])) || v[i] == '.')) return d;
+  }
+  return v;
+}
+
+Status Convert(const YAML::Node& n, const std::string& path, Document& doc, nlohmann::json& out, int depth) {
+  if (depth > 64) return Status::Error(path + ": nested too deeply");
+  doc.lines.emplace(path, n.Mark().line + 1);
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      out = nullptr;
+      return Status::Ok();
+    case YAML::NodeType::Scalar:
+      out = Scalar(n);
+      return Status::Ok();
+    case YAML::NodeType::Sequence: {
+      out = nlohmann::json::array();
+      size_t i = 0;
+      for (const auto& e : n) {
+        nlohmann::json child;
+        if (Status s = Convert(e, path + "[" + std::to_string(i++) + "]", doc, child, depth + 1); !s.ok()) return s;
+        out.push_back(std::move(child));
+      }
+      return Status::Ok();
+    }
+    case YAML::NodeType::Map: {
+      out = nlohmann::json::object();
+      for (const auto& kv : n) {
+        if (!kv.first.IsScalar()) return Status::Error(path + ": keys must be scalars");
+        const std::string key = kv.first.Scalar();
+        const std::string child_path = path.empty() ? key : path + "." + key;
+        if (out.contains(key)) return Status::Error(child_path + ": duplicate key");
+        nlohmann::json child;
+        if (Status s = Convert(kv.second, child_path, doc, child, depth + 1); !s.ok()) return s;
+        out[key] = std::move(child);
+      }
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int Document::LineOf(const std::string& field) const {
+  std::string f = field;
+  while (true) {
+    auto it = lines.find(f);
+    if (it != lines.end()) return it->second;
+    const size_t cut = f.find_last_of(".[");
+    if (cut == std::string::npos || cut == 0) break;
+    f.resize(cut);
+  }
+  auto it = lines.find("");
+  return it == lines.end() ? 0 : it->second;
+}
+
+Status Document::Locate(const Status& s) const {
+  if (s.ok()) return s;
+  Status out(s.code(), "", s.plugin());
+  for (const auto& r : s.reasons()) {
+    const size_t colon = r.find(": ");
+    const std::string field = colon == std::string::npos ? "" : r.substr(0, colon);
+    const int line = field.find(' ') == std::string::npos ? LineOf(field) : 0;
+    out.AddReason(file + (line > 0 ? ":" + std::to_string(line) : "") + ": " + r);
+  }
+  return out;
+}
+
+StatusOr<Document> ParseDocument(const std::string& text, const std::string& file) {
+  Document doc;
+  doc.file = file;
+  try {
+    YAML::Node n = YAML::Load(text);
+    if (Status s = Convert(n, "", doc, doc.root, 0); !s.ok()) return doc.Locate(s);
+  } catch (const YAML::Exception& e) {
+    return Status::Error(file + ":" + std::to_string(e.mark.line + 1) + ": syntax error: " + e.msg);
+  }
+  return doc;
+}
+
+StatusOr<Document> LoadDocument(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseDocument(ss.str(), path);
+}
+
+StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::string& field) {
+  auto bad = [&](const std::string& why) {
+    return Status::Error(field + ": invalid duration \"" + text + "\": " + why +
+                         " (examples: 90s, 30m, 12h, 1h30m, 2d, or seconds as a number)");
+  };
+  if (text.empty()) return bad("empty");
+  int64_t total = 0;
+  size_t i = 0;
+  bool any = false;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    if (j == i) return bad("expected a number at position " + std::to_string(i));
+    const int64_t v = std::stoll(text.substr(i, j - i));
+    if (j == text.size()) {
+      if (any) return bad("missing unit after the last number");
+      return v;
+    }
+    int64_t unit = 0;
+    switch (text[j]) {
+      case 's': unit = 1; break;
+      case 'm': unit = 60; break;
+      case 'h': unit = 3600; break;
+      case 'd': unit = 86400; break;
+      default: return bad(std::string("unknown unit '") + text[j] + "'");
+    }
+    total += v * unit;
+    any = true;
+    i = j + 1;
+  }
+  return total;
+}
+
+}  // namespace tidal

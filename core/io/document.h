@@ -1,0 +1,35 @@
+// Document: a YAML or JSON file read into nlohmann::json, remembering the line of every field so
+// errors read "file:line: field: reason".
+//
+// Field paths are dotted with indices: "workloads[2].request.gpus". Scalars keep YAML's types:
+// quoted scalars stay strings; plain ones become null, bool, integer, float or string.
+// Threading: plain value.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/api/status.h"
+
+namespace tidal {
+
+struct Document {
+  std::string file;                 // for messages; "<inline>" for strings
+  nlohmann::json root;
+  std::map<std::string, int> lines;  // field path -> 1-based line
+
+  // The line of `field` or of its nearest enclosing field; 0 if unknown.
+  int LineOf(const std::string& field) const;
+  // Turns "field: reason" into "file:line: field: reason" (each reason of the status).
+  Status Locate(const Status& s) const;
+};
+
+StatusOr<Document> ParseDocument(const std::string& text, const std::string& file = "<inline>");
+StatusOr<Document> LoadDocument(const std::string& path);
+
+// Duration: "90s", "30m", "12h", "1h30m", "2d" or a plain number of seconds.
+StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::string& field);
+
+}  // namespace tidal

@@ -1,0 +1,271 @@
+#include "core/state/cluster_state.h"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+namespace tidal {
+namespace {
+
+// Kubernetes label value rules: <= 63 chars, [A-Za-z0-9._-], starting and ending alphanumeric.
+bool ValidLabelValue(const std::string& v) {
+  if (v.empty() || v.size() > 63) return false;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(v.front()) || !alnum(v.back())) return false;
+  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+// Natural order: "leaf-2" < "leaf-10".
+bool NaturalLess(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t i2 = i, j2 = j;
+      while (i2 < a.size() && std::isdigit(static_cast<unsigned char>(a[i2]))) ++i2;
+      while (j2 < b.size() && std::isdigit(static_cast<unsigned char>(b[j2]))) ++j2;
+      std::string_view na(a.data() + i, i2 - i), nb(b.data() + j, j2 - j);
+      while (na.size() > 1 && na.front() == '0') na.remove_prefix(1);
+      while (nb.size() > 1 && nb.front() == '0') nb.remove_prefix(1);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = i2;
+      j = j2;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+}  // namespace
+
+StatusOr<ClusterState> ClusterState::Build(TopologyLevels levels, std::vector<Node> nodes) {
+  ClusterState s;
+  s.levels_ = std::move(levels);
+  const size_t nlevels = s.levels_.levels.size();
+  for (size_t i = 0; i < nlevels; ++i) {
+    const auto& l = s.levels_.levels[i];
+    if (l.name.empty() || l.label_key.empty()) {
+      return Status::Error("topology.levels[" + std::to_string(i) + "]: name and label key must be set");
+    }
+    if (l.name == "node") return Status::Error("topology.levels[" + std::to_string(i) + "]: \"node\" is implicit");
+    for (size_t j = 0; j < i; ++j) {
+      if (s.levels_.levels[j].name == l.name) {
+        return Status::Error("topology.levels[" + std::to_string(i) + "]: duplicate level \"" + l.name + "\"");
+      }
+    }
+  }
+  // Validate nodes and extract the per-level keys.
+  std::vector<std::vector<std::string>> keys(nodes.size());
+  std::unordered_map<std::string, size_t> seen;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (n.name.empty()) return Status::Error("nodes[" + std::to_string(i) + "].name: must not be empty");
+    if (!seen.emplace(n.name, i).second) {
+      return Status::Error("node " + n.name + ": name: duplicate node name");
+    }
+    if (n.capacity.AnyNegative()) return Status::Error("node " + n.name + ": capacity: must not be negative");
+    if (n.allocated.AnyNegative()) return Status::Error("node " + n.name + ": allocated: must not be negative");
+    for (const auto& l : s.levels_.levels) {
+      auto it = n.labels.find(l.label_key);
+      if (it == n.labels.end()) {
+        return Status::Error("node " + n.name + ": label " + l.label_key + " (topology level " + l.name +
+                             "): missing");
+      }
+      if (!ValidLabelValue(it->second)) {
+        return Status::Error("node " + n.name + ": label " + l.label_key + " (topology level " + l.name +
+                             "): invalid value \"" + it->second +
+                             "\" (1-63 characters [A-Za-z0-9._-], starting and ending alphanumeric)");
+      }
+      keys[i].push_back(it->second);
+    }
+  }
+  std::vector<size_t> order(nodes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    for (size_t l = 0; l < nlevels; ++l) {
+      if (keys[a][l] != keys[b][l]) return NaturalLess(keys[a][l], keys[b][l]);
+    }
+    return NaturalLess(nodes[a].name, nodes[b].name);
+  });
+  s.nodes_.reserve(nodes.size());
+  std::vector<std::vector<std::string>> sorted_keys;
+  sorted_keys.reserve(nodes.size());
+  for (size_t i : order) {
+    s.nodes_.push_back(std::move(nodes[i]));
+    sorted_keys.push_back(std::move(keys[i]));
+  }
+  const NodeId total = static_cast<NodeId>(s.nodes_.size());
+  for (NodeId i = 0; i < total; ++i) s.node_index_.emplace(s.nodes_[static_cast<size_t>(i)].name, i);
+
+  // Vertices, level by level: split each parent's node range by the next level's label value.
+  s.vertices_.push_back(Vertex{-1, -1, "", "", 1, 1, 0, total});
+  VertexId prev_begin = 0, prev_end = 1;
+  for (size_t l = 0; l < nlevels; ++l) {
+    const VertexId begin = static_cast<VertexId>(s.vertices_.size());
+    for (VertexId p = prev_begin; p < prev_end; ++p) {
+      const VertexId first_child = static_cast<VertexId>(s.vertices_.size());
+      NodeId i = s.vertices_[static_cast<size_t>(p)].node_begin;
+      const NodeId end = s.vertices_[static_cast<size_t>(p)].node_end;
+      while (i < end) {
+        NodeId j = i;
+        while (j < end && sorted_keys[static_cast<size_t>(j)][l] == sorted_keys[static_cast<size_t>(i)][l]) ++j;
+        Vertex v;
+        v.level = static_cast<int>(l);
+        v.parent = p;
+        v.name = sorted_keys[static_cast<size_t>(i)][l];
+        const auto& pp = s.vertices_[static_cast<size_t>(p)].path;
+        v.path = pp.empty() ? v.name : pp + "/" + v.name;
+        v.node_begin = i;
+        v.node_end = j;
+        s.vertices_.push_back(std::move(v));
+        i = j;
+      }
+      s.vertices_[static_cast<size_t>(p)].child_begin = first_child;
+      s.vertices_[static_cast<size_t>(p)].child_end = static_cast<VertexId>(s.vertices_.size());
+    }
+    s.level_ranges_.emplace_back(begin, static_cast<VertexId>(s.vertices_.size()));
+    prev_begin = begin;
+    prev_end = static_cast<VertexId>(s.vertices_.size());
+  }
+  // Deepest vertices have no child vertices.
+  for (VertexId v = prev_begin; v < prev_end; ++v) {
+    s.vertices_[static_cast<size_t>(v)].child_begin = s.vertices_[static_cast<size_t>(v)].child_end = 0;
+  }
+  if (nlevels == 0) s.vertices_[0].child_begin = s.vertices_[0].child_end = 0;
+  s.node_parent_.assign(static_cast<size_t>(total), 0);
+  for (VertexId v = prev_begin; v < prev_end; ++v) {
+    const auto& vx = s.vertices_[static_cast<size_t>(v)];
+    for (NodeId n = vx.node_begin; n < vx.node_end; ++n) s.node_parent_[static_cast<size_t>(n)] = v;
+  }
+
+  // Aggregates.
+  for (const auto& n : s.nodes_) s.max_gpus_ = std::max(s.max_gpus_, n.capacity.gpus);
+  const size_t width = static_cast<size_t>(s.max_gpus_ + 1);
+  s.hist_.assign(s.vertices_.size() * width, 0);
+  s.cap_hist_.assign(s.vertices_.size() * width, 0);
+  s.free_gpus_.assign(s.vertices_.size(), 0);
+  s.whole_free_.assign(s.vertices_.size(), 0);
+  for (NodeId n = 0; n < total; ++n) {
+    const Node& node = s.nodes_[static_cast<size_t>(n)];
+    const int64_t f = std::clamp<int64_t>(node.FreeGpus(), 0, s.max_gpus_);
+    for (VertexId v = s.node_parent_[static_cast<size_t>(n)]; v >= 0; v = s.vertices_[static_cast<size_t>(v)].parent) {
+      s.Hist(v)[f]++;
+      s.cap_hist_[static_cast<size_t>(v) * width + static_cast<size_t>(node.capacity.gpus)]++;
+      s.free_gpus_[static_cast<size_t>(v)] += f;
+      s.whole_free_[static_cast<size_t>(v)] += node.WhollyFree() ? 1 : 0;
+    }
+  }
+  return s;
+}
+
+NodeId ClusterState::FindNode(std::string_view name) const {
+  auto it = node_index_.find(std::string(name));
+  return it == node_index_.end() ? kNoNode : it->second;
+}
+
+VertexId ClusterState::AncestorAt(NodeId n, int level) const {
+  VertexId v = node_parent_[static_cast<size_t>(n)];
+  while (v >= 0 && vertices_[static_cast<size_t>(v)].level > level) v = vertices_[static_cast<size_t>(v)].parent;
+  return (v >= 0 && vertices_[static_cast<size_t>(v)].level == level) ? v : -1;
+}
+
+std::string ClusterState::NodePath(NodeId n) const {
+  const auto& p = vertices_[static_cast<size_t>(node_parent_[static_cast<size_t>(n)])].path;
+  return p.empty() ? node(n).name : p + "/" + node(n).name;
+}
+
+int64_t ClusterState::NodeMemberCapacity(int64_t free_gpus, int64_t gpus_per_member) {
+  if (gpus_per_member <= 0) return 1 << 30;
+  return free_gpus / gpus_per_member;
+}
+
+int64_t ClusterState::MemberCapacity(VertexId v, int64_t g) const {
+  if (g <= 0) return int64_t{1} << 40;  // GPU-less members: no GPU bound; the node scan decides.
+  if (g > max_gpus_) return 0;
+  const int32_t* h = Hist(v);
+  int64_t c = 0;
+  for (int64_t k = g; k <= max_gpus_; ++k) c += static_cast<int64_t>(h[k]) * (k / g);
+  return c;
+}
+
+int64_t ClusterState::TightestNodeFree(VertexId v, int64_t g, int32_t members) const {
+  const int32_t* h = Hist(v);
+  for (int64_t k = std::max<int64_t>(g * members, 0); k <= max_gpus_; ++k) {
+    if (h[k] > 0) return k;
+  }
+  return max_gpus_ + 1;
+}
+
+int64_t ClusterState::StaticMemberCapacity(VertexId v, int64_t g) const {
+  if (g <= 0) return int64_t{1} << 40;
+  if (g > max_gpus_) return 0;
+  const int32_t* h = &cap_hist_[static_cast<size_t>(v) * static_cast<size_t>(max_gpus_ + 1)];
+  int64_t c = 0;
+  for (int64_t k = g; k <= max_gpus_; ++k) c += static_cast<int64_t>(h[k]) * (k / g);
+  return c;
+}
+
+void ClusterState::NodeFreeChanged(NodeId n, int64_t old_free, bool old_whole) {
+  const Node& node = nodes_[static_cast<size_t>(n)];
+  const int64_t f = std::clamp<int64_t>(node.FreeGpus(), 0, max_gpus_);
+  const int64_t of = std::clamp<int64_t>(old_free, 0, max_gpus_);
+  const int32_t dw = (node.WhollyFree() ? 1 : 0) - (old_whole ? 1 : 0);
+  if (f == of && dw == 0) return;
+  for (VertexId v = node_parent_[static_cast<size_t>(n)]; v >= 0; v = vertices_[static_cast<size_t>(v)].parent) {
+    int32_t* h = Hist(v);
+    h[of]--;
+    h[f]++;
+    free_gpus_[static_cast<size_t>(v)] += f - of;
+    whole_free_[static_cast<size_t>(v)] += dw;
+  }
+}
+
+void ClusterState::Allocate(NodeId n, const Resources& r) {
+  Node& node = nodes_[static_cast<size_t>(n)];
+  const int64_t old_free = node.FreeGpus();
+  const bool old_whole = node.WhollyFree();
+  node.allocated += r;
+  NodeFreeChanged(n, old_free, old_whole);
+}
+
+void ClusterState::Release(NodeId n, const Resources& r) {
+  Node& node = nodes_[static_cast<size_t>(n)];
+  const int64_t old_free = node.FreeGpus();
+  const bool old_whole = node.WhollyFree();
+  node.allocated -= r;
+  NodeFreeChanged(n, old_free, old_whole);
+}
+
+void ClusterState::SetHealth(NodeId n, NodeHealth h) {
+  Node& node = nodes_[static_cast<size_t>(n)];
+  const int64_t old_free = node.FreeGpus();
+  const bool old_whole = node.WhollyFree();
+  node.health = h;
+  NodeFreeChanged(n, old_free, old_whole);
+}
+
+Status ClusterState::AddRunning(Allocation a) {
+  if (running_.count(a.workload.id)) return Status::Error("workload " + a.workload.id + ": already running");
+  for (const auto& as : a.assignments) {
+    if (as.node < 0 || as.node >= node_count()) {
+      return Status::Error("workload " + a.workload.id + ": assignment to unknown node id " + std::to_string(as.node));
+    }
+  }
+  for (const auto& as : a.assignments) Allocate(as.node, a.workload.per_member * as.members);
+  std::string id = a.workload.id;
+  running_.emplace(std::move(id), std::move(a));
+  return Status::Ok();
+}
+
+Status ClusterState::RemoveRunning(const std::string& id) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return Status::Error("workload " + id + ": not running");
+  for (const auto& as : it->second.assignments) Release(as.node, it->second.workload.per_member * as.members);
+  running_.erase(it);
+  return Status::Ok();
+}
+
+}  // namespace tidal

@@ -1,0 +1,79 @@
+// Fluent builders for tests: MakeNode("n1").Gpus(8).At("b0","l0","nv0").Obj(),
+// MakeGang("g").Members(16).Gpus(8).Required("leaf").Obj(), and FabricState(...) for regular fabrics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/api/node.h"
+#include "core/api/workload.h"
+#include "core/io/cluster_file.h"
+#include "core/state/cluster_state.h"
+
+namespace tidal::testing {
+
+class MakeNode {
+ public:
+  explicit MakeNode(std::string name) {
+    n_.name = std::move(name);
+    n_.capacity = Resources{8, 64000, int64_t{512} << 30};
+  }
+  MakeNode& Gpus(int64_t g) { return n_.capacity.gpus = g, *this; }
+  MakeNode& Cpu(int64_t milli) { return n_.capacity.cpu_milli = milli, *this; }
+  MakeNode& Memory(int64_t bytes) { return n_.capacity.memory_bytes = bytes, *this; }
+  MakeNode& Used(int64_t gpus, int64_t cpu_milli = 0, int64_t mem = 0) {
+    return n_.allocated = Resources{gpus, cpu_milli, mem}, *this;
+  }
+  MakeNode& Health(NodeHealth h) { return n_.health = h, *this; }
+  MakeNode& Pool(tidal::Pool p) { return n_.pool = p, *this; }
+  MakeNode& Model(std::string m) { return n_.gpu_model = std::move(m), *this; }
+  MakeNode& Label(const std::string& k, const std::string& v) { return n_.labels[k] = v, *this; }
+  // Default-level labels: block, leaf, nvlink.
+  MakeNode& At(const std::string& block, const std::string& leaf, const std::string& nvlink) {
+    Label("topology.tidal.dev/block", block);
+    Label("topology.tidal.dev/leaf", leaf);
+    return Label("topology.tidal.dev/nvlink", nvlink);
+  }
+  Node Obj() const { return n_; }
+
+ private:
+  Node n_;
+};
+
+class MakeGang {
+ public:
+  explicit MakeGang(std::string id) {
+    w_.id = std::move(id);
+    w_.per_member = Resources{1, 0, 0};
+  }
+  MakeGang& Members(int32_t n) { return w_.members = n, w_.min_members = n, *this; }
+  MakeGang& MinMembers(int32_t n) { return w_.min_members = n, *this; }
+  MakeGang& Arrived(int32_t n) { return w_.arrived_members = n, *this; }
+  MakeGang& Gpus(int64_t g) { return w_.per_member.gpus = g, *this; }
+  MakeGang& Cpu(int64_t milli) { return w_.per_member.cpu_milli = milli, *this; }
+  MakeGang& Memory(int64_t bytes) { return w_.per_member.memory_bytes = bytes, *this; }
+  MakeGang& Required(std::string l) { return w_.required_level = std::move(l), *this; }
+  MakeGang& Preferred(std::string l) { return w_.preferred_level = std::move(l), *this; }
+  MakeGang& Priority(int32_t p) { return w_.priority = p, *this; }
+  MakeGang& Submitted(int64_t t) { return w_.submit_time_s = t, *this; }
+  MakeGang& Queue(std::string q) { return w_.queue = std::move(q), *this; }
+  MakeGang& Model(std::string m) { return w_.gpu_model = std::move(m), *this; }
+  MakeGang& Door(FrontDoor d) { return w_.front_door = d, *this; }
+  Workload Obj() const { return w_; }
+
+ private:
+  Workload w_;
+};
+
+// A regular fabric on the default levels: blocks x leaves x nvlink x nodes, `gpus` per node.
+inline ClusterState FabricState(int32_t blocks, int32_t leaves, int32_t nvlinks, int32_t nodes, int64_t gpus = 8) {
+  FabricSpec f;
+  f.per_level = {blocks, leaves, nvlinks};
+  f.nodes_per_domain = nodes;
+  f.node_capacity.gpus = gpus;
+  auto levels = TopologyLevels::Default();
+  auto st = ClusterState::Build(levels, GenerateFabric(levels, f));
+  return std::move(st).value();
+}
+
+}  // namespace tidal::testing
