@@ -27,8 +27,8 @@ TEST_P(ScenarioTest, MeetsExpectations) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioTest, ::testing::ValuesIn(ScenarioFiles()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = std::filesystem::path(info.param).stem().string();
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string n = std::filesystem::path(param_info.param).stem().string();
                            std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
                            return n;
                          });

@@ -66,12 +66,26 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
   PlacementSearch search(state, *profile_);
   std::vector<Candidate> candidates;
   Status found = search.Find(cs, w, c, candidates);
-  if (!found.ok() && w.Elastic() && found.code() == StatusCode::kUnschedulable) {
-    PlacementConstraints shrunk = c;
-    shrunk.members = w.min_members;
-    Status again = search.Find(cs, w, shrunk, candidates);
-    if (again.ok()) {
-      c = shrunk;
+  if (!found.ok() && w.Elastic() && found.code() != StatusCode::kError && c.members > w.min_members) {
+    // Elastic gang: the largest size in [min_members, members) that fits, by bisection.
+    PlacementConstraints trial = c;
+    trial.members = w.min_members;
+    Status at_min = search.Find(cs, w, trial, candidates);
+    if (!at_min.ok()) {
+      found = std::move(at_min);  // judged by its minimum: may still fit later
+    } else {
+      int32_t lo = w.min_members, hi = c.members;  // lo fits, hi does not
+      while (hi - lo > 1) {
+        trial.members = lo + (hi - lo) / 2;
+        std::vector<Candidate> more;
+        if (search.Find(cs, w, trial, more).ok()) {
+          lo = trial.members;
+          candidates = std::move(more);
+        } else {
+          hi = trial.members;
+        }
+      }
+      c.members = lo;
       found = Status::Ok();
     }
   }

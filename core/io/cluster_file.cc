@@ -88,16 +88,37 @@ struct Switch {
 };
 
 // Resolves each switch's labels by walking parents; detects unknown parents, level mismatches and cycles.
-Status ResolveSwitches(const std::vector<Switch>& sw, const TopologyLevels& levels,
+Status ResolveSwitches(const std::vector<Switch>& sw, const TopologyLevels& levels, const std::string& prefix,
                        std::map<std::string, std::map<std::string, std::string>>* labels) {
+  auto at = [&](size_t i) { return prefix + "[" + std::to_string(i) + "]"; };
   std::map<std::string, const Switch*> by_name;
   for (const auto& s : sw) {
     if (!by_name.emplace(s.name, &s).second) {
-      return Status::Error("switches[" + std::to_string(s.index) + "].name: duplicate switch \"" + s.name + "\"");
+      return Status::Error(at(s.index) + ".name: duplicate switch \"" + s.name + "\"");
     }
   }
+  // Pass 1: the parent links alone must form a forest (no unknown parent, no cycle).
   for (const auto& s : sw) {
-    const std::string p = "switches[" + std::to_string(s.index) + "]";
+    std::vector<std::string> chain{s.name};
+    std::set<std::string> seen{s.name};
+    for (const Switch* cur = &s; !cur->parent.empty();) {
+      auto it = by_name.find(cur->parent);
+      if (it == by_name.end()) {
+        return Status::Error(at(cur->index) + ".parent: switch " + cur->name + " names unknown parent \"" +
+                             cur->parent + "\"");
+      }
+      if (!seen.insert(cur->parent).second) {
+        std::string c;
+        for (const auto& n : chain) c += n + " -> ";
+        return Status::Error(at(cur->index) + ".parent: cycle: " + c + cur->parent);
+      }
+      chain.push_back(cur->parent);
+      cur = it->second;
+    }
+  }
+  // Pass 2: levels go exactly one step outwards per parent; collect each switch's labels.
+  for (const auto& s : sw) {
+    const std::string p = at(s.index);
     const int lvl = levels.Find(s.level);
     if (lvl < 0 || lvl == levels.node_level()) {
       return Status::Error(p + ".level: unknown level \"" + s.level + "\" for switch " + s.name + " (accepted: " +
@@ -109,8 +130,6 @@ Status ResolveSwitches(const std::vector<Switch>& sw, const TopologyLevels& leve
                            ")");
     }
     std::map<std::string, std::string> out;
-    std::vector<std::string> chain{s.name};
-    std::set<std::string> seen{s.name};
     const Switch* cur = &s;
     while (true) {
       const int cl = levels.Find(cur->level);
@@ -118,27 +137,16 @@ Status ResolveSwitches(const std::vector<Switch>& sw, const TopologyLevels& leve
       out[levels.levels[static_cast<size_t>(cl)].label_key] = cur->name;
       if (cur->parent.empty()) {
         if (cl != 0) {
-          return Status::Error("switches[" + std::to_string(cur->index) + "].parent: switch " + cur->name +
+          return Status::Error(at(cur->index) + ".parent: switch " + cur->name +
                                " at level " + cur->level + " needs a parent at level " +
                                levels.levels[static_cast<size_t>(cl - 1)].name);
         }
         break;
       }
-      auto it = by_name.find(cur->parent);
-      if (it == by_name.end()) {
-        return Status::Error("switches[" + std::to_string(cur->index) + "].parent: switch " + cur->name +
-                             " names unknown parent \"" + cur->parent + "\"");
-      }
-      if (!seen.insert(cur->parent).second) {
-        std::string c;
-        for (const auto& n : chain) c += n + " -> ";
-        return Status::Error("switches[" + std::to_string(cur->index) + "].parent: cycle: " + c + cur->parent);
-      }
-      chain.push_back(cur->parent);
-      const Switch* parent = it->second;
+      const Switch* parent = by_name.at(cur->parent);
       const int pl = levels.Find(parent->level);
       if (pl != cl - 1) {
-        return Status::Error("switches[" + std::to_string(cur->index) + "].parent: switch " + cur->name + " (level " +
+        return Status::Error(at(cur->index) + ".parent: switch " + cur->name + " (level " +
                              cur->level + ") has parent " + parent->name + " at level " + parent->level +
                              "; expected level " + (cl > 0 ? levels.levels[static_cast<size_t>(cl - 1)].name : "none"));
       }
@@ -180,7 +188,7 @@ StatusOr<ClusterSpec> DecodeClusterSpec(const Document& doc, const std::string& 
       if (Status st = s.Done(); !st.ok()) return doc.Locate(st);
       list.push_back(std::move(x));
     }
-    if (Status s = ResolveSwitches(list, spec.levels, &switch_labels); !s.ok()) return doc.Locate(s);
+    if (Status s = ResolveSwitches(list, spec.levels, f.Sub("switches"), &switch_labels); !s.ok()) return doc.Locate(s);
     have_switches = true;
   }
   if (const auto* nodes = f.Get("nodes")) {

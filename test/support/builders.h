@@ -5,10 +5,16 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+#include <utility>
+
 #include "core/api/node.h"
 #include "core/api/workload.h"
+#include "core/framework/profile.h"
+#include "core/framework/scheduler.h"
 #include "core/io/cluster_file.h"
 #include "core/state/cluster_state.h"
+#include "plugins/registry.h"
 
 namespace tidal::testing {
 
@@ -21,6 +27,7 @@ class MakeNode {
   MakeNode& Gpus(int64_t g) { return n_.capacity.gpus = g, *this; }
   MakeNode& Cpu(int64_t milli) { return n_.capacity.cpu_milli = milli, *this; }
   MakeNode& Memory(int64_t bytes) { return n_.capacity.memory_bytes = bytes, *this; }
+  MakeNode& Name(std::string name) { return n_.name = std::move(name), *this; }
   MakeNode& Used(int64_t gpus, int64_t cpu_milli = 0, int64_t mem = 0) {
     return n_.allocated = Resources{gpus, cpu_milli, mem}, *this;
   }
@@ -59,6 +66,7 @@ class MakeGang {
   MakeGang& Queue(std::string q) { return w_.queue = std::move(q), *this; }
   MakeGang& Model(std::string m) { return w_.gpu_model = std::move(m), *this; }
   MakeGang& Door(FrontDoor d) { return w_.front_door = d, *this; }
+  MakeGang& Class(WorkloadClass c) { return w_.workload_class = c, *this; }
   Workload Obj() const { return w_; }
 
  private:
@@ -74,6 +82,24 @@ inline ClusterState FabricState(int32_t blocks, int32_t leaves, int32_t nvlinks,
   auto levels = TopologyLevels::Default();
   auto st = ClusterState::Build(levels, GenerateFabric(levels, f));
   return std::move(st).value();
+}
+
+// A state from explicit nodes on the default levels; throws (failing the calling test) if invalid.
+inline ClusterState NodesState(std::vector<Node> nodes) {
+  auto st = ClusterState::Build(TopologyLevels::Default(), std::move(nodes));
+  return std::move(st).value();
+}
+
+// A profile built from `spec` with the built-in plugins (plugins::DefaultRegistry()).
+inline std::unique_ptr<Profile> DefaultProfile(const ProfileSpec& spec = ProfileSpec::Default(),
+                                               const TopologyLevels& levels = TopologyLevels::Default()) {
+  auto p = Profile::Build(spec, plugins::DefaultRegistry(), PluginContext{levels});
+  return std::move(p).value();
+}
+
+// A scheduler over DefaultProfile(spec).
+inline Scheduler DefaultScheduler(const ProfileSpec& spec = ProfileSpec::Default()) {
+  return Scheduler(DefaultProfile(spec));
 }
 
 }  // namespace tidal::testing
