@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace tidal {
@@ -69,7 +70,9 @@ StatusOr<int64_t> ParseQuantity(std::string_view text, bool milli, std::string_v
     }
   }
   if (!found) return bad("unknown suffix \"" + std::string(suffix) + "\" (accepted: m, k, M, G, T, P, Ki, Mi, Gi, Ti, Pi)");
-  double value = std::stod(number) * scale * (milli ? 1000.0 : 1.0);
+  // strtod, not stod: a digit string beyond double's range yields HUGE_VAL (reported below as
+  // "too large") instead of throwing.
+  double value = std::strtod(number.c_str(), nullptr) * scale * (milli ? 1000.0 : 1.0);
   if (!std::isfinite(value) || value > 9.0e18) return bad("too large");
   return static_cast<int64_t>(std::ceil(value - 1e-9));
 }

@@ -34,8 +34,6 @@ std::vector<Node> GenerateFabric(const TopologyLevels& levels, const FabricSpec&
   return nodes;
 }
 
-namespace {
-
 Status DecodeLevels(const nlohmann::json& j, const std::string& path, TopologyLevels* out) {
   if (!j.is_array()) return Status::Error(path + ": must be a list of levels, outermost first");
   out->levels.clear();
@@ -60,6 +58,8 @@ Status DecodeLevels(const nlohmann::json& j, const std::string& path, TopologyLe
   }
   return Status::Ok();
 }
+
+namespace {
 
 Status DecodeFabric(const nlohmann::json& j, const std::string& path, const TopologyLevels& levels,
                     std::vector<Node>* nodes) {

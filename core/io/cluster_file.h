@@ -38,6 +38,9 @@ struct FabricSpec {
 // Nodes "node-<i>" labelled "<level>-<i>" (global indices) for every configured level.
 std::vector<Node> GenerateFabric(const TopologyLevels& levels, const FabricSpec& f);
 
+// Decodes a level list: [block, {name: leaf, label: example.com/leaf}, ...].
+Status DecodeLevels(const nlohmann::json& j, const std::string& path, TopologyLevels* out);
+
 StatusOr<ClusterSpec> DecodeClusterSpec(const Document& doc, const std::string& field = "");
 StatusOr<ClusterSpec> LoadClusterFile(const std::string& path);
 // Decodes and builds, with errors located in the file.

@@ -36,7 +36,10 @@ bool NaturalLess(const std::string& a, const std::string& b) {
       ++j;
     }
   }
-  return a.size() - i < b.size() - j;
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  // Numerically equal but different ("l01" vs "l1"): still distinct values, so order them
+  // plainly; treating them as equivalent breaks the sort's strict weak order.
+  return a < b;
 }
 
 }  // namespace
@@ -265,6 +268,22 @@ Status ClusterState::RemoveRunning(const std::string& id) {
   if (it == running_.end()) return Status::Error("workload " + id + ": not running");
   for (const auto& as : it->second.assignments) Release(as.node, it->second.workload.per_member * as.members);
   running_.erase(it);
+  return Status::Ok();
+}
+
+Status ClusterState::ReleaseMembers(const std::string& id, NodeId n, int32_t members) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return Status::Error("workload " + id + ": not running");
+  auto& as = it->second.assignments;
+  auto a = std::find_if(as.begin(), as.end(), [n](const MemberAssignment& x) { return x.node == n; });
+  if (a == as.end() || a->members < members || members < 0) {
+    return Status::Error("workload " + id + ": fewer than " + std::to_string(members) + " members on node " +
+                         (n >= 0 && n < node_count() ? node(n).name : std::to_string(n)));
+  }
+  Release(n, it->second.workload.per_member * members);
+  a->members -= members;
+  if (a->members == 0) as.erase(a);
+  if (as.empty()) running_.erase(it);
   return Status::Ok();
 }
 

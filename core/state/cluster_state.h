@@ -100,6 +100,9 @@ class ClusterState {
   Status AddRunning(Allocation a);
   // Releases a running workload's capacity. Error if it is not running.
   Status RemoveRunning(const std::string& id);
+  // Releases `members` members of running workload `id` on node `n` (e.g. a planned member that
+  // is now accounted as a bound pod); the workload disappears when no member remains.
+  Status ReleaseMembers(const std::string& id, NodeId n, int32_t members);
 
  private:
   void NodeFreeChanged(NodeId n, int64_t old_free, bool old_whole);

@@ -9,11 +9,14 @@ Status Transaction::Place(const Workload& w, const std::vector<MemberAssignment>
 }
 
 Status Transaction::Evict(const std::string& workload_id) {
-  auto it = state_.running().find(workload_id);
-  if (it == state_.running().end()) return Status::Error("workload " + workload_id + ": not running");
+  // Copy the id first: the caller may pass a reference into running() (e.g. a map key), which
+  // RemoveRunning destroys.
+  const std::string id = workload_id;
+  auto it = state_.running().find(id);
+  if (it == state_.running().end()) return Status::Error("workload " + id + ": not running");
   Allocation copy = it->second;
-  Status s = state_.RemoveRunning(workload_id);
-  if (s.ok()) log_.push_back(Step{false, workload_id, std::move(copy)});
+  Status s = state_.RemoveRunning(id);
+  if (s.ok()) log_.push_back(Step{false, id, std::move(copy)});
   return s;
 }
 

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <iostream>
 
-#include "core/cmd/tidalctl/commands.h"
+#include "core/cmd/flags.h"
 
 namespace tidal::cli {
 
@@ -20,12 +20,12 @@ bool Flags::Parse(const std::vector<std::string>& known) {
       has_value = true;
     }
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::cerr << "tidalctl: unknown flag " << name << "\n";
+      std::cerr << "unknown flag " << name << "\n";
       return false;
     }
     if (!has_value) {
       if (i + 1 >= args_.size()) {
-        std::cerr << "tidalctl: flag " << name << " needs a value\n";
+        std::cerr << "flag " << name << " needs a value\n";
         return false;
       }
       value = args_[++i];

@@ -1,0 +1,535 @@
+#include "core/engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "core/io/cluster_file.h"
+#include "core/io/fields.h"
+#include "plugins/registry.h"
+
+namespace tidal {
+namespace {
+
+std::string RandomEpoch() {
+  std::random_device rd;
+  std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                      static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 16; ++i) s += kHex[rng() % 16];
+  return s;
+}
+
+bool ValidLabelValue(const std::string& v) {
+  if (v.empty() || v.size() > 63) return false;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(v.front()) || !alnum(v.back())) return false;
+  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+bool SameNode(const NodeInfo& a, const NodeInfo& b) {
+  return a.labels == b.labels && a.capacity == b.capacity && a.ready == b.ready &&
+         a.unschedulable == b.unschedulable && a.gpu_model == b.gpu_model;
+}
+
+}  // namespace
+
+StatusOr<EngineConfig> LoadEngineConfig(const std::string& path) {
+  auto doc = LoadDocument(path);
+  if (!doc.ok()) return doc.status();
+  EngineConfig cfg;
+  Fields f(doc->root, "");
+  f.Str("schedulerName", &cfg.scheduler_name);
+  int64_t permit_s = cfg.permit_timeout_ms / 1000;
+  f.Int("permitTimeoutSeconds", &permit_s, 1, 3600);
+  cfg.permit_timeout_ms = permit_s * 1000;
+  f.Int("planTtlSeconds", &cfg.plan_ttl_s, 1, 86400);
+  f.Str("poolLabel", &cfg.pool_label);
+  if (const auto* t = f.Get("topology")) {
+    Fields tf(*t, "topology");
+    if (const auto* l = tf.Get("levels")) {
+      if (Status s = DecodeLevels(*l, "topology.levels", &cfg.levels); !s.ok()) tf.Fail(s);
+    }
+    if (Status s = tf.Done(); !s.ok()) f.Fail(s);
+  }
+  if (const auto* p = f.Get("profile")) {
+    auto ps = ProfileSpec::FromJson(*p, "profile");
+    if (!ps.ok()) {
+      f.Fail(ps.status());
+    } else {
+      cfg.profile = *ps;
+    }
+  }
+  if (Status s = f.Done(); !s.ok()) return doc->Locate(s);
+  const Registry registry = plugins::DefaultRegistry();
+  auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels});
+  if (!profile.ok()) return Status::Error(path + ": " + profile.status().Message());
+  return cfg;
+}
+
+StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineConfig cfg, Clock clock) {
+  const Registry registry = plugins::DefaultRegistry();
+  auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels});
+  if (!profile.ok()) return profile.status();
+  if (!clock) {
+    clock = [] {
+      return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+  return std::unique_ptr<Engine>(
+      new Engine(std::move(cfg), std::move(clock), std::make_unique<Scheduler>(std::move(profile).value())));
+}
+
+Engine::Engine(EngineConfig cfg, Clock clock, std::unique_ptr<Scheduler> sched)
+    : cfg_(std::move(cfg)), clock_(std::move(clock)), sched_(std::move(sched)), epoch_(RandomEpoch()) {}
+
+Node Engine::ToNode(const NodeInfo& in) const {
+  Node n;
+  n.name = in.name;
+  n.labels = in.labels;
+  // Nodes without topology labels (CPU nodes, new racks) still count, under "unlabeled".
+  for (const auto& l : cfg_.levels.levels) {
+    auto it = n.labels.find(l.label_key);
+    if (it == n.labels.end() || !ValidLabelValue(it->second)) n.labels[l.label_key] = "unlabeled";
+  }
+  n.capacity = in.capacity;
+  n.gpu_model = in.gpu_model;
+  n.health = !in.ready ? NodeHealth::kUnhealthy : in.unschedulable ? NodeHealth::kCordoned : NodeHealth::kReady;
+  n.pool = Pool::kKubernetes;
+  if (auto it = in.labels.find(cfg_.pool_label); it != in.labels.end()) {
+    if (auto p = ParsePool(it->second, cfg_.pool_label); p.ok()) n.pool = *p;
+  }
+  return n;
+}
+
+void Engine::EnsureStateLocked() {
+  if (state_) return;
+  std::vector<Node> nodes;
+  nodes.reserve(nodes_.size());
+  for (const auto& [name, n] : nodes_) nodes.push_back(ToNode(n));
+  auto built = ClusterState::Build(cfg_.levels, std::move(nodes));
+  if (!built.ok()) {
+    // Cannot happen for sanitised labels and unique names; keep an empty cluster rather than crash.
+    built = ClusterState::Build(cfg_.levels, {});
+  }
+  state_ = std::move(built).value();
+  for (const auto& [uid, charge] : charged_) {
+    const NodeId n = state_->FindNode(charge.first);
+    if (n != kNoNode) state_->Allocate(n, charge.second);
+  }
+  for (auto& [key, g] : gangs_) {
+    if (!g.plan) continue;
+    Allocation a;
+    a.workload.id = PlanId(g);
+    a.workload.per_member = g.plan->per_member;
+    bool lost_node = false;
+    for (const auto& s : g.plan->slots) {
+      const NodeId n = state_->FindNode(s.node);
+      if (n == kNoNode) {
+        lost_node = true;
+        break;
+      }
+      auto it = std::find_if(a.assignments.begin(), a.assignments.end(), [n](const MemberAssignment& m) { return m.node == n; });
+      if (it == a.assignments.end()) {
+        a.assignments.push_back({n, 1});
+      } else {
+        it->members++;
+      }
+    }
+    if (lost_node) {
+      g.plan.reset();
+      g.last_reason = "plan dropped: a planned node left the cluster";
+      continue;
+    }
+    if (!a.assignments.empty()) (void)state_->AddRunning(std::move(a));
+  }
+}
+
+void Engine::ApplyBoundLocked(const PodInfo& p) {
+  if (auto g = pod_gang_.find(p.uid); g != pod_gang_.end()) {
+    auto gi = gangs_.find(g->second);
+    if (gi != gangs_.end() && gi->second.plan) {
+      auto& slots = gi->second.plan->slots;
+      auto s = std::find_if(slots.begin(), slots.end(), [&](const Slot& x) { return x.pod_uid == p.uid; });
+      if (s != slots.end()) {
+        // The slot's capacity becomes the pod's own charge below.
+        if (state_) (void)state_->ReleaseMembers(PlanId(gi->second), state_->FindNode(s->node), 1);
+        slots.erase(s);
+        if (slots.empty()) gi->second.plan.reset();
+      }
+    }
+  }
+  charged_[p.uid] = {p.node_name, p.request};
+  if (state_) {
+    const NodeId n = state_->FindNode(p.node_name);
+    if (n != kNoNode) state_->Allocate(n, p.request);
+  }
+}
+
+void Engine::ReleaseBoundLocked(const std::string& uid) {
+  auto it = charged_.find(uid);
+  if (it == charged_.end()) return;
+  if (state_) {
+    const NodeId n = state_->FindNode(it->second.first);
+    if (n != kNoNode) state_->Release(n, it->second.second);
+  }
+  charged_.erase(it);
+}
+
+void Engine::DropPlanLocked(Gang& g) {
+  if (!g.plan) return;
+  if (state_) (void)state_->RemoveRunning(PlanId(g));
+  g.plan.reset();
+}
+
+void Engine::ExpirePlansLocked() {
+  const int64_t now = clock_();
+  for (auto& [key, g] : gangs_) {
+    if (!g.plan || now - g.plan->created_s <= cfg_.plan_ttl_s) continue;
+    const bool all_reserved = std::all_of(g.plan->slots.begin(), g.plan->slots.end(), [](const Slot& s) { return s.reserved; });
+    if (all_reserved) continue;
+    DropPlanLocked(g);
+    g.last_reason = "plan expired after " + std::to_string(cfg_.plan_ttl_s) + "s before every member was reserved";
+  }
+}
+
+std::string Engine::GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const {
+  auto parsed = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+  if (!parsed.ok()) {
+    *st = parsed.status();
+    return {};
+  }
+  *spec = *parsed;
+  *st = Status::Ok();
+  return spec->gang.empty() ? p.ns + "/pod/" + p.name : p.ns + "/" + spec->gang;
+}
+
+Status Engine::UpsertPodLocked(const PodInfo& p) {
+  if (p.uid.empty()) return Status::Error("pod " + p.Key() + ": uid: must not be empty");
+  if (p.name.empty()) return Status::Error("pod uid " + p.uid + ": name: must not be empty");
+  if (p.request.AnyNegative()) return Status::Error("pod " + p.Key() + ": request: must not be negative");
+  pods_[p.uid] = p;
+  auto charged = charged_.find(p.uid);
+  if (p.UsesCapacity()) {
+    if (charged == charged_.end() || charged->second.first != p.node_name || !(charged->second.second == p.request)) {
+      ReleaseBoundLocked(p.uid);
+      ApplyBoundLocked(p);
+    }
+  } else if (charged != charged_.end()) {
+    ReleaseBoundLocked(p.uid);
+  }
+  if (p.scheduler_name != cfg_.scheduler_name) return Status::Ok();
+  PodSchedulingSpec spec;
+  Status st;
+  const std::string key = GangKeyLocked(p, &spec, &st);
+  auto old = pod_gang_.find(p.uid);
+  if (old != pod_gang_.end() && old->second != key) {
+    auto g = gangs_.find(old->second);
+    if (g != gangs_.end()) {
+      g->second.pods.erase(p.uid);
+      DropPlanLocked(g->second);
+      if (g->second.pods.empty()) gangs_.erase(g);
+    }
+    pod_gang_.erase(old);
+  }
+  if (!st.ok()) return Status::Ok();  // reported to the pod through CheckPod / PlanPod
+  pod_gang_[p.uid] = key;
+  Gang& g = gangs_[key];
+  g.key = key;
+  g.pods.insert(p.uid);
+  return Status::Ok();
+}
+
+void Engine::DeletePodLocked(const std::string& uid) {
+  ReleaseBoundLocked(uid);
+  if (auto it = pod_gang_.find(uid); it != pod_gang_.end()) {
+    auto g = gangs_.find(it->second);
+    if (g != gangs_.end()) {
+      g->second.pods.erase(uid);
+      if (g->second.plan) {
+        const auto& slots = g->second.plan->slots;
+        if (std::any_of(slots.begin(), slots.end(), [&](const Slot& s) { return s.pod_uid == uid; })) {
+          DropPlanLocked(g->second);
+          g->second.last_reason = "plan dropped: a planned member was deleted";
+        }
+      }
+      if (g->second.pods.empty()) gangs_.erase(g);
+    }
+    pod_gang_.erase(it);
+  }
+  pods_.erase(uid);
+}
+
+Status Engine::Sync(const SyncBatch& b, uint64_t* generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status result;
+  if (b.resync) {
+    nodes_.clear();
+    pods_.clear();
+    pod_gang_.clear();
+    gangs_.clear();
+    charged_.clear();
+    state_.reset();
+    synced_ = true;
+  }
+  for (const auto& n : b.upsert_nodes) {
+    if (n.name.empty()) {
+      result = Status::Error("node: name: must not be empty");
+      continue;
+    }
+    if (n.capacity.AnyNegative()) {
+      result = Status::Error("node " + n.name + ": capacity: must not be negative");
+      continue;
+    }
+    auto it = nodes_.find(n.name);
+    if (it != nodes_.end() && SameNode(it->second, n)) continue;
+    nodes_[n.name] = n;
+    state_.reset();
+  }
+  for (const auto& name : b.delete_nodes) {
+    if (nodes_.erase(name) > 0) state_.reset();
+  }
+  for (const auto& p : b.upsert_pods) {
+    if (Status s = UpsertPodLocked(p); !s.ok()) result = s;
+  }
+  for (const auto& uid : b.delete_pods) DeletePodLocked(uid);
+  ExpirePlansLocked();
+  *generation = ++generation_;
+  return result;
+}
+
+Status Engine::CheckPod(const std::string& uid, std::string* gang) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return Status::Unschedulable("pod is not synced to the engine yet", "engine");
+  PodSchedulingSpec spec;
+  Status st;
+  const std::string key = GangKeyLocked(it->second, &spec, &st);
+  if (!st.ok()) return st;
+  *gang = key;
+  auto g = gangs_.find(key);
+  const int32_t have = g == gangs_.end() ? 0 : static_cast<int32_t>(g->second.pods.size());
+  if (have < spec.gang_min) {
+    return Status::Wait("gang " + key + ": " + std::to_string(have) + " of " + std::to_string(spec.gang_min) +
+                            " members exist",
+                        "gang");
+  }
+  return Status::Ok();
+}
+
+PlanResult Engine::PlanPod(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PlanResult r;
+  ExpirePlansLocked();
+  auto pit = pods_.find(uid);
+  if (pit == pods_.end()) return r.status = Status::Unschedulable("pod is not synced to the engine yet", "engine"), r;
+  const PodInfo& pod = pit->second;
+  PodSchedulingSpec spec;
+  Status st;
+  const std::string key = GangKeyLocked(pod, &spec, &st);
+  if (!st.ok()) return r.status = st, r;
+  r.gang = key;
+  auto git = gangs_.find(key);
+  if (git == gangs_.end()) return r.status = Status::Unschedulable("gang " + key + " is not known yet", "engine"), r;
+  Gang& g = git->second;
+  auto claim = [&]() -> bool {
+    for (auto& s : g.plan->slots) {
+      if (s.pod_uid == uid) return r.node = s.node, true;
+    }
+    for (auto& s : g.plan->slots) {
+      if (s.pod_uid.empty()) return s.pod_uid = uid, r.node = s.node, true;
+    }
+    return false;
+  };
+  if (g.plan) {
+    r.domain = g.plan->domain;
+    r.explanation = g.plan->explanation;
+    if (!claim()) {
+      r.status = Status::Unschedulable("gang " + key + ": every slot of its plan is taken (more pods than the plan's " +
+                                           std::to_string(g.plan->slots.size()) + " members)",
+                                       "gang");
+    }
+    return r;
+  }
+  // Plan the whole gang now.
+  int32_t bound = 0, pending = 0;
+  Resources per_member;
+  int32_t priority = INT32_MIN;
+  int64_t submitted = INT64_MAX;
+  for (const auto& u : g.pods) {
+    const PodInfo& p = pods_.at(u);
+    if (p.UsesCapacity()) {
+      ++bound;
+    } else if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending) {
+      ++pending;
+      per_member.gpus = std::max(per_member.gpus, p.request.gpus);
+      per_member.cpu_milli = std::max(per_member.cpu_milli, p.request.cpu_milli);
+      per_member.memory_bytes = std::max(per_member.memory_bytes, p.request.memory_bytes);
+      priority = std::max(priority, p.priority);
+      submitted = std::min(submitted, p.creation_unix);
+    }
+  }
+  const int32_t need = spec.gang_size - bound;
+  if (need <= 0) {
+    r.status = Status::Unresolvable("gang " + key + " already has " + std::to_string(bound) + " of " +
+                                        std::to_string(spec.gang_size) + " members bound; this pod is surplus",
+                                    "gang");
+    return r;
+  }
+  Workload w;
+  w.id = PlanId(g);
+  w.queue = spec.queue;
+  w.workload_class = spec.workload_class;
+  w.members = need;
+  w.min_members = std::clamp(spec.gang_min - bound, 1, need);
+  w.arrived_members = pending;
+  w.per_member = per_member;
+  w.priority = priority == INT32_MIN ? pod.priority : priority;
+  w.preemptible = spec.preemptible;
+  w.runtime_limit_s = spec.runtime_limit_s;
+  w.submit_time_s = submitted == INT64_MAX ? pod.creation_unix : submitted;
+  w.required_level = spec.required_level;
+  w.preferred_level = spec.preferred_level;
+  EnsureStateLocked();
+  Decision d = sched_->ScheduleOne(*state_, w, clock_());
+  if (d.outcome != Outcome::kPlaced) {
+    g.last_reason = d.explanation;
+    r.status = d.status;
+    if (r.status.ok()) r.status = Status::Unschedulable(d.explanation, "engine");
+    return r;
+  }
+  Plan plan;
+  plan.per_member = per_member;
+  plan.domain = d.placement.domain;
+  plan.explanation = d.explanation;
+  plan.created_s = clock_();
+  for (const auto& a : d.placement.assignments) {
+    for (int32_t i = 0; i < a.members; ++i) plan.slots.push_back(Slot{state_->node(a.node).name, "", false});
+  }
+  g.plan = std::move(plan);
+  g.last_reason = "planned: " + d.explanation;
+  r.domain = g.plan->domain;
+  r.explanation = g.plan->explanation;
+  claim();
+  return r;
+}
+
+Status Engine::Reserve(const std::string& uid, const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto gk = pod_gang_.find(uid);
+  if (gk == pod_gang_.end()) return Status::Error("pod uid " + uid + " is not a known Tidal pod", "engine");
+  Gang& g = gangs_.at(gk->second);
+  if (!g.plan) return Status::Error("gang " + g.key + " has no plan (released, expired or engine restarted)", "engine");
+  for (auto& s : g.plan->slots) {
+    if (s.pod_uid != uid) continue;
+    if (s.node != node) {
+      return Status::Error("pod is planned on " + s.node + " but was reserved on " + node, "engine");
+    }
+    s.reserved = true;
+    return Status::Ok();
+  }
+  return Status::Error("gang " + g.key + ": pod holds no slot in the plan", "engine");
+}
+
+std::vector<PodRefInfo> Engine::Unreserve(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PodRefInfo> released;
+  auto gk = pod_gang_.find(uid);
+  if (gk == pod_gang_.end()) return released;
+  Gang& g = gangs_.at(gk->second);
+  if (!g.plan) return released;
+  for (const auto& s : g.plan->slots) {
+    if (s.pod_uid.empty() || s.pod_uid == uid) continue;
+    const auto& p = pods_.at(s.pod_uid);
+    released.push_back({p.uid, p.ns, p.name});
+  }
+  DropPlanLocked(g);
+  auto p = pods_.find(uid);
+  g.last_reason = "plan released: member " + (p == pods_.end() ? uid : p->second.name) + " was unreserved";
+  return released;
+}
+
+PermitResult Engine::Permit(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PermitResult r;
+  auto gk = pod_gang_.find(uid);
+  if (gk == pod_gang_.end()) return r.status = Status::Error("pod uid " + uid + " is not a known Tidal pod", "engine"), r;
+  Gang& g = gangs_.at(gk->second);
+  if (!g.plan) return r.status = Status::Unschedulable("gang " + g.key + " has no plan (released or expired)", "gang"), r;
+  const auto& slots = g.plan->slots;
+  const auto reserved = std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.reserved; });
+  if (static_cast<size_t>(reserved) < slots.size()) {
+    r.status = Status::Wait("gang " + g.key + ": " + std::to_string(reserved) + " of " + std::to_string(slots.size()) +
+                                " members reserved",
+                            "gang");
+    r.wait_timeout_ms = cfg_.permit_timeout_ms;
+    return r;
+  }
+  for (const auto& s : slots) {
+    const auto& p = pods_.at(s.pod_uid);
+    r.allow.push_back({p.uid, p.ns, p.name});
+  }
+  return r;
+}
+
+Status Engine::Bound(const std::string& uid, const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return Status::Error("pod uid " + uid + " is not known", "engine");
+  it->second.node_name = node;
+  auto charged = charged_.find(uid);
+  if (charged == charged_.end() || charged->second.first != node) {
+    ReleaseBoundLocked(uid);
+    ApplyBoundLocked(it->second);
+  }
+  return Status::Ok();
+}
+
+Status Engine::Explain(const std::string& name, std::string* text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string key = name;
+  if (!gangs_.count(key)) {
+    for (const auto& [uid, p] : pods_) {
+      if (p.Key() == name) {
+        auto g = pod_gang_.find(uid);
+        key = g == pod_gang_.end() ? "" : g->second;
+        if (key.empty()) {
+          *text = "pod " + name + (p.node_name.empty() ? " is pending" : " is bound to " + p.node_name) +
+                  " and is not scheduled by " + cfg_.scheduler_name;
+          return Status::Ok();
+        }
+        break;
+      }
+    }
+  }
+  auto g = gangs_.find(key);
+  if (g == gangs_.end()) return Status::Error("no gang or pod named " + name, "engine");
+  int32_t bound = 0, pending = 0;
+  for (const auto& u : g->second.pods) (pods_.at(u).UsesCapacity() ? bound : pending)++;
+  std::string t = "gang " + key + ": " + std::to_string(pending) + " pending, " + std::to_string(bound) + " bound\n";
+  if (g->second.plan) {
+    const auto& pl = *g->second.plan;
+    const auto reserved = std::count_if(pl.slots.begin(), pl.slots.end(), [](const Slot& s) { return s.reserved; });
+    t += "plan: " + pl.domain + ", " + std::to_string(pl.slots.size()) + " slots, " + std::to_string(reserved) +
+         " reserved: " + pl.explanation + "\n";
+  }
+  t += "last: " + g->second.last_reason + "\n";
+  *text = t;
+  return Status::Ok();
+}
+
+EngineStats Engine::Stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineStats s;
+  s.nodes = static_cast<int32_t>(nodes_.size());
+  s.pods = static_cast<int32_t>(pods_.size());
+  s.gangs = static_cast<int32_t>(gangs_.size());
+  for (const auto& [k, g] : gangs_) s.plans += g.plan ? 1 : 0;
+  s.generation = generation_;
+  s.synced = synced_;
+  return s;
+}
+
+}  // namespace tidal

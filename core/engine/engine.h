@@ -1,0 +1,173 @@
+// Engine: the single owner of the scheduling state behind tidal-engine's RPCs (plain C++; the gRPC
+// layer in core/server converts messages and calls in here).
+//
+// What it holds: every node and every pod the front door reported (pods of ALL schedulers: bound
+// pods use capacity whoever placed them), the gangs of pending Tidal pods, each gang's plan (slots
+// on nodes, held in the ClusterState as a running allocation "plan:<gang>" so later plans see the
+// capacity as taken), and the ClusterState built from nodes + bound pods + plans.
+//
+// Gang protocol (the shim's extension points):
+//   CheckPod (PreEnqueue) -> PlanPod (PreFilter: the first member plans the whole gang, every member
+//   gets its slot's node) -> Reserve -> Permit (allow when every member is reserved) -> Bound.
+//   Unreserve of any member drops the whole plan, so nothing is ever bound half-way by the engine's
+//   choice; plans not completed within plan_ttl are dropped.
+// Restart: the engine keeps nothing on disk for this; the shim's first Sync message is a full
+// snapshot, from which nodes, bound pods and gangs are rebuilt. Plans in flight are lost; their
+// members time out in Permit and are retried.
+//
+// Threading: every public method takes mu_; callers may be any gRPC thread. Nothing is returned by
+// reference into the guarded state.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/engine/pod_spec.h"
+#include "core/framework/scheduler.h"
+#include "core/state/cluster_state.h"
+
+namespace tidal {
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+struct PodInfo {
+  std::string uid, ns, name, scheduler_name, node_name;
+  PodPhase phase = PodPhase::kPending;
+  Resources request;
+  int32_t priority = 0;
+  std::map<std::string, std::string> labels, annotations;
+  int64_t creation_unix = 0;
+  bool terminating = false;
+
+  std::string Key() const { return ns + "/" + name; }
+  bool UsesCapacity() const {
+    return !node_name.empty() && phase != PodPhase::kSucceeded && phase != PodPhase::kFailed;
+  }
+};
+
+struct NodeInfo {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  Resources capacity;
+  bool ready = true;
+  bool unschedulable = false;
+  std::string gpu_model;
+};
+
+struct SyncBatch {
+  bool resync = false;
+  std::vector<NodeInfo> upsert_nodes;
+  std::vector<std::string> delete_nodes;
+  std::vector<PodInfo> upsert_pods;
+  std::vector<std::string> delete_pods;
+};
+
+struct EngineConfig {
+  TopologyLevels levels = TopologyLevels::Default();
+  ProfileSpec profile = ProfileSpec::Default();
+  std::string scheduler_name = "tidal-scheduler";
+  int64_t permit_timeout_ms = 60000;
+  int64_t plan_ttl_s = 120;
+  std::string pool_label = "tidal.dev/pool";
+};
+// Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
+// topology: {levels}, profile}. Errors read "file:line: field: reason".
+StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);
+
+struct PodRefInfo {
+  std::string uid, ns, name;
+};
+
+struct PlanResult {
+  Status status;
+  std::string node, gang, domain, explanation;
+};
+
+struct PermitResult {
+  Status status;
+  int64_t wait_timeout_ms = 0;
+  std::vector<PodRefInfo> allow;
+};
+
+struct EngineStats {
+  int32_t nodes = 0, pods = 0, gangs = 0, plans = 0;
+  uint64_t generation = 0;
+  bool synced = false;
+};
+
+class Engine {
+ public:
+  using Clock = std::function<int64_t()>;  // seconds
+  static StatusOr<std::unique_ptr<Engine>> Create(EngineConfig cfg, Clock clock = nullptr);
+
+  const std::string& epoch() const { return epoch_; }
+
+  // Applies one Sync message. Returns the generation reached; a malformed object is skipped and
+  // named in the status, the rest of the batch still applies.
+  Status Sync(const SyncBatch& batch, uint64_t* generation);
+  Status CheckPod(const std::string& uid, std::string* gang);
+  PlanResult PlanPod(const std::string& uid);
+  Status Reserve(const std::string& uid, const std::string& node);
+  std::vector<PodRefInfo> Unreserve(const std::string& uid);
+  PermitResult Permit(const std::string& uid);
+  Status Bound(const std::string& uid, const std::string& node);
+  // Text for a gang key "ns/gang" or a pod "ns/name".
+  Status Explain(const std::string& name, std::string* text);
+  EngineStats Stats();
+
+ private:
+  struct Slot {
+    std::string node;
+    std::string pod_uid;  // "" = not yet claimed by a pod
+    bool reserved = false;
+  };
+  struct Plan {
+    std::vector<Slot> slots;
+    Resources per_member;
+    std::string domain, explanation;
+    int64_t created_s = 0;
+  };
+  struct Gang {
+    std::string key;
+    std::set<std::string> pods;  // uids of its pods (pending or bound)
+    std::optional<Plan> plan;
+    std::string last_reason;
+  };
+
+  explicit Engine(EngineConfig cfg, Clock clock, std::unique_ptr<Scheduler> sched);
+  Status UpsertPodLocked(const PodInfo& p);
+  void DeletePodLocked(const std::string& uid);
+  std::string GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const;
+  void EnsureStateLocked();
+  void ApplyBoundLocked(const PodInfo& p);   // charge a bound pod, releasing its slot if any
+  void ReleaseBoundLocked(const std::string& uid);
+  void DropPlanLocked(Gang& g);
+  void ExpirePlansLocked();
+  std::string PlanId(const Gang& g) const { return "plan:" + g.key; }
+  Node ToNode(const NodeInfo& n) const;
+
+  EngineConfig cfg_;
+  Clock clock_;
+  std::unique_ptr<Scheduler> sched_;
+  std::string epoch_;
+
+  std::mutex mu_;  // guards everything below
+  uint64_t generation_ = 0;
+  bool synced_ = false;
+  std::map<std::string, NodeInfo> nodes_;
+  std::unordered_map<std::string, PodInfo> pods_;
+  std::unordered_map<std::string, std::string> pod_gang_;   // uid -> gang key (Tidal pods only)
+  std::map<std::string, Gang> gangs_;
+  std::unordered_map<std::string, std::pair<std::string, Resources>> charged_;  // uid -> node, request
+  std::optional<ClusterState> state_;  // rebuilt lazily when nodes change
+};
+
+}  // namespace tidal

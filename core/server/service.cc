@@ -1,0 +1,160 @@
+#include "core/server/service.h"
+
+namespace tidal {
+namespace {
+
+Resources FromProto(const v1::Resources& r) { return Resources{r.gpus(), r.cpu_milli(), r.memory_bytes()}; }
+
+grpc::Status Invalid(const std::string& field, const std::string& why) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, field + ": " + why);
+}
+
+grpc::Status CheckRef(const v1::PodRef& r, const std::string& field) {
+  if (r.uid().empty()) return Invalid(field + ".uid", "must be set");
+  return grpc::Status::OK;
+}
+
+void ToProto(const PodRefInfo& p, v1::PodRef* out) {
+  out->set_uid(p.uid);
+  out->set_namespace_(p.ns);
+  out->set_name(p.name);
+}
+
+}  // namespace
+
+void ToProto(const Status& s, v1::Status* out) {
+  switch (s.code()) {
+    case StatusCode::kSuccess: out->set_code(v1::Status::SUCCESS); break;
+    case StatusCode::kUnschedulable: out->set_code(v1::Status::UNSCHEDULABLE); break;
+    case StatusCode::kUnschedulableAndUnresolvable: out->set_code(v1::Status::UNSCHEDULABLE_AND_UNRESOLVABLE); break;
+    case StatusCode::kWait: out->set_code(v1::Status::WAIT); break;
+    case StatusCode::kError: out->set_code(v1::Status::ERROR); break;
+  }
+  for (const auto& r : s.reasons()) out->add_reasons(r);
+  out->set_plugin(s.plugin());
+}
+
+NodeInfo FromProto(const v1::Node& n) {
+  NodeInfo o;
+  o.name = n.name();
+  o.labels.insert(n.labels().begin(), n.labels().end());
+  o.capacity = FromProto(n.capacity());
+  o.ready = n.ready();
+  o.unschedulable = n.unschedulable();
+  o.gpu_model = n.gpu_model();
+  return o;
+}
+
+PodInfo FromProto(const v1::Pod& p) {
+  PodInfo o;
+  o.uid = p.uid();
+  o.ns = p.namespace_();
+  o.name = p.name();
+  o.scheduler_name = p.scheduler_name();
+  o.node_name = p.node_name();
+  switch (p.phase()) {
+    case v1::Pod::RUNNING: o.phase = PodPhase::kRunning; break;
+    case v1::Pod::SUCCEEDED: o.phase = PodPhase::kSucceeded; break;
+    case v1::Pod::FAILED: o.phase = PodPhase::kFailed; break;
+    case v1::Pod::UNKNOWN: o.phase = PodPhase::kUnknown; break;
+    default: o.phase = PodPhase::kPending; break;
+  }
+  o.request = FromProto(p.request());
+  o.priority = p.priority();
+  o.labels.insert(p.labels().begin(), p.labels().end());
+  o.annotations.insert(p.annotations().begin(), p.annotations().end());
+  o.creation_unix = p.creation_unix();
+  o.terminating = p.terminating();
+  return o;
+}
+
+grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<v1::SyncAck, v1::SyncRequest>* stream) {
+  v1::SyncRequest req;
+  bool first = true;
+  while (stream->Read(&req)) {
+    if (first && !req.resync()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "resync: the first message of a Sync stream must be a full snapshot (resync=true)");
+    }
+    first = false;
+    SyncBatch b;
+    b.resync = req.resync();
+    for (const auto& n : req.upsert_nodes()) b.upsert_nodes.push_back(FromProto(n));
+    b.delete_nodes.assign(req.delete_nodes().begin(), req.delete_nodes().end());
+    for (const auto& p : req.upsert_pods()) b.upsert_pods.push_back(FromProto(p));
+    b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
+    uint64_t gen = 0;
+    Status st = engine_.Sync(b, &gen);
+    v1::SyncAck ack;
+    ack.set_engine_epoch(engine_.epoch());
+    ack.set_generation(gen);
+    ToProto(st, ack.mutable_status());
+    if (!stream->Write(ack)) break;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status EngineService::CheckPod(grpc::ServerContext*, const v1::PodRef* req, v1::CheckPodResponse* resp) {
+  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+  std::string gang;
+  ToProto(engine_.CheckPod(req->uid(), &gang), resp->mutable_status());
+  resp->set_gang(gang);
+  return grpc::Status::OK;
+}
+
+grpc::Status EngineService::PlanPod(grpc::ServerContext*, const v1::PodRef* req, v1::PlanResponse* resp) {
+  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+  PlanResult r = engine_.PlanPod(req->uid());
+  ToProto(r.status, resp->mutable_status());
+  resp->set_node_name(r.node);
+  resp->set_gang(r.gang);
+  resp->set_domain(r.domain);
+  resp->set_explanation(r.explanation);
+  return grpc::Status::OK;
+}
+
+grpc::Status EngineService::Reserve(grpc::ServerContext*, const v1::ReserveRequest* req, v1::ReserveResponse* resp) {
+  if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
+  if (req->node_name().empty()) return Invalid("node_name", "must be set");
+  ToProto(engine_.Reserve(req->pod().uid(), req->node_name()), resp->mutable_status());
+  return grpc::Status::OK;
+}
+
+grpc::Status EngineService::Unreserve(grpc::ServerContext*, const v1::PodRef* req, v1::UnreserveResponse* resp) {
+  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+  for (const auto& p : engine_.Unreserve(req->uid())) ToProto(p, resp->add_released());
+  return grpc::Status::OK;
+}
+
+grpc::Status EngineService::Permit(grpc::ServerContext*, const v1::PodRef* req, v1::PermitResponse* resp) {
+  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+  PermitResult r = engine_.Permit(req->uid());
+  ToProto(r.status, resp->mutable_status());
+  resp->set_wait_timeout_ms(r.wait_timeout_ms);
+  for (const auto& p : r.allow) ToProto(p, resp->add_allow());
+  return grpc::Status::OK;
+}
+
+grpc::Status EngineService::Preempt(grpc::ServerContext*, const v1::PodRef* req, v1::PreemptResponse* resp) {
+  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+  // Victim selection arrives with the preemption plugin (issue 5); until then no victims.
+  ToProto(Status::Unschedulable("preemption is not enabled in this profile", "engine"), resp->mutable_status());
+  return grpc::Status::OK;
+}
+
+grpc::Status EngineService::Bound(grpc::ServerContext*, const v1::ReserveRequest* req, v1::BoundResponse* resp) {
+  if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
+  if (req->node_name().empty()) return Invalid("node_name", "must be set");
+  ToProto(engine_.Bound(req->pod().uid(), req->node_name()), resp->mutable_status());
+  return grpc::Status::OK;
+}
+
+grpc::Status EngineService::Explain(grpc::ServerContext*, const v1::ExplainRequest* req, v1::ExplainResponse* resp) {
+  if (req->workload().empty()) return Invalid("workload", "must be set");
+  std::string text;
+  ToProto(engine_.Explain(req->workload(), &text), resp->mutable_status());
+  resp->set_text(text);
+  return grpc::Status::OK;
+}
+
+}  // namespace tidal
