@@ -18,6 +18,15 @@
 
 namespace tidal::testing {
 
+// Names parameterized cases after their `name` field:
+//   INSTANTIATE_TEST_SUITE_P(Table, FooTest, ::testing::ValuesIn(kCases), CaseName());
+struct CaseName {
+  template <typename Info>
+  std::string operator()(const Info& i) const {
+    return i.param.name;
+  }
+};
+
 class MakeNode {
  public:
   explicit MakeNode(std::string name) {

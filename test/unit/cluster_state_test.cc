@@ -1,1 +1,755 @@
+// ClusterState: Build validation, the topology tree's shape, exact aggregates under mutation,
+// running workloads, Transaction commit/discard and a randomized check against brute force.
+#include "core/state/cluster_state.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "core/state/transaction.h"
+#include "test/support/builders.h"
+
+namespace tidal {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::FabricState;
+using testing::MakeGang;
+using testing::MakeNode;
+using testing::NodesState;
+
+constexpr const char* kBlockKey = "topology.tidal.dev/block";
+constexpr const char* kLeafKey = "topology.tidal.dev/leaf";
+constexpr const char* kNvlinkKey = "topology.tidal.dev/nvlink";
+
+VertexId VertexByPath(const ClusterState& s, const std::string& path) {
+  for (VertexId v = 0; v < s.vertex_count(); ++v) {
+    if (s.vertex(v).path == path) return v;
+  }
+  ADD_FAILURE() << "no vertex " << path;
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Build errors
+// ---------------------------------------------------------------------------------------------
+
+struct BuildErrorCase {
+  std::string name;
+  std::vector<Node> nodes;
+  std::vector<std::string> message_parts;
+};
+
+class BuildErrorTest : public ::testing::TestWithParam<BuildErrorCase> {};
+
+TEST_P(BuildErrorTest, RefusesWithFieldAndNode) {
+  auto st = ClusterState::Build(TopologyLevels::Default(), GetParam().nodes);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), StatusCode::kError);
+  for (const auto& part : GetParam().message_parts) EXPECT_THAT(st.status().Message(), HasSubstr(part));
+}
+
+Node Good(const std::string& name) { return MakeNode(name).At("b0", "l0", "nv0").Obj(); }
+
+Node WithLabel(const std::string& name, const std::string& key, const std::string& value) {
+  return MakeNode(name).At("b0", "l0", "nv0").Label(key, value).Obj();
+}
+
+Node Without(const std::string& name, const std::string& key) {
+  Node n = Good(name);
+  n.labels.erase(key);
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BuildErrorTest,
+    ::testing::Values(
+        BuildErrorCase{"MissingLeafLabel",
+                       {Good("n0"), Without("n1", kLeafKey)},
+                       {"node n1", "label topology.tidal.dev/leaf", "topology level leaf", "missing"}},
+        BuildErrorCase{"MissingBlockLabel",
+                       {Without("gpu-7", kBlockKey)},
+                       {"node gpu-7", "label topology.tidal.dev/block", "missing"}},
+        BuildErrorCase{"NoLabelsAtAll", {MakeNode("bare").Obj()}, {"node bare", "topology.tidal.dev/block", "missing"}},
+        BuildErrorCase{"LabelStartsWithDash",
+                       {WithLabel("n2", kNvlinkKey, "-nv0")},
+                       {"node n2", "label topology.tidal.dev/nvlink", "invalid value \"-nv0\""}},
+        BuildErrorCase{"LabelEndsWithUnderscore",
+                       {WithLabel("n2", kLeafKey, "leaf_")},
+                       {"node n2", "topology.tidal.dev/leaf", "invalid value \"leaf_\""}},
+        BuildErrorCase{"LabelWithSpace",
+                       {WithLabel("n2", kLeafKey, "leaf 0")},
+                       {"node n2", "invalid value \"leaf 0\""}},
+        BuildErrorCase{"LabelWithSlash",
+                       {WithLabel("n2", kBlockKey, "a/b")},
+                       {"node n2", "invalid value \"a/b\""}},
+        BuildErrorCase{"EmptyLabel", {WithLabel("n2", kBlockKey, "")}, {"node n2", "invalid value \"\""}},
+        BuildErrorCase{"LabelTooLong",
+                       {WithLabel("n2", kBlockKey, std::string(64, 'a'))},
+                       {"node n2", "topology.tidal.dev/block", "invalid value"}},
+        BuildErrorCase{"DuplicateNodeName",
+                       {Good("n0"), Good("n1"), Good("n0")},
+                       {"node n0", "duplicate node name"}},
+        BuildErrorCase{"NegativeGpuCapacity",
+                       {MakeNode("n3").At("b0", "l0", "nv0").Gpus(-1).Obj()},
+                       {"node n3", "capacity", "must not be negative"}},
+        BuildErrorCase{"NegativeCpuCapacity",
+                       {MakeNode("n3").At("b0", "l0", "nv0").Cpu(-5).Obj()},
+                       {"node n3", "capacity", "must not be negative"}},
+        BuildErrorCase{"NegativeAllocated",
+                       {MakeNode("n4").At("b0", "l0", "nv0").Used(-1).Obj()},
+                       {"node n4", "allocated", "must not be negative"}},
+        BuildErrorCase{"EmptyNodeName", {Good("")}, {"nodes[0].name", "must not be empty"}}),
+    tidal::testing::CaseName());
+
+TEST(BuildTest, LabelValueLimits) {
+  // 63 characters and the inner punctuation [._-] are fine.
+  auto ok = ClusterState::Build(TopologyLevels::Default(),
+                                {WithLabel("n0", kBlockKey, std::string(63, 'b')), WithLabel("n1", kLeafKey, "a.b_c-d")});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
+struct LevelErrorCase {
+  std::string name;
+  std::vector<TopologyLevel> levels;
+  std::string message;
+};
+
+class LevelErrorTest : public ::testing::TestWithParam<LevelErrorCase> {};
+
+TEST_P(LevelErrorTest, Refuses) {
+  TopologyLevels levels;
+  levels.levels = GetParam().levels;
+  auto st = ClusterState::Build(levels, {MakeNode("n").Label("k", "v").Obj()});
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.status().Message(), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, LevelErrorTest,
+    ::testing::Values(LevelErrorCase{"NodeIsImplicit", {{"node", "k"}}, "topology.levels[0]: \"node\" is implicit"},
+                      LevelErrorCase{"Duplicate", {{"rack", "k"}, {"rack", "k2"}},
+                                     "topology.levels[1]: duplicate level \"rack\""},
+                      LevelErrorCase{"EmptyLabelKey", {{"rack", ""}}, "topology.levels[0]: name and label key"},
+                      LevelErrorCase{"EmptyName", {{"", "k"}}, "topology.levels[0]: name and label key"}),
+    tidal::testing::CaseName());
+
+// ---------------------------------------------------------------------------------------------
+// Tree shape
+// ---------------------------------------------------------------------------------------------
+
+struct ShapeCase {
+  std::string name;
+  int32_t blocks, leaves, nvlinks, nodes;
+};
+
+class TreeShapeTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(TreeShapeTest, CountsRangesPathsAncestors) {
+  const auto& c = GetParam();
+  const ClusterState s = FabricState(c.blocks, c.leaves, c.nvlinks, c.nodes);
+  const int32_t per_level[3] = {c.blocks, c.blocks * c.leaves, c.blocks * c.leaves * c.nvlinks};
+  const int32_t total_nodes = per_level[2] * c.nodes;
+  ASSERT_EQ(s.node_count(), total_nodes);
+  EXPECT_EQ(s.vertex_count(), 1 + per_level[0] + per_level[1] + per_level[2]);
+  EXPECT_EQ(s.levels().node_level(), 3);
+
+  // Root covers everything; its children are the blocks.
+  EXPECT_EQ(s.vertex(s.root()).level, -1);
+  EXPECT_EQ(s.vertex(s.root()).node_begin, 0);
+  EXPECT_EQ(s.vertex(s.root()).node_end, total_nodes);
+  EXPECT_EQ(s.vertex(s.root()).child_begin, s.LevelRange(0).first);
+  EXPECT_EQ(s.vertex(s.root()).child_end, s.LevelRange(0).second);
+
+  VertexId expected_begin = 1;
+  for (int l = 0; l < 3; ++l) {
+    SCOPED_TRACE("level " + std::to_string(l));
+    auto [b, e] = s.LevelRange(l);
+    EXPECT_EQ(b, expected_begin);
+    EXPECT_EQ(e - b, per_level[l]);
+    expected_begin = e;
+    // The level's vertices tile [0, N) in order, each with an equal share.
+    NodeId next = 0;
+    for (VertexId v = b; v < e; ++v) {
+      const Vertex& x = s.vertex(v);
+      EXPECT_EQ(x.level, l);
+      EXPECT_EQ(x.node_begin, next);
+      EXPECT_EQ(x.node_end - x.node_begin, total_nodes / per_level[l]);
+      next = x.node_end;
+      // Parent covers the child; children tile the parent.
+      const Vertex& p = s.vertex(x.parent);
+      EXPECT_LE(p.node_begin, x.node_begin);
+      EXPECT_GE(p.node_end, x.node_end);
+      EXPECT_GE(v, p.child_begin);
+      EXPECT_LT(v, p.child_end);
+      if (l < 2) {
+        ASSERT_LT(x.child_begin, x.child_end);
+        EXPECT_EQ(s.vertex(x.child_begin).node_begin, x.node_begin);
+        EXPECT_EQ(s.vertex(x.child_end - 1).node_end, x.node_end);
+        for (VertexId k = x.child_begin; k < x.child_end; ++k) EXPECT_EQ(s.vertex(k).parent, v);
+      } else {
+        EXPECT_EQ(x.child_begin, x.child_end) << "deepest vertices have no child vertices";
+      }
+      EXPECT_EQ(x.path, x.parent == 0 ? x.name : s.vertex(x.parent).path + "/" + x.name);
+    }
+    EXPECT_EQ(next, total_nodes);
+  }
+
+  for (NodeId n = 0; n < total_nodes; ++n) {
+    // GenerateFabric numbers nodes and domains globally and in order; natural sort keeps it.
+    const std::string name = "node-" + std::to_string(n);
+    EXPECT_EQ(s.node(n).name, name);
+    EXPECT_EQ(s.FindNode(name), n);
+    const int32_t nv = n / c.nodes, lf = nv / c.nvlinks, bl = lf / c.leaves;
+    const std::string path = "block-" + std::to_string(bl) + "/leaf-" + std::to_string(lf) + "/nvlink-" +
+                             std::to_string(nv) + "/" + name;
+    EXPECT_EQ(s.NodePath(n), path);
+    EXPECT_EQ(s.NodeParent(n), s.AncestorAt(n, 2));
+    for (int l = 0; l < 3; ++l) {
+      const VertexId a = s.AncestorAt(n, l);
+      ASSERT_GE(a, s.LevelRange(l).first);
+      ASSERT_LT(a, s.LevelRange(l).second);
+      EXPECT_GE(n, s.vertex(a).node_begin);
+      EXPECT_LT(n, s.vertex(a).node_end);
+    }
+    EXPECT_EQ(s.vertex(s.AncestorAt(n, 0)).name, "block-" + std::to_string(bl));
+    EXPECT_EQ(s.vertex(s.AncestorAt(n, 1)).name, "leaf-" + std::to_string(lf));
+    EXPECT_EQ(s.AncestorAt(n, 3), -1) << "nodes are not vertices";
+  }
+  EXPECT_EQ(s.FindNode("node-" + std::to_string(total_nodes)), kNoNode);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, TreeShapeTest,
+                         ::testing::Values(ShapeCase{"Single", 1, 1, 1, 1}, ShapeCase{"Small", 2, 2, 2, 2},
+                                           ShapeCase{"Uneven", 2, 3, 2, 4}, ShapeCase{"TwelveLeaves", 1, 12, 1, 3},
+                                           ShapeCase{"Wide", 3, 4, 4, 4}),
+                         tidal::testing::CaseName());
+
+TEST(TreeShapeTest, NaturalOrderOfLabelsAndNames) {
+  // Input order is scrambled; "leaf-10" sorts after "leaf-2", "n10" after "n9".
+  ClusterState s = NodesState({MakeNode("n10").At("b", "leaf-10", "nv-a").Obj(),
+                               MakeNode("n9").At("b", "leaf-2", "nv-a").Obj(),
+                               MakeNode("n1").At("b", "leaf-10", "nv-a").Obj(),
+                               MakeNode("n2").At("b", "leaf-2", "nv-a").Obj()});
+  std::vector<std::string> names;
+  for (const auto& n : s.nodes()) names.push_back(n.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("n2", "n9", "n1", "n10"));
+  auto [b, e] = s.LevelRange(1);
+  ASSERT_EQ(e - b, 2);
+  EXPECT_EQ(s.vertex(b).path, "b/leaf-2");
+  EXPECT_EQ(s.vertex(b + 1).path, "b/leaf-10");
+}
+
+TEST(TreeShapeTest, LabelsThatDifferOnlyInLeadingZerosAreDistinctContiguousVertices) {
+  // "l01" and "l1" compare equal numerically; they are still different labels, so whatever the
+  // input order, each must be exactly one vertex covering a contiguous range of its nodes.
+  const std::vector<Node> nodes = {MakeNode("a").At("b", "l01", "nv-b").Obj(), MakeNode("b").At("b", "l1", "nv-a").Obj(),
+                                   MakeNode("c").At("b", "l01", "nv-a").Obj(), MakeNode("d").At("b", "l1", "nv-b").Obj(),
+                                   MakeNode("e").At("b", "l001", "nv-a").Obj()};
+  std::vector<size_t> order = {0, 1, 2, 3, 4};
+  do {
+    std::vector<Node> input;
+    std::string trace;
+    for (size_t i : order) input.push_back(nodes[i]), trace += nodes[i].name;
+    SCOPED_TRACE("input order " + trace);
+    ClusterState s = NodesState(input);
+    auto [b, e] = s.LevelRange(1);
+    ASSERT_EQ(e - b, 3) << "each distinct leaf label is one vertex";
+    std::set<std::string> names;
+    for (VertexId v = b; v < e; ++v) names.insert(s.vertex(v).name);
+    EXPECT_EQ(names, (std::set<std::string>{"l001", "l01", "l1"}));
+    for (NodeId n = 0; n < s.node_count(); ++n) {
+      EXPECT_EQ(s.vertex(s.AncestorAt(n, 1)).name, s.node(n).labels.at(kLeafKey));
+    }
+    ASSERT_EQ(s.LevelRange(2).second - s.LevelRange(2).first, 5);
+  } while (std::next_permutation(order.begin(), order.end()));
+}
+
+TEST(TreeShapeTest, SameLabelUnderDifferentParentsIsTwoVertices) {
+  ClusterState s = NodesState({MakeNode("a").At("b0", "leaf-0", "nv").Obj(), MakeNode("b").At("b1", "leaf-0", "nv").Obj()});
+  auto [b, e] = s.LevelRange(1);
+  ASSERT_EQ(e - b, 2);
+  EXPECT_EQ(s.vertex(b).path, "b0/leaf-0");
+  EXPECT_EQ(s.vertex(b + 1).path, "b1/leaf-0");
+  EXPECT_EQ(s.NodePath(s.FindNode("b")), "b1/leaf-0/nv/b");
+}
+
+TEST(TreeShapeTest, NoConfiguredLevels) {
+  auto st = ClusterState::Build(TopologyLevels{}, {MakeNode("y").Obj(), MakeNode("x").Gpus(4).Obj()});
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  const ClusterState& s = *st;
+  EXPECT_EQ(s.vertex_count(), 1);
+  EXPECT_EQ(s.levels().node_level(), 0);
+  EXPECT_EQ(s.vertex(0).child_begin, s.vertex(0).child_end);
+  EXPECT_EQ(s.NodeParent(0), 0);
+  EXPECT_EQ(s.NodePath(s.FindNode("x")), "x");
+  EXPECT_EQ(s.FreeGpus(0), 12);
+  EXPECT_EQ(s.MemberCapacity(0, 4), 3);
+}
+
+TEST(TreeShapeTest, CustomLevels) {
+  TopologyLevels levels;
+  levels.levels = {{"zone", "example.com/zone"}, {"rack", "example.com/rack"}};
+  auto st = ClusterState::Build(levels, {MakeNode("n0").Label("example.com/zone", "z1").Label("example.com/rack", "r1").Obj(),
+                                         MakeNode("n1").Label("example.com/zone", "z1").Label("example.com/rack", "r2").Obj(),
+                                         MakeNode("n2").Label("example.com/zone", "z2").Label("example.com/rack", "r1").Obj()});
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->vertex_count(), 1 + 2 + 3);
+  EXPECT_EQ(st->NodePath(st->FindNode("n2")), "z2/r1/n2");
+  EXPECT_EQ(st->vertex(st->AncestorAt(st->FindNode("n1"), 0)).path, "z1");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Aggregates
+// ---------------------------------------------------------------------------------------------
+
+// Brute-force recomputation over nodes, mirroring the documented semantics: schedulable nodes
+// count their free GPUs (clamped to 0..max); others count as zero free.
+struct Brute {
+  static int64_t Free(const ClusterState& s, NodeId n) {
+    return std::clamp<int64_t>(s.node(n).FreeGpus(), 0, s.max_gpus_per_node());
+  }
+  static int64_t FreeGpus(const ClusterState& s, VertexId v) {
+    int64_t t = 0;
+    for (NodeId n = s.vertex(v).node_begin; n < s.vertex(v).node_end; ++n) t += Free(s, n);
+    return t;
+  }
+  static int32_t WholeFree(const ClusterState& s, VertexId v) {
+    int32_t t = 0;
+    for (NodeId n = s.vertex(v).node_begin; n < s.vertex(v).node_end; ++n) t += s.node(n).WhollyFree() ? 1 : 0;
+    return t;
+  }
+  static int64_t MemberCapacity(const ClusterState& s, VertexId v, int64_t g) {
+    int64_t t = 0;
+    for (NodeId n = s.vertex(v).node_begin; n < s.vertex(v).node_end; ++n) t += Free(s, n) / g;
+    return t;
+  }
+  static int64_t StaticCapacity(const ClusterState& s, VertexId v, int64_t g) {
+    int64_t t = 0;
+    for (NodeId n = s.vertex(v).node_begin; n < s.vertex(v).node_end; ++n) t += s.node(n).capacity.gpus / g;
+    return t;
+  }
+  static int64_t Tightest(const ClusterState& s, VertexId v, int64_t g, int32_t m) {
+    int64_t best = s.max_gpus_per_node() + 1;
+    for (NodeId n = s.vertex(v).node_begin; n < s.vertex(v).node_end; ++n) {
+      const int64_t f = Free(s, n);
+      if (f >= g * m) best = std::min(best, f);
+    }
+    return best;
+  }
+};
+
+void ExpectAggregatesMatchBruteForce(const ClusterState& s) {
+  const int64_t max = s.max_gpus_per_node();
+  for (VertexId v = 0; v < s.vertex_count(); ++v) {
+    SCOPED_TRACE("vertex " + std::to_string(v) + " (" + s.vertex(v).path + ")");
+    ASSERT_EQ(s.FreeGpus(v), Brute::FreeGpus(s, v));
+    ASSERT_EQ(s.WholeFreeNodes(v), Brute::WholeFree(s, v));
+    for (int64_t g = 1; g <= max + 1; ++g) {
+      ASSERT_EQ(s.MemberCapacity(v, g), Brute::MemberCapacity(s, v, g)) << "g=" << g;
+      ASSERT_EQ(s.StaticMemberCapacity(v, g), Brute::StaticCapacity(s, v, g)) << "g=" << g;
+      for (int32_t m = 1; m <= 3; ++m) {
+        ASSERT_EQ(s.TightestNodeFree(v, g, m), Brute::Tightest(s, v, g, m)) << "g=" << g << " m=" << m;
+      }
+    }
+  }
+}
+
+// b0/l0/nv0: n0(8) n1(8); b0/l0/nv1: n2(4) n3(8); b0/l1/nv2: n4(8); b1/l2/nv3: n5(2) n6(8)
+ClusterState SmallCluster() {
+  return NodesState({MakeNode("n0").At("b0", "l0", "nv0").Obj(), MakeNode("n1").At("b0", "l0", "nv0").Obj(),
+                     MakeNode("n2").At("b0", "l0", "nv1").Gpus(4).Obj(), MakeNode("n3").At("b0", "l0", "nv1").Obj(),
+                     MakeNode("n4").At("b0", "l1", "nv2").Obj(), MakeNode("n5").At("b1", "l2", "nv3").Gpus(2).Obj(),
+                     MakeNode("n6").At("b1", "l2", "nv3").Obj()});
+}
+
+TEST(AggregatesTest, InitialValuesExact) {
+  const ClusterState s = SmallCluster();
+  EXPECT_EQ(s.max_gpus_per_node(), 8);
+  EXPECT_EQ(s.FreeGpus(s.root()), 46);
+  EXPECT_EQ(s.WholeFreeNodes(s.root()), 7);
+  EXPECT_EQ(s.MemberCapacity(s.root(), 8), 5);
+  EXPECT_EQ(s.MemberCapacity(s.root(), 4), 11);
+  EXPECT_EQ(s.MemberCapacity(s.root(), 3), 11);
+  EXPECT_EQ(s.MemberCapacity(s.root(), 1), 46);
+  EXPECT_EQ(s.MemberCapacity(s.root(), 9), 0);
+  EXPECT_GT(s.MemberCapacity(s.root(), 0), 1000000) << "GPU-less members are not GPU-bound";
+  EXPECT_EQ(s.StaticMemberCapacity(s.root(), 4), 11);
+  const VertexId nv1 = VertexByPath(s, "b0/l0/nv1");
+  EXPECT_EQ(s.FreeGpus(nv1), 12);
+  EXPECT_EQ(s.MemberCapacity(nv1, 4), 3);
+  EXPECT_EQ(s.TightestNodeFree(nv1, 1, 1), 4);
+  EXPECT_EQ(s.TightestNodeFree(nv1, 1, 5), 8);
+  EXPECT_EQ(s.TightestNodeFree(nv1, 3, 3), 9) << "none fits: max+1";
+  EXPECT_EQ(s.TightestNodeFree(s.root(), 1, 1), 2);
+  EXPECT_EQ(s.FreeGpus(VertexByPath(s, "b1")), 10);
+  ExpectAggregatesMatchBruteForce(s);
+}
+
+struct MutationCase {
+  std::string name;
+  std::function<void(ClusterState&)> mutate;
+  // Expected values after the mutation.
+  int64_t root_free;
+  int32_t root_whole;
+  int64_t root_cap8;
+  std::string vertex;
+  int64_t vertex_free;
+  int32_t vertex_whole;
+  int64_t root_tightest_1x1;
+};
+
+class AggregateMutationTest : public ::testing::TestWithParam<MutationCase> {};
+
+TEST_P(AggregateMutationTest, ExactAfterMutation) {
+  const auto& c = GetParam();
+  ClusterState s = SmallCluster();
+  c.mutate(s);
+  const VertexId v = VertexByPath(s, c.vertex);
+  EXPECT_EQ(s.FreeGpus(s.root()), c.root_free);
+  EXPECT_EQ(s.WholeFreeNodes(s.root()), c.root_whole);
+  EXPECT_EQ(s.MemberCapacity(s.root(), 8), c.root_cap8);
+  EXPECT_EQ(s.FreeGpus(v), c.vertex_free);
+  EXPECT_EQ(s.WholeFreeNodes(v), c.vertex_whole);
+  EXPECT_EQ(s.TightestNodeFree(s.root(), 1, 1), c.root_tightest_1x1);
+  // Static capacity never changes with allocation or health.
+  EXPECT_EQ(s.StaticMemberCapacity(s.root(), 8), 5);
+  EXPECT_EQ(s.StaticMemberCapacity(s.root(), 2), 23);
+  ExpectAggregatesMatchBruteForce(s);
+}
+
+auto Id(ClusterState& s, const char* n) { return s.FindNode(n); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, AggregateMutationTest,
+    ::testing::Values(
+        MutationCase{"AllocatePartial", [](ClusterState& s) { s.Allocate(Id(s, "n0"), {3, 0, 0}); }, 43, 6, 4,
+                     "b0/l0/nv0", 13, 1, 2},
+        MutationCase{"AllocateCpuOnlyBreaksWholeness",
+                     [](ClusterState& s) { s.Allocate(Id(s, "n4"), {0, 1000, 0}); }, 46, 6, 5, "b0/l1", 8, 0, 2},
+        MutationCase{"AllocateWholeNode", [](ClusterState& s) { s.Allocate(Id(s, "n6"), {8, 0, 0}); }, 38, 6, 4,
+                     "b1", 2, 1, 2},
+        MutationCase{"OvercommitCountsAsZero", [](ClusterState& s) { s.Allocate(Id(s, "n5"), {5, 0, 0}); }, 44, 6,
+                     5, "b1/l2/nv3", 8, 1, 4},
+        MutationCase{"AllocateThenReleaseRestores",
+                     [](ClusterState& s) {
+                       s.Allocate(Id(s, "n2"), {4, 100, 0});
+                       s.Release(Id(s, "n2"), {4, 100, 0});
+                     },
+                     46, 7, 5, "b0/l0/nv1", 12, 2, 2},
+        MutationCase{"ReleaseOvercommitPartly",
+                     [](ClusterState& s) {
+                       s.Allocate(Id(s, "n5"), {5, 0, 0});
+                       s.Release(Id(s, "n5"), {4, 0, 0});
+                     },
+                     45, 6, 5, "b1", 9, 1, 1},
+        MutationCase{"UnhealthyIsZeroFree", [](ClusterState& s) { s.SetHealth(Id(s, "n3"), NodeHealth::kUnhealthy); },
+                     38, 6, 4, "b0/l0/nv1", 4, 1, 2},
+        MutationCase{"CordonedIsZeroFree", [](ClusterState& s) { s.SetHealth(Id(s, "n5"), NodeHealth::kCordoned); },
+                     44, 6, 5, "b1", 8, 1, 4},
+        MutationCase{"DrainingIsZeroFree", [](ClusterState& s) { s.SetHealth(Id(s, "n0"), NodeHealth::kDraining); },
+                     38, 6, 4, "b0/l0/nv0", 8, 1, 2},
+        MutationCase{"DegradedStillCounts", [](ClusterState& s) { s.SetHealth(Id(s, "n0"), NodeHealth::kDegraded); },
+                     46, 7, 5, "b0/l0/nv0", 16, 2, 2},
+        MutationCase{"UnhealthyThenAllocateThenReady",
+                     [](ClusterState& s) {
+                       s.SetHealth(Id(s, "n1"), NodeHealth::kUnhealthy);
+                       s.Allocate(Id(s, "n1"), {6, 0, 0});
+                       s.SetHealth(Id(s, "n1"), NodeHealth::kReady);
+                     },
+                     40, 6, 4, "b0/l0/nv0", 10, 1, 2},
+        MutationCase{"AllocateOnUnhealthyChangesNothingVisible",
+                     [](ClusterState& s) {
+                       s.SetHealth(Id(s, "n1"), NodeHealth::kUnhealthy);
+                       s.Allocate(Id(s, "n1"), {6, 0, 0});
+                     },
+                     38, 6, 4, "b0/l0/nv0", 8, 1, 2}),
+    tidal::testing::CaseName());
+
+// ---------------------------------------------------------------------------------------------
+// Running workloads
+// ---------------------------------------------------------------------------------------------
+
+TEST(RunningTest, AddAndRemoveAdjustCapacity) {
+  ClusterState s = SmallCluster();
+  Workload w = MakeGang("job").Members(3).Gpus(2).Cpu(1000).Obj();
+  const NodeId n0 = s.FindNode("n0"), n6 = s.FindNode("n6");
+  ASSERT_TRUE(s.AddRunning(Allocation{w, {{n0, 2}, {n6, 1}}, 10}).ok());
+  EXPECT_EQ(s.node(n0).allocated, (Resources{4, 2000, 0}));
+  EXPECT_EQ(s.node(n6).allocated, (Resources{2, 1000, 0}));
+  EXPECT_EQ(s.FreeGpus(s.root()), 40);
+  EXPECT_EQ(s.WholeFreeNodes(s.root()), 5);
+  ASSERT_EQ(s.running().count("job"), 1u);
+  EXPECT_EQ(s.running().at("job").start_time_s, 10);
+  ExpectAggregatesMatchBruteForce(s);
+  ASSERT_TRUE(s.RemoveRunning("job").ok());
+  EXPECT_TRUE(s.running().empty());
+  EXPECT_TRUE(s.node(n0).allocated.IsZero());
+  EXPECT_EQ(s.FreeGpus(s.root()), 46);
+  EXPECT_EQ(s.WholeFreeNodes(s.root()), 7);
+}
+
+struct RunningErrorCase {
+  std::string name;
+  std::vector<MemberAssignment> assignments;
+  bool pre_existing;  // "job" already running
+  std::string message;
+};
+
+class AddRunningErrorTest : public ::testing::TestWithParam<RunningErrorCase> {};
+
+TEST_P(AddRunningErrorTest, RefusesWithoutSideEffects) {
+  ClusterState s = SmallCluster();
+  const Workload w = MakeGang("job").Gpus(1).Obj();
+  if (GetParam().pre_existing) {
+    ASSERT_TRUE(s.AddRunning(Allocation{w, {{0, 1}}, 0}).ok());
+  }
+  const ClusterState before = s;
+  Status st = s.AddRunning(Allocation{w, GetParam().assignments, 0});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kError);
+  EXPECT_THAT(st.Message(), HasSubstr(GetParam().message));
+  for (NodeId n = 0; n < s.node_count(); ++n) EXPECT_EQ(s.node(n).allocated, before.node(n).allocated);
+  EXPECT_EQ(s.FreeGpus(s.root()), before.FreeGpus(s.root()));
+  EXPECT_EQ(s.running().size(), before.running().size());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, AddRunningErrorTest,
+    ::testing::Values(RunningErrorCase{"AlreadyRunning", {{1, 1}}, true, "workload job: already running"},
+                      RunningErrorCase{"NegativeNodeId", {{0, 1}, {-1, 1}}, false, "unknown node id -1"},
+                      RunningErrorCase{"NodeIdPastEnd", {{0, 1}, {7, 1}}, false, "unknown node id 7"}),
+    tidal::testing::CaseName());
+
+TEST(RunningTest, RemoveUnknownIsError) {
+  ClusterState s = SmallCluster();
+  Status st = s.RemoveRunning("ghost");
+  EXPECT_EQ(st.code(), StatusCode::kError);
+  EXPECT_THAT(st.Message(), HasSubstr("workload ghost: not running"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transaction
+// ---------------------------------------------------------------------------------------------
+
+struct Fingerprint {
+  std::vector<int64_t> free;
+  std::vector<int32_t> whole;
+  std::vector<int64_t> cap;
+  std::vector<Resources> allocated;
+  std::set<std::string> running;
+  bool operator==(const Fingerprint&) const = default;
+};
+
+Fingerprint Take(const ClusterState& s) {
+  Fingerprint f;
+  for (VertexId v = 0; v < s.vertex_count(); ++v) {
+    f.free.push_back(s.FreeGpus(v));
+    f.whole.push_back(s.WholeFreeNodes(v));
+    for (int64_t g = 1; g <= s.max_gpus_per_node(); ++g) f.cap.push_back(s.MemberCapacity(v, g));
+  }
+  for (const auto& n : s.nodes()) f.allocated.push_back(n.allocated);
+  for (const auto& [id, _] : s.running()) f.running.insert(id);
+  return f;
+}
+
+void ExpectSameVertices(const ClusterState& a, const ClusterState& b) {
+  ASSERT_EQ(a.vertex_count(), b.vertex_count());
+  for (VertexId v = 0; v < a.vertex_count(); ++v) {
+    EXPECT_EQ(a.FreeGpus(v), b.FreeGpus(v)) << a.vertex(v).path;
+    EXPECT_EQ(a.WholeFreeNodes(v), b.WholeFreeNodes(v)) << a.vertex(v).path;
+  }
+}
+
+class TransactionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    s_ = FabricState(2, 2, 2, 2);
+    s_.Allocate(3, {2, 0, 0});
+    // "old" runs on nodes 8 and 9 (block-1) before the transaction.
+    ASSERT_TRUE(s_.AddRunning(Allocation{MakeGang("old").Members(2).Gpus(8).Obj(), {{8, 1}, {9, 1}}, 0}).ok());
+  }
+  // Places two gangs and evicts "old".
+  void Mutate(Transaction& t) {
+    ASSERT_TRUE(t.Place(MakeGang("a").Members(3).Gpus(4).Obj(), {{0, 2}, {1, 1}}, 5).ok());
+    ASSERT_TRUE(t.Evict("old").ok());
+    ASSERT_TRUE(t.Place(MakeGang("b").Members(2).Gpus(8).Obj(), {{8, 1}, {12, 1}}, 5).ok());
+  }
+  ClusterState s_ = FabricState(1, 1, 1, 1);
+};
+
+TEST_F(TransactionTest, CommitKeepsEveryStep) {
+  {
+    Transaction t(s_);
+    Mutate(t);
+    t.Commit();
+  }
+  EXPECT_EQ(s_.running().count("a"), 1u);
+  EXPECT_EQ(s_.running().count("b"), 1u);
+  EXPECT_EQ(s_.running().count("old"), 0u);
+  EXPECT_EQ(s_.node(0).allocated.gpus, 8);
+  EXPECT_EQ(s_.node(9).allocated.gpus, 0);
+  EXPECT_EQ(s_.FreeGpus(s_.root()), 128 - 2 - 12 - 16);
+  ExpectAggregatesMatchBruteForce(s_);
+}
+
+TEST_F(TransactionTest, DiscardRestoresEverythingExactly) {
+  const ClusterState before = s_;
+  const Fingerprint fp = Take(s_);
+  {
+    Transaction t(s_);
+    Mutate(t);
+    EXPECT_NE(Take(s_), fp) << "the transaction applies its steps as it goes";
+    t.Discard();
+  }
+  EXPECT_EQ(Take(s_), fp);
+  ExpectSameVertices(before, s_);
+  ASSERT_EQ(s_.running().count("old"), 1u);
+  EXPECT_EQ(s_.running().at("old").assignments.size(), 2u);
+  ExpectAggregatesMatchBruteForce(s_);
+}
+
+TEST_F(TransactionTest, DestructionWithoutCommitDiscards) {
+  const Fingerprint fp = Take(s_);
+  {
+    Transaction t(s_);
+    Mutate(t);
+  }
+  EXPECT_EQ(Take(s_), fp);
+}
+
+TEST_F(TransactionTest, FailedStepsAreNotUndone) {
+  const Fingerprint fp = Take(s_);
+  {
+    Transaction t(s_);
+    // Placing an id that already runs fails and must not remove the running one on discard.
+    Status dup = t.Place(MakeGang("old").Gpus(1).Obj(), {{0, 1}}, 5);
+    EXPECT_EQ(dup.code(), StatusCode::kError);
+    Status ghost = t.Evict("ghost");
+    EXPECT_EQ(ghost.code(), StatusCode::kError);
+    EXPECT_THAT(ghost.Message(), HasSubstr("ghost: not running"));
+    t.Discard();
+  }
+  EXPECT_EQ(Take(s_), fp);
+  EXPECT_EQ(s_.running().count("old"), 1u);
+}
+
+TEST_F(TransactionTest, DiscardAfterCommitIsNoOp) {
+  Transaction t(s_);
+  Mutate(t);
+  t.Commit();
+  const Fingerprint fp = Take(s_);
+  t.Discard();
+  EXPECT_EQ(Take(s_), fp);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Randomized: aggregates always equal a brute-force recomputation.
+// ---------------------------------------------------------------------------------------------
+
+class AggregatePropertyTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(AggregatePropertyTest, RandomMutationsKeepAggregatesExact) {
+  std::mt19937 rng(GetParam());
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  // Irregular fabric with mixed node sizes.
+  std::vector<Node> nodes;
+  const int32_t count = static_cast<int32_t>(pick(5, 30));
+  for (int32_t i = 0; i < count; ++i) {
+    nodes.push_back(MakeNode("n" + std::to_string(i))
+                        .At("b" + std::to_string(pick(0, 2)), "l" + std::to_string(pick(0, 3)), "v" + std::to_string(pick(0, 2)))
+                        .Gpus(std::vector<int64_t>{0, 1, 2, 4, 8}[static_cast<size_t>(pick(0, 4))])
+                        .Obj());
+  }
+  ClusterState s = NodesState(std::move(nodes));
+  ExpectAggregatesMatchBruteForce(s);
+  std::vector<std::pair<NodeId, Resources>> live;
+  int next_id = 0;
+  const NodeHealth healths[] = {NodeHealth::kReady, NodeHealth::kDegraded, NodeHealth::kUnhealthy,
+                                NodeHealth::kDraining, NodeHealth::kCordoned};
+  for (int step = 0; step < 300; ++step) {
+    SCOPED_TRACE("seed " + std::to_string(GetParam()) + " step " + std::to_string(step));
+    const NodeId n = static_cast<NodeId>(pick(0, s.node_count() - 1));
+    switch (pick(0, 5)) {
+      case 0:
+      case 1: {  // allocate, sometimes beyond capacity
+        Resources r{pick(0, s.node(n).capacity.gpus + 2), pick(0, 2) * 1000, 0};
+        s.Allocate(n, r);
+        live.emplace_back(n, r);
+        break;
+      }
+      case 2:
+      case 3:  // release a random earlier allocation
+        if (!live.empty()) {
+          const size_t k = static_cast<size_t>(pick(0, static_cast<int64_t>(live.size()) - 1));
+          s.Release(live[k].first, live[k].second);
+          live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+        }
+        break;
+      case 4:
+        s.SetHealth(n, healths[pick(0, 4)]);
+        break;
+      case 5: {  // running workloads, or removing one
+        if (!s.running().empty() && pick(0, 1) == 0) {
+          const std::string id = s.running().begin()->first;
+          ASSERT_TRUE(s.RemoveRunning(id).ok());
+        } else {
+          Workload w = MakeGang("w" + std::to_string(next_id++)).Members(2).Gpus(pick(0, 2)).Obj();
+          const NodeId m = static_cast<NodeId>(pick(0, s.node_count() - 1));
+          ASSERT_TRUE(s.AddRunning(Allocation{w, {{n, 1}, {m, 1}}, 0}).ok());
+        }
+        break;
+      }
+    }
+    ExpectAggregatesMatchBruteForce(s);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  // Releasing everything returns to a fully free cluster (for the nodes that are schedulable).
+  for (const auto& [n, r] : live) s.Release(n, r);
+  while (!s.running().empty()) ASSERT_TRUE(s.RemoveRunning(s.running().begin()->first).ok());
+  for (NodeId n = 0; n < s.node_count(); ++n) EXPECT_TRUE(s.node(n).allocated.IsZero());
+  ExpectAggregatesMatchBruteForce(s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, AggregatePropertyTest, ::testing::Values(1u, 2u, 3u, 42u, 1234u, 99991u),
+                         [](const ::testing::TestParamInfo<uint32_t>& i) { return "Seed" + std::to_string(i.param); });
+
+TEST(AggregatePropertyTest, TransactionDiscardUnderRandomLoadRestoresEveryVertex) {
+  std::mt19937 rng(7);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  ClusterState s = FabricState(2, 2, 2, 3);
+  for (int i = 0; i < 10; ++i) s.Allocate(static_cast<NodeId>(pick(0, s.node_count() - 1)), {pick(0, 8), 0, 0});
+  for (int round = 0; round < 20; ++round) {
+    const ClusterState before = s;
+    {
+      Transaction t(s);
+      for (int k = 0; k < 5; ++k) {
+        Workload w = MakeGang("r" + std::to_string(round) + "-" + std::to_string(k)).Members(2).Gpus(pick(1, 4)).Obj();
+        ASSERT_TRUE(t.Place(w, {{static_cast<NodeId>(pick(0, s.node_count() - 1)), 1},
+                               {static_cast<NodeId>(pick(0, s.node_count() - 1)), 1}},
+                            0)
+                        .ok());
+      }
+      if (!s.running().empty() && round % 2 == 0) {
+        ASSERT_TRUE(t.Evict(s.running().begin()->first).ok());
+      }
+      if (round % 3 == 0) {
+        t.Commit();
+        continue;
+      }
+    }
+    ExpectSameVertices(before, s);
+    EXPECT_EQ(before.running().size(), s.running().size());
+    ExpectAggregatesMatchBruteForce(s);
+  }
+}
+
+}  // namespace
+}  // namespace tidal

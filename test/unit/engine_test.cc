@@ -1,0 +1,231 @@
+// Engine: the gang protocol behind the shim's extension points, on plain domain types.
+#include "core/engine/engine.h"
+
+#include <gtest/gtest.h>
+
+namespace tidal {
+namespace {
+
+NodeInfo GpuNode(const std::string& name, const std::string& leaf, const std::string& nvl) {
+  NodeInfo n;
+  n.name = name;
+  n.labels = {{"topology.tidal.dev/block", "b0"}, {"topology.tidal.dev/leaf", leaf}, {"topology.tidal.dev/nvlink", nvl}};
+  n.capacity = Resources{8, 64000, int64_t{512} << 30};
+  return n;
+}
+
+PodInfo GangPod(const std::string& name, const std::string& gang, int size, int64_t gpus = 8) {
+  PodInfo p;
+  p.uid = "uid-" + name;
+  p.ns = "team";
+  p.name = name;
+  p.scheduler_name = "tidal-scheduler";
+  p.request = Resources{gpus, 1000, 1 << 30};
+  if (!gang.empty()) {
+    p.labels = {{kLabelGang, gang}, {kLabelGangSize, std::to_string(size)}};
+  }
+  return p;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto e = Engine::Create(EngineConfig{}, [this] { return now_; });
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+    SyncBatch b;
+    b.resync = true;
+    // 2 leaves x 2 nvlink x 2 nodes.
+    for (int i = 0; i < 8; ++i) {
+      b.upsert_nodes.push_back(GpuNode("n" + std::to_string(i), "l" + std::to_string(i / 4), "v" + std::to_string(i / 2)));
+    }
+    ASSERT_TRUE(Sync(b).ok());
+  }
+  Status Sync(const SyncBatch& b) {
+    uint64_t gen = 0;
+    return engine_->Sync(b, &gen);
+  }
+  Status AddPods(std::vector<PodInfo> pods) {
+    SyncBatch b;
+    b.upsert_pods = std::move(pods);
+    return Sync(b);
+  }
+  int64_t now_ = 1000;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineTest, GangWaitsUntilAllMembersExistThenPlansWholeGangInOneLeaf) {
+  std::vector<PodInfo> pods;
+  for (int i = 0; i < 4; ++i) {
+    PodInfo p = GangPod("w" + std::to_string(i), "train", 4);
+    p.labels[kLabelTopologyRequired] = "leaf";
+    pods.push_back(p);
+  }
+  ASSERT_TRUE(AddPods({pods[0], pods[1]}).ok());
+  std::string gang;
+  Status st = engine_->CheckPod("uid-w0", &gang);
+  EXPECT_EQ(st.code(), StatusCode::kWait);
+  EXPECT_NE(st.Message().find("2 of 4 members"), std::string::npos) << st.Message();
+  ASSERT_TRUE(AddPods({pods[2], pods[3]}).ok());
+  EXPECT_TRUE(engine_->CheckPod("uid-w0", &gang).ok());
+  EXPECT_EQ(gang, "team/train");
+
+  std::set<std::string> nodes;
+  std::string leaf;
+  for (int i = 0; i < 4; ++i) {
+    PlanResult r = engine_->PlanPod("uid-w" + std::to_string(i));
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    nodes.insert(r.node);
+    if (i == 0) leaf = r.domain;
+    EXPECT_EQ(r.domain, leaf);
+  }
+  EXPECT_EQ(nodes.size(), 4u);
+  // Asking again returns the same slot.
+  EXPECT_EQ(engine_->PlanPod("uid-w0").node, engine_->PlanPod("uid-w0").node);
+
+  for (int i = 0; i < 4; ++i) {
+    const std::string uid = "uid-w" + std::to_string(i);
+    ASSERT_TRUE(engine_->Reserve(uid, engine_->PlanPod(uid).node).ok());
+    PermitResult p = engine_->Permit(uid);
+    if (i < 3) {
+      EXPECT_EQ(p.status.code(), StatusCode::kWait);
+      EXPECT_GT(p.wait_timeout_ms, 0);
+    } else {
+      ASSERT_TRUE(p.status.ok()) << p.status.ToString();
+      EXPECT_EQ(p.allow.size(), 4u);
+    }
+  }
+}
+
+TEST_F(EngineTest, SecondGangThatDoesNotFitGetsNoSlotAndFirstPlanHoldsCapacity) {
+  std::vector<PodInfo> a, b;
+  for (int i = 0; i < 5; ++i) a.push_back(GangPod("a" + std::to_string(i), "ga", 5));
+  for (int i = 0; i < 5; ++i) b.push_back(GangPod("b" + std::to_string(i), "gb", 5));
+  ASSERT_TRUE(AddPods(a).ok());
+  ASSERT_TRUE(AddPods(b).ok());
+  ASSERT_TRUE(engine_->PlanPod("uid-a0").status.ok());
+  PlanResult rb = engine_->PlanPod("uid-b0");
+  EXPECT_EQ(rb.status.code(), StatusCode::kUnschedulable);
+  EXPECT_TRUE(rb.node.empty());
+  EXPECT_NE(rb.status.Message().find("room for 3 of 5"), std::string::npos) << rb.status.Message();
+}
+
+TEST_F(EngineTest, UnreserveReleasesWholeGangPlan) {
+  std::vector<PodInfo> a;
+  for (int i = 0; i < 3; ++i) a.push_back(GangPod("a" + std::to_string(i), "ga", 3));
+  ASSERT_TRUE(AddPods(a).ok());
+  for (int i = 0; i < 3; ++i) {
+    const std::string uid = "uid-a" + std::to_string(i);
+    ASSERT_TRUE(engine_->Reserve(uid, engine_->PlanPod(uid).node).ok());
+  }
+  auto released = engine_->Unreserve("uid-a1");
+  EXPECT_EQ(released.size(), 2u);
+  EXPECT_EQ(engine_->Permit("uid-a0").status.code(), StatusCode::kUnschedulable);
+  EXPECT_EQ(engine_->Stats().plans, 0);
+  // Capacity came back: an 8-node gang fits again.
+  std::vector<PodInfo> big;
+  for (int i = 0; i < 8; ++i) big.push_back(GangPod("big" + std::to_string(i), "big", 8));
+  ASSERT_TRUE(AddPods(big).ok());
+  EXPECT_TRUE(engine_->PlanPod("uid-big0").status.ok());
+}
+
+TEST_F(EngineTest, PodsOfOtherSchedulersUseCapacity) {
+  std::vector<PodInfo> others;
+  for (int i = 0; i < 7; ++i) {
+    PodInfo p = GangPod("other" + std::to_string(i), "", 1);
+    p.scheduler_name = "default-scheduler";
+    p.node_name = "n" + std::to_string(i);
+    p.phase = PodPhase::kRunning;
+    others.push_back(p);
+  }
+  ASSERT_TRUE(AddPods(others).ok());
+  ASSERT_TRUE(AddPods({GangPod("solo", "", 1)}).ok());
+  PlanResult r = engine_->PlanPod("uid-solo");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.node, "n7");
+  // A finished pod frees its node.
+  others[0].phase = PodPhase::kSucceeded;
+  ASSERT_TRUE(AddPods({others[0]}).ok());
+  ASSERT_TRUE(AddPods({GangPod("solo2", "", 1)}).ok());
+  EXPECT_EQ(engine_->PlanPod("uid-solo2").node, "n0");
+}
+
+TEST_F(EngineTest, MalformedAnnotationIsReportedNamingKeyAndAcceptedValues) {
+  PodInfo p = GangPod("bad", "g", 2);
+  p.annotations[kLabelTopologyRequired] = "rack";
+  ASSERT_TRUE(AddPods({p}).ok());
+  std::string gang;
+  Status st = engine_->CheckPod("uid-bad", &gang);
+  EXPECT_EQ(st.code(), StatusCode::kUnschedulableAndUnresolvable);
+  EXPECT_NE(st.Message().find("tidal.dev/topology-required: invalid value \"rack\""), std::string::npos) << st.Message();
+  EXPECT_NE(st.Message().find("block, leaf, nvlink, node"), std::string::npos);
+  PodInfo q = GangPod("bad2", "g2", 2);
+  q.labels[kLabelGangSize] = "many";
+  ASSERT_TRUE(AddPods({q}).ok());
+  EXPECT_NE(engine_->CheckPod("uid-bad2", &gang).Message().find("tidal.dev/gang-size"), std::string::npos);
+}
+
+TEST_F(EngineTest, BoundMembersMoveFromPlanToPodChargeAndPlanEnds) {
+  std::vector<PodInfo> a;
+  for (int i = 0; i < 2; ++i) a.push_back(GangPod("a" + std::to_string(i), "ga", 2));
+  ASSERT_TRUE(AddPods(a).ok());
+  for (auto& p : a) {
+    p.node_name = engine_->PlanPod(p.uid).node;
+    ASSERT_TRUE(engine_->Reserve(p.uid, p.node_name).ok());
+  }
+  ASSERT_TRUE(engine_->Permit("uid-a0").status.ok());
+  for (const auto& p : a) ASSERT_TRUE(engine_->Bound(p.uid, p.node_name).ok());
+  EXPECT_EQ(engine_->Stats().plans, 0);
+  // The informer later reports the same binding: no double charge. 6 whole nodes remain.
+  for (auto& p : a) p.phase = PodPhase::kRunning;
+  ASSERT_TRUE(AddPods(a).ok());
+  std::vector<PodInfo> c;
+  for (int i = 0; i < 6; ++i) c.push_back(GangPod("c" + std::to_string(i), "gc", 6));
+  ASSERT_TRUE(AddPods(c).ok());
+  EXPECT_TRUE(engine_->PlanPod("uid-c0").status.ok());
+}
+
+TEST_F(EngineTest, PlanExpiresWhenMembersDoNotReserveInTime) {
+  std::vector<PodInfo> a;
+  for (int i = 0; i < 2; ++i) a.push_back(GangPod("a" + std::to_string(i), "ga", 2));
+  ASSERT_TRUE(AddPods(a).ok());
+  ASSERT_TRUE(engine_->PlanPod("uid-a0").status.ok());
+  EXPECT_EQ(engine_->Stats().plans, 1);
+  now_ += 121;
+  ASSERT_TRUE(AddPods({}).ok());
+  EXPECT_EQ(engine_->Stats().plans, 0);
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/ga", &text).ok());
+  EXPECT_NE(text.find("plan expired"), std::string::npos) << text;
+}
+
+TEST_F(EngineTest, ResyncReplacesEverything) {
+  ASSERT_TRUE(AddPods({GangPod("solo", "", 1)}).ok());
+  ASSERT_TRUE(engine_->PlanPod("uid-solo").status.ok());
+  SyncBatch b;
+  b.resync = true;
+  b.upsert_nodes.push_back(GpuNode("m0", "l0", "v0"));
+  ASSERT_TRUE(Sync(b).ok());
+  const EngineStats s = engine_->Stats();
+  EXPECT_EQ(s.nodes, 1);
+  EXPECT_EQ(s.pods, 0);
+  EXPECT_EQ(s.plans, 0);
+  EXPECT_EQ(engine_->PlanPod("uid-solo").status.code(), StatusCode::kUnschedulable);
+}
+
+TEST_F(EngineTest, MalformedSyncObjectsAreNamedAndTheRestApplies) {
+  SyncBatch b;
+  PodInfo nouid = GangPod("x", "", 1);
+  nouid.uid = "";
+  b.upsert_pods = {nouid, GangPod("fine", "", 1)};
+  NodeInfo bad = GpuNode("neg", "l9", "v9");
+  bad.capacity.gpus = -1;
+  b.upsert_nodes = {bad};
+  Status st = Sync(b);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(engine_->Stats().pods, 1);
+  EXPECT_EQ(engine_->Stats().nodes, 8);
+}
+
+}  // namespace
+}  // namespace tidal
