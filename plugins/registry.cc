@@ -1,7 +1,9 @@
 #include "plugins/registry.h"
 
+#include "plugins/fairshare/fairshare.h"
 #include "plugins/gang/gang.h"
 #include "plugins/priority/priority.h"
+#include "plugins/quota/quota.h"
 #include "plugins/topology/topology.h"
 
 namespace tidal::plugins {
@@ -9,7 +11,9 @@ namespace tidal::plugins {
 Status RegisterAll(Registry& r) {
   for (auto [name, factory] : {std::pair<const char*, PluginFactory>{PrioritySort::kName, &PrioritySort::New},
                                {Gang::kName, &Gang::New},
-                               {Topology::kName, &Topology::New}}) {
+                               {Topology::kName, &Topology::New},
+                               {FairShare::kName, &FairShare::New},
+                               {Quota::kName, &Quota::New}}) {
     if (Status s = r.Register(name, factory); !s.ok()) return s;
   }
   return Status::Ok();

@@ -85,6 +85,8 @@ class Plugin {
 // Orders the pending queue. Less(a, b) == true puts a before b. Exactly one per profile.
 class QueueSortPlugin : public virtual Plugin {
  public:
+  // Called once before each sort, e.g. to cache per-queue shares.
+  virtual void PrepareSort() {}
   virtual bool Less(const Workload& a, const Workload& b) const = 0;
 };
 

@@ -22,6 +22,7 @@ enum class FrontDoor { kKubernetes, kSlurm };
 struct Workload {
   std::string id;                 // unique, e.g. "namespace/gang-name" or "slurm/1234"
   std::string queue = "default";
+  int32_t queue_id = -1;          // the queue's index, resolved by the state owner; -1 = by name
   WorkloadClass workload_class = WorkloadClass::kBatch;
   FrontDoor front_door = FrontDoor::kKubernetes;
   int32_t members = 1;            // desired gang size

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "core/io/cluster_file.h"
 #include "core/io/fields.h"
+#include "core/io/queue_config.h"
 #include "plugins/registry.h"
 
 namespace tidal {
@@ -35,10 +38,11 @@ bool SameNode(const NodeInfo& a, const NodeInfo& b) {
 
 }  // namespace
 
-StatusOr<EngineConfig> LoadEngineConfig(const std::string& path) {
-  auto doc = LoadDocument(path);
+StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file) {
+  auto doc = ParseDocument(text, file);
   if (!doc.ok()) return doc.status();
   EngineConfig cfg;
+  std::vector<std::string> errors;
   Fields f(doc->root, "");
   f.Str("schedulerName", &cfg.scheduler_name);
   int64_t permit_s = cfg.permit_timeout_ms / 1000;
@@ -51,39 +55,111 @@ StatusOr<EngineConfig> LoadEngineConfig(const std::string& path) {
     if (const auto* l = tf.Get("levels")) {
       if (Status s = DecodeLevels(*l, "topology.levels", &cfg.levels); !s.ok()) tf.Fail(s);
     }
-    if (Status s = tf.Done(); !s.ok()) f.Fail(s);
+    if (Status s = tf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
   if (const auto* p = f.Get("profile")) {
     auto ps = ProfileSpec::FromJson(*p, "profile");
     if (!ps.ok()) {
-      f.Fail(ps.status());
+      errors.push_back(doc->Locate(ps.status()).Message());
     } else {
       cfg.profile = *ps;
     }
   }
-  if (Status s = f.Done(); !s.ok()) return doc->Locate(s);
-  const Registry registry = plugins::DefaultRegistry();
-  auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels});
-  if (!profile.ok()) return Status::Error(path + ": " + profile.status().Message());
+  f.Get("resources");
+  f.Get("usageHalfLife");
+  f.Get("queues");
+  if (doc->root.is_object()) cfg.queues = DecodeQueueConfig(*doc, doc->root, &errors);
+  if (Status s = f.Done(); !s.ok()) errors.insert(errors.begin(), doc->Locate(s).Message());
+  if (errors.empty()) {
+    auto tree = QueueTree::Build(cfg.queues);
+    if (!tree.ok()) {
+      errors.push_back(file + ": " + tree.status().Message());
+    } else {
+      QuotaLedger ledger(*tree);
+      const Registry registry = plugins::DefaultRegistry();
+      auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels, &ledger});
+      if (!profile.ok()) errors.push_back(file + ": " + profile.status().Message());
+    }
+  }
+  if (!errors.empty()) {
+    Status st(StatusCode::kError, errors.front());
+    for (size_t i = 1; i < errors.size(); ++i) st.AddReason(errors[i]);
+    return st;
+  }
   return cfg;
 }
 
+StatusOr<EngineConfig> LoadEngineConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseEngineConfig(ss.str(), path);
+}
+
 StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineConfig cfg, Clock clock) {
-  const Registry registry = plugins::DefaultRegistry();
-  auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels});
-  if (!profile.ok()) return profile.status();
+  auto tree = QueueTree::Build(cfg.queues);
+  if (!tree.ok()) return tree.status();
   if (!clock) {
     clock = [] {
-      return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
+      // Wall clock: the ledger's state file must stay meaningful across restarts.
+      return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
     };
   }
-  return std::unique_ptr<Engine>(
-      new Engine(std::move(cfg), std::move(clock), std::make_unique<Scheduler>(std::move(profile).value())));
+  std::unique_ptr<Engine> e(new Engine(std::move(cfg), std::move(clock), *tree));
+  std::lock_guard<std::mutex> lock(e->mu_);
+  if (Status s = e->BuildSchedulerLocked(); !s.ok()) return s;
+  return e;
 }
 
-Engine::Engine(EngineConfig cfg, Clock clock, std::unique_ptr<Scheduler> sched)
-    : cfg_(std::move(cfg)), clock_(std::move(clock)), sched_(std::move(sched)), epoch_(RandomEpoch()) {}
+Engine::Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree)
+    : cfg_(std::move(cfg)), clock_(std::move(clock)), epoch_(RandomEpoch()), ledger_(std::move(tree)) {}
+
+Status Engine::BuildSchedulerLocked() {
+  const Registry registry = plugins::DefaultRegistry();
+  auto profile = Profile::Build(cfg_.profile, registry, PluginContext{cfg_.levels, &ledger_});
+  if (!profile.ok()) return profile.status();
+  sched_ = std::make_unique<Scheduler>(std::move(profile).value());
+  return Status::Ok();
+}
+
+Status Engine::Reconfigure(const EngineConfig& cfg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto tree = QueueTree::Build(cfg.queues);
+  if (!tree.ok()) return tree.status();
+  for (auto& [key, g] : gangs_) DropPlanLocked(g);
+  const bool levels_changed = cfg.levels.Accepted() != cfg_.levels.Accepted();
+  cfg_ = cfg;
+  ledger_.Reconfigure(*tree);
+  if (levels_changed) state_.reset();
+  return BuildSchedulerLocked();
+}
+
+std::string Engine::SaveLedger() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ledger_.Advance(clock_());
+  return ledger_.SaveState();
+}
+
+Status Engine::LoadLedger(const std::string& json) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status s = ledger_.LoadState(json);
+  // Usage decays over the time the engine was down (nothing was integrated meanwhile).
+  if (s.ok()) ledger_.Advance(clock_());
+  return s;
+}
+
+std::string Engine::DescribeQueues() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ledger_.Advance(clock_());
+  std::string out;
+  const QueueTree& t = ledger_.tree();
+  for (int q = 1; q < t.size(); ++q) {
+    if (t.IsLeaf(q)) out += ledger_.Describe(q) + "; share " + std::to_string(ledger_.Share(q)) + "\n";
+  }
+  return out.empty() ? "no queues configured\n" : out;
+}
 
 Node Engine::ToNode(const NodeInfo& in) const {
   Node n;
@@ -115,6 +191,12 @@ void Engine::EnsureStateLocked() {
     built = ClusterState::Build(cfg_.levels, {});
   }
   state_ = std::move(built).value();
+  ResVec capacity(static_cast<size_t>(ledger_.tree().resources()), 0);
+  for (const auto& n : state_->nodes()) {
+    const ResVec c = ledger_.tree().Request(n.capacity, n.gpu_model);
+    for (size_t i = 0; i < c.size(); ++i) capacity[i] += c[i];
+  }
+  ledger_.SetCapacity(std::move(capacity));
   for (const auto& [uid, charge] : charged_) {
     const NodeId n = state_->FindNode(charge.first);
     if (n != kNoNode) state_->Allocate(n, charge.second);
@@ -147,20 +229,43 @@ void Engine::EnsureStateLocked() {
   }
 }
 
+void Engine::ChargePodLocked(const PodInfo& p, bool borrowed) {
+  // Bound pods are charged to their queue whoever scheduled them, if they name one (Tidal pods
+  // always have one: "default" unless labelled).
+  const bool ours = p.scheduler_name == cfg_.scheduler_name;
+  if (!ours && !p.labels.count(kLabelQueue) && !p.annotations.count(kLabelQueue)) return;
+  auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+  if (!spec.ok()) return;
+  const int q = ledger_.tree().Find(spec->queue);
+  if (q <= 0 || !ledger_.tree().IsLeaf(q)) return;
+  (void)ledger_.Charge(p.uid, q, ledger_.tree().Request(p.request, ""), borrowed);
+}
+
 void Engine::ApplyBoundLocked(const PodInfo& p) {
+  bool borrowed = false;
   if (auto g = pod_gang_.find(p.uid); g != pod_gang_.end()) {
     auto gi = gangs_.find(g->second);
     if (gi != gangs_.end() && gi->second.plan) {
       auto& slots = gi->second.plan->slots;
       auto s = std::find_if(slots.begin(), slots.end(), [&](const Slot& x) { return x.pod_uid == p.uid; });
       if (s != slots.end()) {
-        // The slot's capacity becomes the pod's own charge below.
-        if (state_) (void)state_->ReleaseMembers(PlanId(gi->second), state_->FindNode(s->node), 1);
+        // The slot's capacity and quota charge become the pod's own charges below.
+        const std::string plan_id = PlanId(gi->second);
+        if (state_) (void)state_->ReleaseMembers(plan_id, state_->FindNode(s->node), 1);
+        auto ch = ledger_.charges().find(plan_id);
+        if (ch != ledger_.charges().end()) {
+          borrowed = ch->second.borrowed;
+          ledger_.Reduce(plan_id, ledger_.tree().Request(gi->second.plan->per_member, ""));
+        }
         slots.erase(s);
-        if (slots.empty()) gi->second.plan.reset();
+        if (slots.empty()) {
+          ledger_.Uncharge(plan_id);
+          gi->second.plan.reset();
+        }
       }
     }
   }
+  ChargePodLocked(p, borrowed);
   charged_[p.uid] = {p.node_name, p.request};
   if (state_) {
     const NodeId n = state_->FindNode(p.node_name);
@@ -169,6 +274,7 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
 }
 
 void Engine::ReleaseBoundLocked(const std::string& uid) {
+  ledger_.Uncharge(uid);
   auto it = charged_.find(uid);
   if (it == charged_.end()) return;
   if (state_) {
@@ -180,6 +286,7 @@ void Engine::ReleaseBoundLocked(const std::string& uid) {
 
 void Engine::DropPlanLocked(Gang& g) {
   if (!g.plan) return;
+  ledger_.Uncharge(PlanId(g));
   if (state_) (void)state_->RemoveRunning(PlanId(g));
   g.plan.reset();
 }
@@ -265,7 +372,10 @@ void Engine::DeletePodLocked(const std::string& uid) {
 Status Engine::Sync(const SyncBatch& b, uint64_t* generation) {
   std::lock_guard<std::mutex> lock(mu_);
   Status result;
+  ledger_.Advance(clock_());
   if (b.resync) {
+    for (const auto& [uid, c] : charged_) ledger_.Uncharge(uid);
+    for (const auto& [key, g] : gangs_) ledger_.Uncharge(PlanId(g));
     nodes_.clear();
     pods_.clear();
     pod_gang_.clear();
@@ -378,9 +488,11 @@ PlanResult Engine::PlanPod(const std::string& uid) {
                                     "gang");
     return r;
   }
+  ledger_.Advance(clock_());
   Workload w;
   w.id = PlanId(g);
   w.queue = spec.queue;
+  w.queue_id = ledger_.tree().Find(spec.queue);
   w.workload_class = spec.workload_class;
   w.members = need;
   w.min_members = std::clamp(spec.gang_min - bound, 1, need);
@@ -402,6 +514,7 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   }
   Plan plan;
   plan.per_member = per_member;
+  plan.queue = spec.queue;
   plan.domain = d.placement.domain;
   plan.explanation = d.explanation;
   plan.created_s = clock_();
@@ -516,6 +629,14 @@ Status Engine::Explain(const std::string& name, std::string* text) {
          " reserved: " + pl.explanation + "\n";
   }
   t += "last: " + g->second.last_reason + "\n";
+  if (!g->second.pods.empty()) {
+    const PodInfo& any = pods_.at(*g->second.pods.begin());
+    auto spec = ParsePodSchedulingSpec(any.labels, any.annotations, cfg_.levels);
+    if (spec.ok()) {
+      const int q = ledger_.tree().Find(spec->queue);
+      t += "quota: " + (q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured") + "\n";
+    }
+  }
   *text = t;
   return Status::Ok();
 }

@@ -33,6 +33,7 @@
 #include "core/engine/pod_spec.h"
 #include "core/framework/scheduler.h"
 #include "core/state/cluster_state.h"
+#include "core/state/queues.h"
 
 namespace tidal {
 
@@ -72,6 +73,7 @@ struct SyncBatch {
 
 struct EngineConfig {
   TopologyLevels levels = TopologyLevels::Default();
+  QueueConfig queues;
   ProfileSpec profile = ProfileSpec::Default();
   std::string scheduler_name = "tidal-scheduler";
   int64_t permit_timeout_ms = 60000;
@@ -79,8 +81,10 @@ struct EngineConfig {
   std::string pool_label = "tidal.dev/pool";
 };
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
-// topology: {levels}, profile}. Errors read "file:line: field: reason".
+// poolLabel, topology: {levels}, profile, resources, usageHalfLife, queues}. Every problem is one
+// reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);
+StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file);
 
 struct PodRefInfo {
   std::string uid, ns, name;
@@ -122,6 +126,14 @@ class Engine {
   // Text for a gang key "ns/gang" or a pod "ns/name".
   Status Explain(const std::string& name, std::string* text);
   EngineStats Stats();
+  // Hot reload: swaps in a new, already validated config. Usage history and charges carry over by
+  // queue name; plans in flight are dropped (their members retry).
+  Status Reconfigure(const EngineConfig& cfg);
+  // Ledger state file (see docs/fair-share.md): save / restore decayed usage.
+  std::string SaveLedger();
+  Status LoadLedger(const std::string& json);
+  // "queue team-a uses ..." for every leaf queue.
+  std::string DescribeQueues();
 
  private:
   struct Slot {
@@ -132,6 +144,7 @@ class Engine {
   struct Plan {
     std::vector<Slot> slots;
     Resources per_member;
+    std::string queue;
     std::string domain, explanation;
     int64_t created_s = 0;
   };
@@ -142,7 +155,9 @@ class Engine {
     std::string last_reason;
   };
 
-  explicit Engine(EngineConfig cfg, Clock clock, std::unique_ptr<Scheduler> sched);
+  Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree);
+  Status BuildSchedulerLocked();
+  void ChargePodLocked(const PodInfo& p, bool borrowed);
   Status UpsertPodLocked(const PodInfo& p);
   void DeletePodLocked(const std::string& uid);
   std::string GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const;
@@ -168,6 +183,7 @@ class Engine {
   std::map<std::string, Gang> gangs_;
   std::unordered_map<std::string, std::pair<std::string, Resources>> charged_;  // uid -> node, request
   std::optional<ClusterState> state_;  // rebuilt lazily when nodes change
+  QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
 };
 
 }  // namespace tidal

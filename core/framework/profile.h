@@ -44,7 +44,7 @@ class Profile {
 
   const std::string& name() const { return name_; }
   int max_candidates() const { return max_candidates_; }
-  const QueueSortPlugin& queue_sort() const { return *queue_sort_; }
+  QueueSortPlugin& queue_sort() const { return *queue_sort_; }
 
   Status RunAdmit(CycleState& s, const Workload& w) const;
   Status RunPreFilter(CycleState& s, const Workload& w, const TopologyLevels& levels,
@@ -64,7 +64,7 @@ class Profile {
   std::string name_;
   int max_candidates_ = 4;
   std::vector<std::unique_ptr<Plugin>> owned_;
-  const QueueSortPlugin* queue_sort_ = nullptr;
+  QueueSortPlugin* queue_sort_ = nullptr;
   std::vector<AdmitPlugin*> admit_;
   std::vector<PreFilterPlugin*> prefilter_;
   std::vector<const FilterPlugin*> filter_;

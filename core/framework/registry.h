@@ -17,10 +17,12 @@
 namespace tidal {
 
 class ClusterState;
+class QuotaLedger;
 
 // What a factory may use while building a plugin.
 struct PluginContext {
   TopologyLevels levels;
+  QuotaLedger* ledger = nullptr;  // the state owner's queue ledger; nullptr = no queues configured
 };
 
 using PluginFactory =

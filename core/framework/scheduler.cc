@@ -19,7 +19,8 @@ std::string_view OutcomeName(Outcome o) {
 }
 
 void Scheduler::SortQueue(std::vector<Workload>& pending) const {
-  const QueueSortPlugin& qs = profile_->queue_sort();
+  QueueSortPlugin& qs = profile_->queue_sort();
+  qs.PrepareSort();
   std::stable_sort(pending.begin(), pending.end(), [&](const Workload& a, const Workload& b) {
     if (qs.Less(a, b)) return true;
     if (qs.Less(b, a)) return false;

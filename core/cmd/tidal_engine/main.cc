@@ -1,12 +1,16 @@
 // tidal-engine: the gRPC placement engine.
 //
 //   tidal-engine [--listen unix:///PATH|HOST:PORT] [--http-addr HOST:PORT] [--config FILE]
+//                [--state-file FILE]
 //
-// Threading model: the main thread parses flags, starts the gRPC server (its own thread pool) and
-// the HTTP server (one thread), then waits for SIGINT/SIGTERM and shuts both down. All scheduling
-// state is owned by one Engine object, which serialises access with its own mutex.
+// Threading model: the main thread parses flags, starts the gRPC server (its own thread pool), the
+// HTTP server (one thread) and the config watcher (one thread), then waits for SIGINT/SIGTERM,
+// saving the ledger state file every 30 s, and shuts everything down. All scheduling state is
+// owned by one Engine object, which serialises access with its own mutex.
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <thread>
 
@@ -14,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/cmd/flags.h"
+#include "core/server/config_watcher.h"
 #include "core/server/http_server.h"
 #include "core/server/service.h"
 
@@ -26,7 +31,8 @@ constexpr const char* kUsage =
     "usage: tidal-engine [--listen unix:///PATH|HOST:PORT] [--http-addr HOST:PORT] [--config FILE]\n"
     "  --listen     gRPC address (default unix:///tmp/tidal-engine.sock)\n"
     "  --http-addr  /healthz and /readyz (default 127.0.0.1:8081)\n"
-    "  --config     engine config, YAML or JSON (default: built-in defaults)\n";
+    "  --config     engine config, YAML or JSON, reloaded on change (default: built-in defaults)\n"
+    "  --state-file where the queue ledger's decayed usage is kept across restarts (default: none)\n";
 
 }  // namespace
 
@@ -36,7 +42,7 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") return std::cout << kUsage, 0;
   }
   tidal::cli::Flags flags(args);
-  if (!flags.Parse({"--listen", "--http-addr", "--config"}) || !flags.positional().empty()) {
+  if (!flags.Parse({"--listen", "--http-addr", "--config", "--state-file"}) || !flags.positional().empty()) {
     std::cerr << kUsage;
     return 2;
   }
@@ -55,6 +61,31 @@ int main(int argc, char** argv) {
   if (!engine.ok()) {
     std::cerr << "tidal-engine: " << engine.status().Message() << "\n";
     return 1;
+  }
+  const std::string state_file = flags.Get("--state-file");
+  if (!state_file.empty() && std::filesystem::exists(state_file)) {
+    std::ifstream in(state_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (auto s = (*engine)->LoadLedger(ss.str()); !s.ok()) {
+      spdlog::warn("state file {} ignored: {}", state_file, s.Message());
+    }
+  }
+  auto save_state = [&] {
+    if (state_file.empty()) return;
+    const std::string tmp = state_file + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << (*engine)->SaveLedger();
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, state_file, ec);
+    if (ec) spdlog::warn("cannot write state file {}: {}", state_file, ec.message());
+  };
+  std::unique_ptr<tidal::ConfigWatcher> watcher;
+  if (const std::string path = flags.Get("--config"); !path.empty()) {
+    watcher = std::make_unique<tidal::ConfigWatcher>(**engine, path, std::chrono::milliseconds(1000));
+    watcher->Start();
   }
   if (listen.rfind("unix://", 0) == 0) {
     std::error_code ec;
@@ -78,6 +109,17 @@ int main(int argc, char** argv) {
                                "ok\nsynced: " + std::string(st.synced ? "true" : "false") + "\nnodes: " +
                                    std::to_string(st.nodes) + "\npods: " + std::to_string(st.pods) + "\n"};
   });
+  http.Handle("/config", [&](const std::string&, const std::string&) {
+    if (!watcher) return tidal::HttpResponse{200, "text/plain", "no --config file; built-in defaults\n"};
+    const std::string err = watcher->LastError();
+    const auto c = watcher->counts();
+    return tidal::HttpResponse{200, "text/plain",
+                               "reloads: " + std::to_string(c.success) + " ok, " + std::to_string(c.failure) +
+                                   " refused\n" + (err.empty() ? "last: ok\n" : "last refused:\n" + err)};
+  });
+  http.Handle("/queues", [&](const std::string&, const std::string&) {
+    return tidal::HttpResponse{200, "text/plain", (*engine)->DescribeQueues()};
+  });
   if (auto s = http.Start(http_addr); !s.ok()) {
     std::cerr << "tidal-engine: " << s.Message() << "\n";
     server->Shutdown();
@@ -87,8 +129,13 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   spdlog::info("tidal-engine epoch {} serving gRPC on {}, HTTP on {}:{}", (*engine)->epoch(), listen,
                http_addr.substr(0, http_addr.rfind(':')), http.port());
-  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int tick = 0; !g_stop; ++tick) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (tick % 300 == 299) save_state();
+  }
   spdlog::info("tidal-engine shutting down");
+  if (watcher) watcher->Stop();
+  save_state();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   http.Stop();
   return 0;

@@ -11,6 +11,7 @@ namespace tidal::cli {
 
 
 int Place(const Args& args);
+int Config(const Args& args);
 
 
 }  // namespace tidal::cli

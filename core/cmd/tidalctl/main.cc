@@ -13,6 +13,9 @@ Usage:
       Place workloads on a fabric with the engine's own scheduling core and print, per workload,
       where it landed and why (or why it waits). Without files: the built-in sample
       (deploy/examples/sample-fabric.yaml and sample-workloads.yaml). Files are YAML or JSON.
+  tidalctl config validate FILE
+      Validate an engine config (topology levels, profile, queues) as tidal-engine would load it;
+      every problem is printed as "file:line: field: reason" and the exit code is 1.
   tidalctl help
 )";
 
@@ -27,6 +30,7 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   if (cmd == "place") return tidal::cli::Place(args);
+  if (cmd == "config") return tidal::cli::Config(args);
   std::cerr << "tidalctl: unknown command \"" << cmd << "\"\n" << kUsage;
   return 2;
 }

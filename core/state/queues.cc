@@ -1,0 +1,399 @@
+#include "core/state/queues.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace tidal {
+namespace {
+
+std::string Amount(const QueueConfig& cfg, int r, int64_t v) {
+  if (v >= kUnlimited) return "unlimited";
+  if (cfg.resources[static_cast<size_t>(r)] == "cpu") return FormatMilli(v);
+  if (cfg.resources[static_cast<size_t>(r)] == "memory") return FormatBytes(v);
+  return std::to_string(v);
+}
+
+}  // namespace
+
+int QueueConfig::ResourceIndex(const std::string& name) const {
+  for (size_t i = 0; i < resources.size(); ++i) {
+    if (resources[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(const QueueConfig& cfg) {
+  auto t = std::make_shared<QueueTree>();
+  t->cfg_ = cfg;
+  const size_t nr = cfg.resources.size();
+  Node root;
+  root.spec.name = "";
+  root.spec.nominal.assign(nr, kUnlimited);
+  root.spec.borrowing_limit.assign(nr, kUnlimited);
+  root.spec.lending_limit.assign(nr, kUnlimited);
+  t->nodes_.push_back(root);
+  for (const auto& q : cfg.queues) {
+    if (t->index_.count(q.name)) return Status::Error("queues: duplicate queue " + q.name);
+    t->index_[q.name] = static_cast<int>(t->nodes_.size());
+    Node n;
+    n.spec = q;
+    n.spec.nominal.resize(nr, kUnlimited);
+    n.spec.borrowing_limit.resize(nr, kUnlimited);
+    n.spec.lending_limit.resize(nr, kUnlimited);
+    t->nodes_.push_back(std::move(n));
+  }
+  for (size_t i = 1; i < t->nodes_.size(); ++i) {
+    const std::string& parent = t->nodes_[i].spec.parent;
+    int p = 0;
+    if (!parent.empty()) {
+      auto it = t->index_.find(parent);
+      if (it == t->index_.end()) return Status::Error("queue " + t->nodes_[i].spec.name + ": unknown parent " + parent);
+      p = it->second;
+    }
+    t->nodes_[i].parent = p;
+    t->nodes_[static_cast<size_t>(p)].children.push_back(static_cast<int>(i));
+  }
+  // Every queue must reach the root.
+  for (size_t i = 1; i < t->nodes_.size(); ++i) {
+    std::set<int> seen;
+    for (int q = static_cast<int>(i); q != 0; q = t->nodes_[static_cast<size_t>(q)].parent) {
+      if (!seen.insert(q).second) return Status::Error("queue " + t->nodes_[i].spec.name + ": parent chain has a cycle");
+    }
+  }
+  return std::shared_ptr<const QueueTree>(std::move(t));
+}
+
+int QueueTree::Find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? -1 : it->second;
+}
+
+int64_t QueueTree::HalfLife(int q) const {
+  for (int a = q; a > 0; a = Parent(a)) {
+    if (Spec(a).half_life_s > 0) return Spec(a).half_life_s;
+  }
+  return cfg_.default_half_life_s;
+}
+
+std::vector<std::string> QueueTree::LeafNames() const {
+  std::vector<std::string> out;
+  for (int q = 1; q < size(); ++q) {
+    if (IsLeaf(q)) out.push_back(Name(q));
+  }
+  return out;
+}
+
+ResVec QueueTree::Request(const Resources& total, const std::string& gpu_model) const {
+  ResVec r(cfg_.resources.size(), 0);
+  if (!r.empty()) r[0] = total.gpus;
+  if (r.size() > 1) r[1] = total.cpu_milli;
+  if (r.size() > 2) r[2] = total.memory_bytes;
+  if (!gpu_model.empty()) {
+    const int i = cfg_.ResourceIndex("gpus." + gpu_model);
+    if (i >= 0) r[static_cast<size_t>(i)] = total.gpus;
+  }
+  return r;
+}
+
+QuotaLedger::QuotaLedger(std::shared_ptr<const QueueTree> tree) : tree_(std::move(tree)) {
+  const size_t n = static_cast<size_t>(tree_->size()), r = static_cast<size_t>(tree_->resources());
+  alloc_.assign(n, ResVec(r, 0));
+  borrowed_.assign(n, ResVec(r, 0));
+  usage_.assign(n, std::vector<double>(r, 0.0));
+  capacity_.assign(r, 0);
+  depth_.assign(n, 0);
+  for (int q = 1; q < tree_->size(); ++q) {
+    for (int a = q; a > 0; a = tree_->Parent(a)) depth_[static_cast<size_t>(q)]++;
+  }
+}
+
+void QuotaLedger::Reconfigure(std::shared_ptr<const QueueTree> tree) {
+  QuotaLedger next(tree);
+  next.capacity_ = capacity_;
+  next.capacity_.resize(static_cast<size_t>(tree->resources()), 0);
+  next.now_ = now_;
+  next.started_ = started_;
+  auto remap = [&](const ResVec& v) {
+    ResVec out(static_cast<size_t>(tree->resources()), 0);
+    for (int r = 0; r < tree_->resources(); ++r) {
+      const int nr = tree->config().ResourceIndex(tree_->config().resources[static_cast<size_t>(r)]);
+      if (nr >= 0) out[static_cast<size_t>(nr)] = v[static_cast<size_t>(r)];
+    }
+    return out;
+  };
+  // Usage by queue name; charges of workloads whose queue still exists as a leaf. Charges of a
+  // removed queue are dropped from the ledger (their workloads keep running).
+  for (int q = 1; q < tree_->size(); ++q) {
+    const int nq = tree->Find(tree_->Name(q));
+    if (nq < 0) continue;
+    for (int r = 0; r < tree_->resources(); ++r) {
+      const int nr = tree->config().ResourceIndex(tree_->config().resources[static_cast<size_t>(r)]);
+      if (nr >= 0) next.usage_[static_cast<size_t>(nq)][static_cast<size_t>(nr)] = usage_[static_cast<size_t>(q)][static_cast<size_t>(r)];
+    }
+  }
+  for (const auto& [id, c] : charges_) {
+    const int nq = tree->Find(tree_->Name(c.leaf));
+    if (nq > 0 && tree->IsLeaf(nq)) (void)next.Charge(id, nq, remap(c.amount), c.borrowed);
+  }
+  *this = std::move(next);
+}
+
+AdmissionResult QuotaLedger::CheckAdmission(int leaf, const ResVec& req) const {
+  AdmissionResult res;
+  const QueueTree& t = *tree_;
+  const QueueConfig& cfg = t.config();
+  std::vector<bool> on_path(static_cast<size_t>(t.size()), false);
+  for (int a = leaf; a > 0; a = t.Parent(a)) on_path[static_cast<size_t>(a)] = true;
+  auto U = [&](int q, int r) {
+    return alloc_[static_cast<size_t>(q)][static_cast<size_t>(r)] +
+           (on_path[static_cast<size_t>(q)] ? req[static_cast<size_t>(r)] : 0);
+  };
+  for (int r = 0; r < t.resources(); ++r) {
+    if (req[static_cast<size_t>(r)] <= 0) continue;
+    const std::string& rn = cfg.resources[static_cast<size_t>(r)];
+    for (int a = leaf; a > 0; a = t.Parent(a)) {
+      const QueueSpec& s = t.Spec(a);
+      const int64_t n = s.nominal[static_cast<size_t>(r)];
+      if (n >= kUnlimited) continue;
+      const int64_t u = U(a, r);
+      const int64_t b = s.borrowing_limit[static_cast<size_t>(r)];
+      if (b < kUnlimited && u > n + b) {
+        res.status = Status::Unschedulable("queue " + s.name + " would use " + Amount(cfg, r, u) + " " + rn +
+                                               ", over nominal " + Amount(cfg, r, n) + " + borrowing limit " +
+                                               Amount(cfg, r, b) + "; " + Describe(leaf),
+                                           "quota");
+        return res;
+      }
+      if (u > n && a == leaf) res.borrowing = true;
+      // Rule 2 at a's parent.
+      const int p = t.Parent(a);
+      int64_t borrow = 0, lend = 0, child_nominal = 0;
+      for (int c : t.Children(p)) {
+        const int64_t cn = t.Spec(c).nominal[static_cast<size_t>(r)];
+        if (cn >= kUnlimited) continue;
+        const int64_t cu = U(c, r);
+        child_nominal += cn;
+        borrow += std::max<int64_t>(0, cu - cn);
+        lend += std::min<int64_t>(t.Spec(c).lending_limit[static_cast<size_t>(r)], std::max<int64_t>(0, cn - cu));
+      }
+      int64_t spare = 0, p_borrow = 0;
+      if (p == 0) {
+        spare = std::max<int64_t>(0, capacity_[static_cast<size_t>(r)] - child_nominal);
+      } else {
+        const int64_t pn = t.Spec(p).nominal[static_cast<size_t>(r)];
+        spare = pn >= kUnlimited ? kUnlimited : std::max<int64_t>(0, pn - child_nominal);
+        p_borrow = pn >= kUnlimited ? 0 : std::max<int64_t>(0, U(p, r) - pn);
+      }
+      if (spare < kUnlimited && borrow > lend + spare + p_borrow) {
+        res.status = Status::Unschedulable("queue " + s.name + " would borrow beyond what its cohort " +
+                                               (p == 0 ? std::string("cluster") : t.Name(p)) + " can lend; " +
+                                               Describe(leaf),
+                                           "quota");
+        return res;
+      }
+    }
+  }
+  return res;
+}
+
+int32_t QuotaLedger::MaxAdmissibleMembers(int leaf, const ResVec& per_member, int32_t max_count) const {
+  auto ok = [&](int32_t n) {
+    ResVec r(per_member.size());
+    for (size_t i = 0; i < r.size(); ++i) r[i] = per_member[i] * n;
+    return CheckAdmission(leaf, r).status.ok();
+  };
+  if (ok(max_count)) return max_count;
+  int32_t lo = 0, hi = max_count;  // lo admissible, hi not
+  while (hi - lo > 1) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    (ok(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+void QuotaLedger::Apply(int leaf, const ResVec& r, int sign, bool borrowed) {
+  for (int a = leaf; a >= 0; a = a == 0 ? -1 : tree_->Parent(a)) {
+    for (size_t i = 0; i < r.size(); ++i) alloc_[static_cast<size_t>(a)][i] += sign * r[i];
+  }
+  if (borrowed) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      auto& b = borrowed_[static_cast<size_t>(leaf)][i];
+      b = std::max<int64_t>(0, b + sign * r[i]);
+    }
+  }
+}
+
+Status QuotaLedger::Charge(const std::string& id, int leaf, const ResVec& r, bool borrowed) {
+  if (leaf <= 0 || leaf >= tree_->size()) return Status::Error("ledger: charge " + id + ": unknown queue index");
+  if (r.size() != static_cast<size_t>(tree_->resources())) return Status::Error("ledger: charge " + id + ": wrong resource count");
+  auto [it, inserted] = charges_.try_emplace(id, ChargeInfo{leaf, ResVec(r.size(), 0), borrowed});
+  if (!inserted && it->second.leaf != leaf) return Status::Error("ledger: " + id + " is already charged to another queue");
+  for (size_t i = 0; i < r.size(); ++i) it->second.amount[i] += r[i];
+  it->second.borrowed = it->second.borrowed || borrowed;
+  Apply(leaf, r, +1, borrowed);
+  return Status::Ok();
+}
+
+void QuotaLedger::Uncharge(const std::string& id) {
+  auto it = charges_.find(id);
+  if (it == charges_.end()) return;
+  Apply(it->second.leaf, it->second.amount, -1, it->second.borrowed);
+  charges_.erase(it);
+}
+
+void QuotaLedger::Reduce(const std::string& id, const ResVec& r) {
+  auto it = charges_.find(id);
+  if (it == charges_.end()) return;
+  ResVec take(r.size(), 0);
+  bool empty = true;
+  for (size_t i = 0; i < r.size() && i < it->second.amount.size(); ++i) {
+    take[i] = std::min(r[i], it->second.amount[i]);
+    it->second.amount[i] -= take[i];
+    empty = empty && it->second.amount[i] == 0;
+  }
+  Apply(it->second.leaf, take, -1, it->second.borrowed);
+  if (empty) charges_.erase(it);
+}
+
+void QuotaLedger::RefreshShares() {
+  share_cache_.assign(static_cast<size_t>(tree_->size()), 0.0);
+  for (int q = 0; q < tree_->size(); ++q) share_cache_[static_cast<size_t>(q)] = Share(q);
+}
+
+void QuotaLedger::Advance(int64_t now_s) {
+  if (!started_) {
+    started_ = true;
+    now_ = now_s;
+    return;
+  }
+  const int64_t dt = now_s - now_;
+  if (dt <= 0) return;
+  now_ = now_s;
+  for (int q = 0; q < tree_->size(); ++q) {
+    const double k = std::log(2.0) / static_cast<double>(tree_->HalfLife(q));
+    const double f = std::exp(-k * static_cast<double>(dt));
+    auto& u = usage_[static_cast<size_t>(q)];
+    for (size_t r = 0; r < u.size(); ++r) {
+      u[r] = u[r] * f + static_cast<double>(alloc_[static_cast<size_t>(q)][r]) * (1.0 - f) / k;
+    }
+  }
+}
+
+double QuotaLedger::Share(int q) const {
+  const double k = std::log(2.0) / static_cast<double>(tree_->HalfLife(q));
+  const double w = std::max(1e-9, tree_->Spec(q).weight);
+  double best = 0;
+  for (size_t r = 0; r < capacity_.size(); ++r) {
+    if (capacity_[r] <= 0) continue;
+    const double eff = 0.5 * static_cast<double>(alloc_[static_cast<size_t>(q)][r]) + 0.5 * k * usage_[static_cast<size_t>(q)][r];
+    best = std::max(best, eff / static_cast<double>(capacity_[r]));
+  }
+  return best / w;
+}
+
+int QuotaLedger::CompareQueues(int a, int b) const {
+  if (a == b || a < 0 || b < 0) return 0;
+  auto depth = [&](int q) { return depth_[static_cast<size_t>(q)]; };
+  // Climb to the children of the lowest common ancestor.
+  while (depth(a) > depth(b)) a = tree_->Parent(a);
+  while (depth(b) > depth(a)) b = tree_->Parent(b);
+  if (a == b) return 0;  // one queue is an ancestor of the other
+  while (tree_->Parent(a) != tree_->Parent(b)) {
+    a = tree_->Parent(a);
+    b = tree_->Parent(b);
+  }
+  const bool cached = share_cache_.size() == static_cast<size_t>(tree_->size());
+  const double sa = cached ? share_cache_[static_cast<size_t>(a)] : Share(a);
+  const double sb = cached ? share_cache_[static_cast<size_t>(b)] : Share(b);
+  if (sa < sb - 1e-12) return -1;
+  if (sb < sa - 1e-12) return 1;
+  return 0;
+}
+
+int64_t QuotaLedger::Lendable(int q, int r) const {
+  const QueueTree& t = *tree_;
+  const int p = t.Parent(q);
+  int64_t lend = 0, child_nominal = 0, borrow = 0;
+  for (int c : t.Children(p)) {
+    const int64_t cn = t.Spec(c).nominal[static_cast<size_t>(r)];
+    if (cn >= kUnlimited) continue;
+    const int64_t cu = alloc_[static_cast<size_t>(c)][static_cast<size_t>(r)];
+    child_nominal += cn;
+    if (c != q) lend += std::min<int64_t>(t.Spec(c).lending_limit[static_cast<size_t>(r)], std::max<int64_t>(0, cn - cu));
+    if (c != q) borrow += std::max<int64_t>(0, cu - cn);
+  }
+  int64_t spare = 0;
+  if (p == 0) {
+    spare = std::max<int64_t>(0, capacity_[static_cast<size_t>(r)] - child_nominal);
+  } else {
+    const int64_t pn = t.Spec(p).nominal[static_cast<size_t>(r)];
+    spare = pn >= kUnlimited ? 0 : std::max<int64_t>(0, pn - child_nominal);
+  }
+  return std::max<int64_t>(0, lend + spare - borrow);
+}
+
+std::string QuotaLedger::Describe(int q) const {
+  const QueueTree& t = *tree_;
+  const QueueConfig& cfg = t.config();
+  std::string out;
+  for (int r = 0; r < t.resources(); ++r) {
+    const int64_t n = t.Spec(q).nominal[static_cast<size_t>(r)];
+    if (n >= kUnlimited) continue;
+    const std::string& rn = cfg.resources[static_cast<size_t>(r)];
+    if (!out.empty()) out += "; ";
+    out += "queue " + t.Name(q) + " uses " + Amount(cfg, r, alloc_[static_cast<size_t>(q)][static_cast<size_t>(r)]) +
+           "/" + Amount(cfg, r, n) + " " + rn;
+    const int64_t b = t.Spec(q).borrowing_limit[static_cast<size_t>(r)];
+    out += " (borrowing limit " + Amount(cfg, r, b) + ", borrowed " +
+           Amount(cfg, r, borrowed_[static_cast<size_t>(q)][static_cast<size_t>(r)]) + ")";
+    const int p = t.Parent(q);
+    out += "; cohort " + (p == 0 ? std::string("cluster") : t.Name(p)) + " has " + Amount(cfg, r, Lendable(q, r)) +
+           " " + rn + " lendable";
+  }
+  return out.empty() ? "queue " + t.Name(q) + " has no quota limits" : out;
+}
+
+std::string QuotaLedger::SaveState() const {
+  nlohmann::json j;
+  j["time"] = now_;
+  nlohmann::json u = nlohmann::json::object();
+  for (int q = 1; q < tree_->size(); ++q) {
+    nlohmann::json per = nlohmann::json::object();
+    for (int r = 0; r < tree_->resources(); ++r) {
+      per[tree_->config().resources[static_cast<size_t>(r)]] = usage_[static_cast<size_t>(q)][static_cast<size_t>(r)];
+    }
+    u[tree_->Name(q)] = per;
+  }
+  j["usage"] = u;
+  return j.dump();
+}
+
+Status QuotaLedger::LoadState(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return Status::Error(std::string("ledger state: not JSON: ") + e.what());
+  }
+  if (!j.is_object() || !j.contains("time") || !j["time"].is_number_integer() || !j.contains("usage") ||
+      !j["usage"].is_object()) {
+    return Status::Error("ledger state: expected {\"time\": int, \"usage\": {queue: {resource: number}}}");
+  }
+  for (const auto& [name, per] : j["usage"].items()) {
+    const int q = tree_->Find(name);
+    if (q < 0 || !per.is_object()) continue;  // a queue removed from config: its history is dropped
+    for (const auto& [res, v] : per.items()) {
+      const int r = tree_->config().ResourceIndex(res);
+      if (r >= 0 && v.is_number()) usage_[static_cast<size_t>(q)][static_cast<size_t>(r)] = v.get<double>();
+    }
+  }
+  // Inner queues' usage is the sum of what was saved for them; nothing else to rebuild.
+  now_ = j["time"].get<int64_t>();
+  started_ = true;
+  return Status::Ok();
+}
+
+}  // namespace tidal

@@ -1,0 +1,157 @@
+// Queues and the one fair-share / quota ledger that every front door charges.
+//
+// QueueTree: the configured hierarchy (org > team > queue, any depth), each queue with a weight and,
+// per resource, a nominal quota, a borrowing limit and a lending limit (kUnlimited when unset).
+// Resources are indexed: 0 = gpus, 1 = cpu (millicores), 2 = memory (bytes), then one entry per
+// configured GPU model ("gpus.h100").
+//
+// QuotaLedger: for every queue (subtree totals), the current allocation, the part of it that is
+// borrowed, and usage in resource-seconds decayed with the queue's half-life:
+//   usage(t + dt) = usage(t) * e^(-k dt) + alloc * (1 - e^(-k dt)) / k,  k = ln 2 / half-life,
+// the exact integral of a constant allocation over dt with exponential decay. One half-life after a
+// queue stops running, its usage has halved.
+//
+// Admission of a request R into leaf queue q (numbered, as in docs/fair-share.md): with U' = U + R
+// on every queue a on the path from q up to (not including) the root:
+//   1. U'_a <= nominal_a + borrowingLimit_a;
+//   2. at a's parent p: the children's total borrowing sum_c max(0, U'_c - nominal_c) must not exceed
+//      what they can lend, sum_c min(lendingLimit_c, max(0, nominal_c - U'_c)), plus p's unassigned
+//      nominal max(0, nominal_p - sum_c nominal_c), plus what p itself borrows, max(0, U'_p - nominal_p)
+//      (which rule 1 and 2 then bound one level up).
+// A workload admitted while U'_q > nominal_q is borrowing; preemption reclaims borrowed work first.
+//
+// Fair share: share(q) = max_r (0.5 * alloc_r(q) + 0.5 * k * usage_r(q)) / capacity_r / weight(q),
+// over subtree totals: the dominant resource share of current allocation blended with decayed
+// history (k * usage is the decayed average rate). Lower share goes first.
+//
+// Threading: not thread-safe; owned by one state owner (the engine's, the simulator's, tidalctl's).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/api/resources.h"
+#include "core/api/status.h"
+#include "core/api/workload.h"
+
+namespace tidal {
+
+using ResVec = std::vector<int64_t>;
+inline constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
+
+struct QueueSpec {
+  std::string name;
+  std::string parent;          // "" = child of the root
+  double weight = 1.0;
+  ResVec nominal;              // per resource; 0 when unset
+  ResVec borrowing_limit;      // kUnlimited when unset
+  ResVec lending_limit;        // kUnlimited when unset
+  int64_t half_life_s = 0;     // 0 = the config's default
+};
+
+struct QueueConfig {
+  std::vector<std::string> resources = {"gpus", "cpu", "memory"};
+  int64_t default_half_life_s = 7 * 86400;
+  std::vector<QueueSpec> queues;
+  // The resource index of a name ("gpus", "cpu", "memory", "gpus.<model>"); -1 if unknown.
+  int ResourceIndex(const std::string& name) const;
+};
+
+class QueueTree {
+ public:
+  // Assumes a validated config (see core/io/queue_config.h); refuses unknown parents and cycles.
+  static StatusOr<std::shared_ptr<const QueueTree>> Build(const QueueConfig& cfg);
+
+  int size() const { return static_cast<int>(nodes_.size()); }  // queue 0 is the implicit root
+  int Find(const std::string& name) const;
+  const std::string& Name(int q) const { return nodes_[static_cast<size_t>(q)].spec.name; }
+  int Parent(int q) const { return nodes_[static_cast<size_t>(q)].parent; }
+  const std::vector<int>& Children(int q) const { return nodes_[static_cast<size_t>(q)].children; }
+  bool IsLeaf(int q) const { return Children(q).empty(); }
+  const QueueSpec& Spec(int q) const { return nodes_[static_cast<size_t>(q)].spec; }
+  int64_t HalfLife(int q) const;
+  const QueueConfig& config() const { return cfg_; }
+  int resources() const { return static_cast<int>(cfg_.resources.size()); }
+  std::vector<std::string> LeafNames() const;
+  // Request vector of a workload's total (members x per-member) on a node of `gpu_model`.
+  ResVec Request(const Resources& total, const std::string& gpu_model) const;
+
+ private:
+  struct Node {
+    QueueSpec spec;
+    int parent = -1;
+    std::vector<int> children;
+  };
+  QueueConfig cfg_;
+  std::vector<Node> nodes_;
+  std::map<std::string, int> index_;
+};
+
+struct AdmissionResult {
+  Status status;
+  bool borrowing = false;
+};
+
+class QuotaLedger {
+ public:
+  explicit QuotaLedger(std::shared_ptr<const QueueTree> tree);
+
+  const QueueTree& tree() const { return *tree_; }
+  // Swaps in a new tree (hot reload), keeping allocation and usage of queues that keep their name.
+  void Reconfigure(std::shared_ptr<const QueueTree> tree);
+  // Total cluster capacity per resource, for normalising shares.
+  void SetCapacity(ResVec capacity) { capacity_ = std::move(capacity); }
+
+  AdmissionResult CheckAdmission(int leaf, const ResVec& req) const;
+  // The largest count in [0, max_count] of `per_member` that admission would accept.
+  int32_t MaxAdmissibleMembers(int leaf, const ResVec& per_member, int32_t max_count) const;
+  // Charges are recorded per workload id so their owner can release them by id later.
+  Status Charge(const std::string& id, int leaf, const ResVec& r, bool borrowed);
+  // Releases a charge (no-op for an unknown id). Reduce releases part of one.
+  void Uncharge(const std::string& id);
+  void Reduce(const std::string& id, const ResVec& r);
+  struct ChargeInfo {
+    int leaf = 0;
+    ResVec amount;
+    bool borrowed = false;
+  };
+  const std::map<std::string, ChargeInfo>& charges() const { return charges_; }
+  // Integrates allocation into usage and decays it up to `now_s`.
+  void Advance(int64_t now_s);
+
+  const ResVec& Allocated(int q) const { return alloc_[static_cast<size_t>(q)]; }
+  const ResVec& Borrowed(int q) const { return borrowed_[static_cast<size_t>(q)]; }
+  const std::vector<double>& Usage(int q) const { return usage_[static_cast<size_t>(q)]; }
+  double Share(int q) const;
+  // Caches every queue's Share() for CompareQueues (call before sorting a queue).
+  void RefreshShares();
+  // Numbered comparison of two leaves by hierarchical fair share at their lowest common ancestor;
+  // 0 when equal or same queue, <0 when a goes first.
+  int CompareQueues(int a, int b) const;
+  // "queue team-a uses 48/48 gpus (nominal 48, borrowing limit 0); cohort org has 0 gpus lendable"
+  std::string Describe(int q) const;
+
+  // State file: {"time": t, "usage": {"queue": {"gpus": x, ...}}} - usage survives restarts.
+  std::string SaveState() const;
+  Status LoadState(const std::string& json);
+  int64_t now() const { return now_; }
+
+ private:
+  int64_t Lendable(int q, int r) const;
+  void Apply(int leaf, const ResVec& r, int sign, bool borrowed);
+  std::shared_ptr<const QueueTree> tree_;
+  std::vector<ResVec> alloc_, borrowed_;
+  std::vector<std::vector<double>> usage_;
+  ResVec capacity_;
+  std::map<std::string, ChargeInfo> charges_;
+  std::vector<double> share_cache_;
+  std::vector<int> depth_;
+  int64_t now_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace tidal

@@ -1,0 +1,41 @@
+// quota: admission against the queue tree's nominal quotas, borrowing and lending limits.
+//
+// Admit: the workload's queue must be a configured leaf (error naming the queue and listing the
+//   leaves otherwise) and at least min_members members must be admissible under the rules of
+//   core/state/queues.h; otherwise Unschedulable with the quota state that holds it, e.g.
+//   "queue team-a uses 48/48 gpus (borrowing limit 0, borrowed 0); cohort org has 0 gpus lendable".
+// PreFilter: caps the members to place at what quota admits (elastic gangs shrink to fit quota).
+// Reserve: charges the placed members to the queue, marked borrowed when the queue goes above its
+//   nominal quota (preemption reclaims borrowed work first); Unreserve releases the charge.
+// Without a ledger or with no queues configured, every workload is admitted.
+// Threading: cycle thread only; the ledger is owned by the state owner.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "core/api/plugin.h"
+#include "core/framework/registry.h"
+#include "core/state/queues.h"
+
+namespace tidal::plugins {
+
+class Quota final : public AdmitPlugin, public PreFilterPlugin, public ReservePlugin {
+ public:
+  static constexpr const char* kName = "quota";
+  explicit Quota(QuotaLedger* ledger) : ledger_(ledger) {}
+  std::string_view Name() const override { return kName; }
+  Status Admit(CycleState& state, const Workload& w) override;
+  Status PreFilter(CycleState& state, const Workload& w, const TopologyLevels& levels,
+                   PlacementConstraints& constraints) override;
+  Status Reserve(CycleState& state, const Workload& w, const Candidate& c) override;
+  void Unreserve(CycleState& state, const Workload& w, const Candidate& c) override;
+  static StatusOr<std::unique_ptr<Plugin>> New(const nlohmann::json& args, const PluginContext& ctx);
+
+ private:
+  bool Active() const { return ledger_ != nullptr && ledger_->tree().size() > 1; }
+  QuotaLedger* ledger_;
+};
+
+}  // namespace tidal::plugins

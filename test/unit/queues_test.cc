@@ -1,0 +1,243 @@
+// The queue ledger: admission rules, borrowing and lending limits, decay, fair-share order, and
+// the config's error messages.
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "core/engine/engine.h"
+#include "core/state/queues.h"
+
+namespace tidal {
+namespace {
+
+QueueSpec Q(std::string name, std::string parent, int64_t nominal_gpus, int64_t borrow = kUnlimited,
+            int64_t lend = kUnlimited, double weight = 1) {
+  QueueSpec q;
+  q.name = std::move(name);
+  q.parent = std::move(parent);
+  q.weight = weight;
+  q.nominal = {nominal_gpus, kUnlimited, kUnlimited};
+  q.borrowing_limit = {borrow, kUnlimited, kUnlimited};
+  q.lending_limit = {lend, kUnlimited, kUnlimited};
+  return q;
+}
+
+QuotaLedger MakeLedger(std::vector<QueueSpec> qs, int64_t capacity_gpus) {
+  QueueConfig cfg;
+  cfg.queues = std::move(qs);
+  cfg.default_half_life_s = 3600;
+  QuotaLedger l(std::move(QueueTree::Build(cfg)).value());
+  l.SetCapacity({capacity_gpus, 1000000, int64_t{1} << 50});
+  return l;
+}
+
+ResVec G(int64_t gpus) { return {gpus, 0, 0}; }
+
+struct AdmitCase {
+  std::string name;
+  int64_t a_used, b_used, request_into_a;
+  bool admitted, borrowing;
+  std::string reason;
+};
+
+class AdmissionTable : public ::testing::TestWithParam<AdmitCase> {};
+
+TEST_P(AdmissionTable, Decides) {
+  const AdmitCase& c = GetParam();
+  // org (64) > a (32, borrow <= 16), b (32, lends at most 8)
+  QuotaLedger l = MakeLedger({Q("org", "", 64), Q("a", "org", 32, 16), Q("b", "org", 32, kUnlimited, 8)}, 64);
+  const int a = l.tree().Find("a"), b = l.tree().Find("b");
+  if (c.a_used) {
+    ASSERT_TRUE(l.Charge("a-run", a, G(c.a_used), c.a_used > 32).ok());
+  }
+  if (c.b_used) {
+    ASSERT_TRUE(l.Charge("b-run", b, G(c.b_used), c.b_used > 32).ok());
+  }
+  AdmissionResult r = l.CheckAdmission(a, G(c.request_into_a));
+  EXPECT_EQ(r.status.ok(), c.admitted) << r.status.ToString();
+  if (c.admitted) {
+    EXPECT_EQ(r.borrowing, c.borrowing);
+  }
+  if (!c.reason.empty()) {
+    EXPECT_NE(r.status.Message().find(c.reason), std::string::npos) << r.status.Message();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Quota, AdmissionTable,
+    ::testing::Values(
+        AdmitCase{"WithinNominal", 0, 0, 32, true, false, ""},
+        AdmitCase{"BorrowsFromIdleSibling", 0, 0, 40, true, true, ""},
+        AdmitCase{"LendingLimitCapsBorrowing", 0, 0, 41, false, false, "can lend"},
+        AdmitCase{"BorrowingLimitHolds", 0, 0, 49, false, false, "borrowing limit 16"},
+        AdmitCase{"SiblingBackNoLendable", 0, 32, 33, false, false, "cohort org has 0 gpus lendable"},
+        AdmitCase{"SiblingPartlyBackStillLends", 0, 26, 38, true, true, ""},
+        AdmitCase{"FullOwnNominal", 32, 32, 1, false, false, "queue a uses 32/32 gpus"}),
+    [](const ::testing::TestParamInfo<AdmitCase>& i) { return i.param.name; });
+
+TEST(QuotaLedger, DecayHalvesUsageAfterOneHalfLife) {
+  QuotaLedger l = MakeLedger({Q("a", "", 8)}, 8);
+  const int a = l.tree().Find("a");
+  l.Advance(0);
+  ASSERT_TRUE(l.Charge("w", a, G(8), false).ok());
+  l.Advance(7200);
+  l.Uncharge("w");
+  const double before = l.Usage(a)[0];
+  EXPECT_GT(before, 0);
+  l.Advance(7200 + 3600);
+  EXPECT_NEAR(l.Usage(a)[0], before / 2, before * 1e-9);
+  l.Advance(7200 + 3 * 3600);
+  EXPECT_NEAR(l.Usage(a)[0], before / 8, before * 1e-9);
+}
+
+TEST(QuotaLedger, UsageApproachesAllocationTimesMeanLife) {
+  // Constant allocation a: usage -> a / k, so k * usage -> a (the decayed average rate).
+  QuotaLedger l = MakeLedger({Q("a", "", 8)}, 8);
+  const int a = l.tree().Find("a");
+  l.Advance(0);
+  ASSERT_TRUE(l.Charge("w", a, G(4), false).ok());
+  l.Advance(3600 * 40);
+  EXPECT_NEAR(l.Usage(a)[0] * std::log(2.0) / 3600, 4.0, 1e-6);
+}
+
+// Property: whatever sequence of admitted charges and releases, no queue exceeds nominal +
+// borrowing limit, and a queue below its protected share (nominal - lending limit) can get back up
+// to it by admission whenever its cohort is not itself borrowing from outside (beyond that,
+// reclaim is preemption's job).
+TEST(QuotaLedger, PropertyLimitsHoldUnderRandomLoad) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    QuotaLedger l = MakeLedger({Q("org", "", 96), Q("a", "org", 32, 24, 16), Q("b", "org", 32, 8, 32),
+                                Q("c", "org", 32, kUnlimited, 4), Q("solo", "", 32, 0)},
+                               128);
+    const std::vector<int> leaves = {l.tree().Find("a"), l.tree().Find("b"), l.tree().Find("c"), l.tree().Find("solo")};
+    std::vector<std::string> live;
+    for (int step = 0; step < 300; ++step) {
+      if (!live.empty() && rng() % 3 == 0) {
+        const size_t i = rng() % live.size();
+        l.Uncharge(live[i]);
+        live.erase(live.begin() + static_cast<long>(i));
+        continue;
+      }
+      const int q = leaves[rng() % leaves.size()];
+      const ResVec r = G(1 + rng() % 12);
+      const AdmissionResult ar = l.CheckAdmission(q, r);
+      if (!ar.status.ok()) continue;
+      const std::string id = "w" + std::to_string(step);
+      ASSERT_TRUE(l.Charge(id, q, r, ar.borrowing).ok());
+      live.push_back(id);
+      for (int x = 1; x < l.tree().size(); ++x) {
+        const auto& s = l.tree().Spec(x);
+        if (s.borrowing_limit[0] < kUnlimited) {
+          ASSERT_LE(l.Allocated(x)[0], s.nominal[0] + s.borrowing_limit[0]) << l.tree().Name(x);
+        }
+      }
+      for (int x : leaves) {
+        const auto& s = l.tree().Spec(x);
+        if (s.lending_limit[0] >= kUnlimited || s.parent.empty()) continue;
+        const int64_t protected_gpus = s.nominal[0] - s.lending_limit[0];
+        const int64_t used = l.Allocated(x)[0];
+        const int org = l.tree().Parent(x);
+        const auto& os = l.tree().Spec(org);
+        if (used < protected_gpus && l.Allocated(org)[0] + (protected_gpus - used) <= os.nominal[0]) {
+          EXPECT_TRUE(l.CheckAdmission(x, G(protected_gpus - used)).status.ok())
+              << l.tree().Name(x) << " cannot get back its protected " << protected_gpus << ": " << l.Describe(x);
+        }
+      }
+    }
+  }
+}
+
+TEST(QuotaLedger, FairShareOrdersByWeightedDominantShareAtCommonAncestor) {
+  QuotaLedger l = MakeLedger({Q("org", "", 64), Q("a", "org", 32, kUnlimited, kUnlimited, 1),
+                              Q("b", "org", 32, kUnlimited, kUnlimited, 3), Q("other", "", 0)},
+                             64);
+  const int a = l.tree().Find("a"), b = l.tree().Find("b"), other = l.tree().Find("other");
+  ASSERT_TRUE(l.Charge("x", a, G(8), false).ok());
+  ASSERT_TRUE(l.Charge("y", b, G(12), false).ok());
+  l.RefreshShares();
+  // a: 8/64/1 = 0.125 (x0.5) vs b: 12/64/3 = 0.0625 (x0.5): b first.
+  EXPECT_GT(l.CompareQueues(a, b), 0);
+  // other (nothing used) vs org subtree: other first.
+  EXPECT_LT(l.CompareQueues(other, a), 0);
+  EXPECT_EQ(l.CompareQueues(a, a), 0);
+}
+
+TEST(QuotaLedger, StateFileRoundTripsUsageByQueueName) {
+  QuotaLedger l = MakeLedger({Q("a", "", 8), Q("b", "", 8)}, 16);
+  l.Advance(100);
+  ASSERT_TRUE(l.Charge("w", l.tree().Find("a"), G(8), false).ok());
+  l.Advance(1100);
+  const std::string saved = l.SaveState();
+  QuotaLedger m = MakeLedger({Q("b", "", 8), Q("a", "", 8)}, 16);
+  ASSERT_TRUE(m.LoadState(saved).ok());
+  EXPECT_DOUBLE_EQ(m.Usage(m.tree().Find("a"))[0], l.Usage(l.tree().Find("a"))[0]);
+  EXPECT_EQ(m.now(), 1100);
+  EXPECT_FALSE(m.LoadState("{not json").ok());
+  EXPECT_FALSE(m.LoadState("{\"usage\": {}}").ok());
+}
+
+TEST(QuotaLedger, ReconfigureKeepsChargesAndUsageByName) {
+  QuotaLedger l = MakeLedger({Q("a", "", 8), Q("b", "", 8)}, 16);
+  l.Advance(0);
+  ASSERT_TRUE(l.Charge("w", l.tree().Find("a"), G(6), false).ok());
+  l.Advance(500);
+  const double usage = l.Usage(l.tree().Find("a"))[0];
+  QueueConfig cfg;
+  cfg.default_half_life_s = 3600;
+  cfg.queues = {Q("z", "", 4), Q("a", "", 10)};
+  l.Reconfigure(std::move(QueueTree::Build(cfg)).value());
+  EXPECT_EQ(l.Allocated(l.tree().Find("a"))[0], 6);
+  EXPECT_DOUBLE_EQ(l.Usage(l.tree().Find("a"))[0], usage);
+  EXPECT_EQ(l.tree().Find("b"), -1);
+  l.Uncharge("w");
+  EXPECT_EQ(l.Allocated(l.tree().Find("a"))[0], 0);
+}
+
+struct BadConfigCase {
+  std::string name, yaml, message;
+};
+
+class BadConfigTable : public ::testing::TestWithParam<BadConfigCase> {};
+
+TEST_P(BadConfigTable, ReportsFileLineFieldReason) {
+  auto cfg = ParseEngineConfig(GetParam().yaml, "tidal.yaml");
+  ASSERT_FALSE(cfg.ok());
+  bool found = false;
+  std::string all;
+  for (const auto& r : cfg.status().reasons()) {
+    found = found || r == GetParam().message;
+    all += r + "\n";
+  }
+  EXPECT_TRUE(found) << "want: " << GetParam().message << "\ngot:\n" << all;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Config, BadConfigTable,
+    ::testing::Values(
+        BadConfigCase{"UnknownParent", "queues:\n  - name: a\n    parent: ghost\n",
+                      "tidal.yaml:3: queues[0].parent: unknown parent \"ghost\""},
+        BadConfigCase{"Cycle", "queues:\n  - name: x\n    parent: y\n  - name: y\n    parent: x\n",
+                      "tidal.yaml:3: queues[0].parent: cycle: x -> y -> x"},
+        BadConfigCase{"ChildrenAboveParent",
+                      "queues:\n  - name: org\n    nominal: {gpus: 10}\n  - name: a\n    parent: org\n    nominal: {gpus: 8}\n"
+                      "  - name: b\n    parent: org\n    nominal: {gpus: 4}\n",
+                      "tidal.yaml:3: queues[0].nominal.gpus: children (a, b) have 12 in total, above this queue's 10"},
+        BadConfigCase{"Negative", "queues:\n  - name: a\n    nominal: {gpus: -1}\n",
+                      "tidal.yaml:3: queues[0].nominal.gpus: must not be negative, got -1"},
+        BadConfigCase{"UnknownResource", "queues:\n  - name: a\n    nominal: {tpus: 4}\n",
+                      "tidal.yaml:3: queues[0].nominal.tpus: unknown resource (accepted: gpus, cpu, memory)"},
+        BadConfigCase{"UnknownModel", "resources: {gpuModels: [h100]}\nqueues:\n  - name: a\n    nominal: {gpus.a100: 4}\n",
+                      "tidal.yaml:4: queues[0].nominal.gpus.a100: unknown resource (accepted: gpus, cpu, memory, gpus.h100)"},
+        BadConfigCase{"Weight", "queues:\n  - name: a\n    weight: 0\n", "tidal.yaml:3: queues[0].weight: must be a number > 0"},
+        BadConfigCase{"UnknownTopField", "queus: []\n", "tidal.yaml:1: queus: unknown field"}),
+    [](const ::testing::TestParamInfo<BadConfigCase>& i) { return i.param.name; });
+
+TEST(Config, ReportsEveryProblemNotJustTheFirst) {
+  auto cfg = ParseEngineConfig("queues:\n  - name: a\n    parent: ghost\n  - name: b\n    nominal: {gpus: -3}\n", "t.yaml");
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_EQ(cfg.status().reasons().size(), 2u);
+}
+
+}  // namespace
+}  // namespace tidal
