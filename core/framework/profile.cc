@@ -1,13 +1,14 @@
 #include "core/framework/profile.h"
 
+#include <limits>
 #include <set>
 
 namespace tidal {
 
 ProfileSpec ProfileSpec::Default() {
   ProfileSpec p;
-  p.plugins = {PluginSpec{"priority", 0, nlohmann::json::object()}, PluginSpec{"gang", 0, nlohmann::json::object()},
-               PluginSpec{"topology", 1, nlohmann::json::object()}};
+  p.plugins = {PluginSpec{"fairshare", 0, nlohmann::json::object()}, PluginSpec{"quota", 0, nlohmann::json::object()},
+               PluginSpec{"gang", 0, nlohmann::json::object()}, PluginSpec{"topology", 1, nlohmann::json::object()}};
   return p;
 }
 
@@ -21,7 +22,12 @@ StatusOr<ProfileSpec> ProfileSpec::FromJson(const nlohmann::json& j, const std::
       p.name = v.get<std::string>();
     } else if (k == "maxCandidates") {
       if (!v.is_number_integer()) return Status::Error(field + ".maxCandidates: must be an integer");
-      p.max_candidates = v.get<int>();
+      // Read wide: get<int>() would silently wrap 4294967297 to 1. Build checks the 1..64 range.
+      const int64_t m = v.get<int64_t>();
+      if (m < std::numeric_limits<int>::min() || m > std::numeric_limits<int>::max()) {
+        return Status::Error(field + ".maxCandidates: must be 1..64, got " + std::to_string(m));
+      }
+      p.max_candidates = static_cast<int>(m);
     } else if (k == "plugins") {
       if (!v.is_array()) return Status::Error(field + ".plugins: must be a list");
       for (size_t i = 0; i < v.size(); ++i) {
@@ -83,7 +89,7 @@ StatusOr<std::unique_ptr<Profile>> Profile::Build(const ProfileSpec& spec, const
     Plugin* raw = made.value().get();
     p->owned_.push_back(std::move(made).value());
     bool any = false;
-    if (auto* q = dynamic_cast<const QueueSortPlugin*>(raw)) {
+    if (auto* q = dynamic_cast<QueueSortPlugin*>(raw)) {
       if (p->queue_sort_ != nullptr) {
         return Status::Error(f + ": a second QueueSort plugin (" + std::string(p->queue_sort_->Name()) +
                              " is already enabled); a profile has exactly one");
