@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <unordered_set>
 
 namespace tidal {
 
@@ -16,6 +17,8 @@ struct PlacementSearch::Ctx {
   // Why visited nodes were refused, for the explanation when nothing fits.
   int64_t refused_pool = 0, refused_model = 0, refused_resources = 0, refused_filter = 0;
   Status first_filter_refusal;
+  // Nodes already counted above: the search may visit a node once per domain level tried.
+  std::unordered_set<NodeId> refused{};
 };
 
 bool PlacementSearch::IsDeepest(VertexId v) const {
@@ -26,23 +29,19 @@ bool PlacementSearch::IsDeepest(VertexId v) const {
 int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   const Node& node = state_.node(n);
   if (!node.Schedulable()) return 0;
-  if (!PoolAdmits(node.pool, ctx.w.front_door)) {
-    ++ctx.refused_pool;
+  // Counts each refused node once, however many domain levels visit it.
+  auto refuse = [&](int64_t& counter) -> int64_t {
+    if (ctx.refused.insert(n).second) ++counter;
     return 0;
-  }
-  if (!ctx.w.gpu_model.empty() && node.gpu_model != ctx.w.gpu_model) {
-    ++ctx.refused_model;
-    return 0;
-  }
+  };
+  if (!PoolAdmits(node.pool, ctx.w.front_door)) return refuse(ctx.refused_pool);
+  if (!ctx.w.gpu_model.empty() && node.gpu_model != ctx.w.gpu_model) return refuse(ctx.refused_model);
   const int64_t fit = node.Free().CopiesOf(ctx.w.per_member);
-  if (fit <= 0) {
-    ++ctx.refused_resources;
-    return 0;
-  }
+  if (fit <= 0) return refuse(ctx.refused_resources);
   if (profile_.has_filters()) {
     Status st = profile_.RunFilter(ctx.cs, ctx.w, node);
     if (!st.ok()) {
-      if (ctx.refused_filter++ == 0) ctx.first_filter_refusal = st;
+      if (ctx.refused.insert(n).second && ctx.refused_filter++ == 0) ctx.first_filter_refusal = st;
       return 0;
     }
   }

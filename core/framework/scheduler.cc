@@ -28,11 +28,51 @@ void Scheduler::SortQueue(std::vector<Workload>& pending) const {
   });
 }
 
+const Status* ShapeCache::Find(const Key& k) const {
+  auto it = map_.find(k);
+  if (it == map_.end()) return nullptr;
+  ++hits_;
+  return &it->second;
+}
+
+void ShapeCache::Insert(const Key& k, Status s) { map_.emplace(k, std::move(s)); }
+
+size_t ShapeCache::Hash::operator()(const Key& k) const {
+  size_t h = std::hash<int64_t>()(k.per_member.gpus);
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(std::hash<int64_t>()(k.per_member.cpu_milli));
+  mix(std::hash<int64_t>()(k.per_member.memory_bytes));
+  mix(std::hash<int32_t>()(k.members));
+  mix(std::hash<int32_t>()(k.min_members));
+  mix(std::hash<int>()(k.required * 31 + k.preferred));
+  mix(std::hash<std::string>()(k.gpu_model));
+  mix(static_cast<size_t>(k.door));
+  return h;
+}
+
+void Scheduler::SortQueue(std::vector<const Workload*>& pending) const {
+  QueueSortPlugin& qs = profile_->queue_sort();
+  qs.PrepareSort();
+  std::stable_sort(pending.begin(), pending.end(), [&](const Workload* a, const Workload* b) {
+    if (qs.Less(*a, *b)) return true;
+    if (qs.Less(*b, *a)) return false;
+    return a->id < b->id;
+  });
+}
+
 CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<Workload> pending, int64_t now_s) const {
+  std::vector<const Workload*> refs;
+  refs.reserve(pending.size());
+  for (const auto& w : pending) refs.push_back(&w);
+  return RunCycle(state, std::move(refs), now_s);
+}
+
+CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*> pending, int64_t now_s) const {
   SortQueue(pending);
   CycleResult r;
   r.decisions.reserve(pending.size());
-  for (const auto& w : pending) r.decisions.push_back(ScheduleOne(state, w, now_s));
+  ShapeCache cache;
+  for (const Workload* w : pending) r.decisions.push_back(ScheduleOne(state, *w, now_s, &cache));
   return r;
 }
 
@@ -49,7 +89,7 @@ Outcome OutcomeFor(const Status& s) {
 }
 }  // namespace
 
-Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s) const {
+Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache) const {
   Decision d;
   d.workload_id = w.id;
   auto fail = [&](Status s) {
@@ -64,6 +104,18 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
   c.members = w.members;
   if (Status s = profile_->RunPreFilter(cs, w, state.levels(), c); !s.ok()) return fail(std::move(s));
 
+  ShapeCache::Key key{w.per_member, c.members, w.min_members, c.required_level, c.preferred_level, w.gpu_model,
+                      w.front_door};
+  if (cache != nullptr) {
+    if (const Status* failed = cache->Find(key)) {
+      Status again = *failed;
+      if (again.code() == StatusCode::kUnschedulable) {
+        Status pf = profile_->RunPostFilter(cs, w, again, d.preemption);
+        if (pf.ok()) again.AddReason("preemption proposed: " + std::to_string(d.preemption.victims.size()) + " victim(s)");
+      }
+      return fail(std::move(again));
+    }
+  }
   PlacementSearch search(state, *profile_);
   std::vector<Candidate> candidates;
   Status found = search.Find(cs, w, c, candidates);
@@ -91,6 +143,7 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
     }
   }
   if (!found.ok()) {
+    if (cache != nullptr && found.code() != StatusCode::kError) cache->Insert(key, found);
     if (found.code() == StatusCode::kUnschedulable) {
       Status pf = profile_->RunPostFilter(cs, w, found, d.preemption);
       if (pf.ok()) found.AddReason("preemption proposed: " + std::to_string(d.preemption.victims.size()) + " victim(s)");

@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/api/plugin.h"
@@ -40,6 +41,33 @@ struct CycleResult {
   std::vector<Decision> decisions;  // in queue order
 };
 
+// Within one cycle capacity only shrinks (placements), so a request shape that found no placement
+// fails again for every later workload of the same shape: the cycle remembers failed shapes and
+// answers them without searching ("equal shapes fail once"). Anything that frees capacity during
+// the cycle must Clear() it.
+class ShapeCache {
+ public:
+  struct Key {
+    Resources per_member;
+    int32_t members = 0, min_members = 0;
+    int required = -1, preferred = -1;
+    std::string gpu_model;
+    FrontDoor door = FrontDoor::kKubernetes;
+    bool operator==(const Key&) const = default;
+  };
+  const Status* Find(const Key& k) const;
+  void Insert(const Key& k, Status s);
+  void Clear() { map_.clear(); }
+  int64_t hits() const { return hits_; }
+
+ private:
+  struct Hash {
+    size_t operator()(const Key& k) const;
+  };
+  std::unordered_map<Key, Status, Hash> map_;
+  mutable int64_t hits_ = 0;
+};
+
 class Scheduler {
  public:
   explicit Scheduler(std::unique_ptr<Profile> profile) : profile_(std::move(profile)) {}
@@ -48,10 +76,13 @@ class Scheduler {
 
   // Places what it can of `pending` on `state` (placed workloads become running allocations).
   CycleResult RunCycle(ClusterState& state, std::vector<Workload> pending, int64_t now_s) const;
-  // One workload: the body of the cycle loop.
-  Decision ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s) const;
+  // The same over workloads the caller keeps (no copies); they must outlive the call.
+  CycleResult RunCycle(ClusterState& state, std::vector<const Workload*> pending, int64_t now_s) const;
+  // One workload: the body of the cycle loop. `cache` (optional) memoizes failed shapes.
+  Decision ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache = nullptr) const;
   // Sorts with the profile's QueueSort (stable, ties by id).
   void SortQueue(std::vector<Workload>& pending) const;
+  void SortQueue(std::vector<const Workload*>& pending) const;
 
  private:
   std::string DescribePlacement(const ClusterState& state, const Workload& w, const PlacementConstraints& c,

@@ -1,7 +1,9 @@
 #include "core/io/document.h"
 
 #include <cctype>
+#include <charconv>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -51,10 +53,16 @@ Status Convert(const YAML::Node& n, const std::string& path, Document& doc, nloh
     case YAML::NodeType::Map: {
       out = nlohmann::json::object();
       for (const auto& kv : n) {
-        if (!kv.first.IsScalar()) return Status::Error(path + ": keys must be scalars");
+        if (!kv.first.IsScalar()) return Status::Error((path.empty() ? "document" : path) + ": keys must be scalars");
         const std::string key = kv.first.Scalar();
         const std::string child_path = path.empty() ? key : path + "." + key;
-        if (out.contains(key)) return Status::Error(child_path + ": duplicate key");
+        // A field's line is its key's: an empty value's mark is on a later line, and a block value
+        // starts on the next one.
+        if (out.contains(key)) {
+          doc.lines[child_path] = kv.first.Mark().line + 1;  // report the duplicate, not the first
+          return Status::Error(child_path + ": duplicate key");
+        }
+        doc.lines.emplace(child_path, kv.first.Mark().line + 1);
         nlohmann::json child;
         if (Status s = Convert(kv.second, child_path, doc, child, depth + 1); !s.ok()) return s;
         out[key] = std::move(child);
@@ -125,7 +133,9 @@ StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::strin
     size_t j = i;
     while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
     if (j == i) return bad("expected a number at position " + std::to_string(i));
-    const int64_t v = std::stoll(text.substr(i, j - i));
+    // from_chars, not stoll: too many digits is an error to report, not an exception.
+    int64_t v = 0;
+    if (std::from_chars(text.data() + i, text.data() + j, v).ec != std::errc()) return bad("too large");
     if (j == text.size()) {
       if (any) return bad("missing unit after the last number");
       return v;
@@ -138,6 +148,7 @@ StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::strin
       case 'd': unit = 86400; break;
       default: return bad(std::string("unknown unit '") + text[j] + "'");
     }
+    if (v > (std::numeric_limits<int64_t>::max() - total) / unit) return bad("too large");
     total += v * unit;
     any = true;
     i = j + 1;

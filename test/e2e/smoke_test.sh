@@ -10,7 +10,7 @@
 # Env: TIDAL_E2E_BASE (scratch dir, default a fresh mktemp dir, removed afterwards unless
 #      TIDAL_E2E_KEEP=1), TIDAL_E2E_SKIP_BUILD=1 (do not run the build script), plus lib/common.sh's.
 set -euo pipefail
-# shellcheck source=lib/common.sh
+# shellcheck source=test/e2e/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 

@@ -535,6 +535,58 @@ TEST(RunningTest, RemoveUnknownIsError) {
   EXPECT_THAT(st.Message(), HasSubstr("workload ghost: not running"));
 }
 
+TEST(RunningTest, ReleaseMembersPartlyThenWholly) {
+  ClusterState s = SmallCluster();
+  const NodeId n0 = s.FindNode("n0"), n6 = s.FindNode("n6");
+  ASSERT_TRUE(s.AddRunning(Allocation{MakeGang("job").Members(3).Gpus(2).Obj(), {{n0, 2}, {n6, 1}}, 0}).ok());
+  ASSERT_TRUE(s.ReleaseMembers("job", n0, 1).ok());
+  EXPECT_EQ(s.node(n0).allocated.gpus, 2);
+  ASSERT_EQ(s.running().at("job").assignments.size(), 2u);
+  EXPECT_EQ(s.running().at("job").assignments[0].members, 1);
+  ExpectAggregatesMatchBruteForce(s);
+  ASSERT_TRUE(s.ReleaseMembers("job", n0, 1).ok());
+  EXPECT_TRUE(s.node(n0).allocated.IsZero());
+  ASSERT_EQ(s.running().at("job").assignments.size(), 1u) << "an emptied assignment is dropped";
+  EXPECT_EQ(s.running().at("job").assignments[0].node, n6);
+  ASSERT_TRUE(s.ReleaseMembers("job", n6, 1).ok());
+  EXPECT_EQ(s.running().count("job"), 0u) << "the workload goes when no member remains";
+  EXPECT_EQ(s.FreeGpus(s.root()), 46);
+  EXPECT_EQ(s.WholeFreeNodes(s.root()), 7);
+}
+
+struct ReleaseMembersErrorCase {
+  std::string name;
+  std::string id;
+  std::string node;
+  int32_t members;
+  std::string message;
+};
+
+class ReleaseMembersErrorTest : public ::testing::TestWithParam<ReleaseMembersErrorCase> {};
+
+TEST_P(ReleaseMembersErrorTest, RefusesWithoutSideEffects) {
+  ClusterState s = SmallCluster();
+  ASSERT_TRUE(s.AddRunning(Allocation{MakeGang("job").Members(3).Gpus(2).Obj(),
+                                      {{s.FindNode("n0"), 2}, {s.FindNode("n6"), 1}}, 0})
+                  .ok());
+  const ClusterState before = s;
+  Status st = s.ReleaseMembers(GetParam().id, s.FindNode(GetParam().node), GetParam().members);
+  EXPECT_EQ(st.code(), StatusCode::kError);
+  EXPECT_THAT(st.Message(), HasSubstr(GetParam().message));
+  for (NodeId n = 0; n < s.node_count(); ++n) EXPECT_EQ(s.node(n).allocated, before.node(n).allocated);
+  ASSERT_EQ(s.running().count("job"), 1u);
+  EXPECT_EQ(s.running().at("job").assignments.size(), 2u);
+  EXPECT_EQ(s.running().at("job").assignments[0].members, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ReleaseMembersErrorTest,
+    ::testing::Values(ReleaseMembersErrorCase{"UnknownWorkload", "ghost", "n0", 1, "workload ghost: not running"},
+                      ReleaseMembersErrorCase{"NodeNotUsed", "job", "n3", 1, "workload job: fewer than 1 members on node n3"},
+                      ReleaseMembersErrorCase{"MoreThanOnNode", "job", "n0", 3, "workload job: fewer than 3 members on node n0"},
+                      ReleaseMembersErrorCase{"Negative", "job", "n0", -1, "members on node n0"}),
+    tidal::testing::CaseName());
+
 // ---------------------------------------------------------------------------------------------
 // Transaction
 // ---------------------------------------------------------------------------------------------

@@ -38,16 +38,16 @@ void PrintTo(const T& c, std::ostream* os) {
 
 // What one workload's decision must show; empty / negative fields are not checked.
 struct Expect {
-  std::string workload;
+  std::string workload{};
   Outcome outcome = Outcome::kPlaced;
-  std::string domain_level;  // "cluster", "block", ..., "node"
-  std::string domain;        // exact path
-  std::map<std::string, int32_t> spans;
-  std::set<std::string> nodes;      // exact node set
-  std::set<std::string> not_nodes;  // none of these
-  int32_t members = -1;             // members placed
-  std::string reason;               // substring of the status message
-  std::string explanation;          // substring of the decision's explanation
+  std::string domain_level{};  // "cluster", "block", ..., "node"
+  std::string domain{};        // exact path
+  std::map<std::string, int32_t> spans{};
+  std::set<std::string> nodes{};      // exact node set
+  std::set<std::string> not_nodes{};  // none of these
+  int32_t members = -1;               // members placed
+  std::string reason{};               // substring of the status message
+  std::string explanation{};          // substring of the decision's explanation
 };
 
 struct PlacementCase {
@@ -131,7 +131,9 @@ TEST_P(PlacementTableTest, Decides) {
     if (!e.domain_level.empty()) {
       EXPECT_EQ(p.domain_level < 0 ? "cluster" : state.levels().Name(p.domain_level), e.domain_level);
     }
-    if (!e.domain.empty()) EXPECT_EQ(p.domain, e.domain);
+    if (!e.domain.empty()) {
+      EXPECT_EQ(p.domain, e.domain);
+    }
     for (const auto& [level, n] : e.spans) {
       const int l = state.levels().Find(level);
       ASSERT_GE(l, 0) << level;
@@ -139,12 +141,28 @@ TEST_P(PlacementTableTest, Decides) {
       EXPECT_EQ(p.spans[static_cast<size_t>(l)], n) << "spans of " << level;
     }
     const std::set<std::string> used = NodeNames(state, p);
-    if (!e.nodes.empty()) EXPECT_EQ(used, e.nodes);
+    if (!e.nodes.empty()) {
+      EXPECT_EQ(used, e.nodes);
+    }
     for (const auto& n : e.not_nodes) EXPECT_EQ(used.count(n), 0u) << n;
-    if (e.members >= 0) EXPECT_EQ(p.PlacedMembers(), e.members);
-    if (!e.reason.empty()) EXPECT_THAT(d.status.Message(), HasSubstr(e.reason)) << d.status.ToString();
-    if (!e.explanation.empty()) EXPECT_THAT(d.explanation, HasSubstr(e.explanation));
+    if (e.members >= 0) {
+      EXPECT_EQ(p.PlacedMembers(), e.members);
+    }
+    if (!e.reason.empty()) {
+      EXPECT_THAT(d.status.Message(), HasSubstr(e.reason)) << d.status.ToString();
+    }
+    if (!e.explanation.empty()) {
+      EXPECT_THAT(d.explanation, HasSubstr(e.explanation));
+    }
   }
+}
+
+// The queue order these cases rely on, spelled out: priority, then submit time, then id.
+ProfileSpec PrioritySpec() {
+  ProfileSpec p;
+  p.plugins = {{"priority", 0, nlohmann::json::object()}, {"gang", 0, nlohmann::json::object()},
+               {"topology", 1, nlohmann::json::object()}};
+  return p;
 }
 
 ProfileSpec WithMaxCandidates(int n) {
@@ -290,7 +308,7 @@ std::vector<PlacementCase> Cases() {
   cases.push_back({"CpuLimitsMembersPerNode",
                    cpu,
                    {MakeGang("g").Members(4).Gpus(1).Cpu(1500).Obj()},
-                   {{.workload = "g", .members = 4}}});
+                   {{.workload = "g", .nodes = {"cpu-rich"}, .members = 4}}});
   cases.push_back({"CpuLimitedEverywhere",
                    cpu,
                    {MakeGang("g").Gpus(1).Cpu(100000).Obj()},
@@ -299,11 +317,19 @@ std::vector<PlacementCase> Cases() {
                    cpu,
                    {MakeGang("g").Gpus(1).Memory(int64_t{600} << 30).Obj()},
                    {{.workload = "g", .outcome = Outcome::kPending, .reason = "lack CPU or memory"}}});
-  // Elastic: 6 free nodes; 8 members of 8 GPUs do not fit, min 4 do.
-  cases.push_back({"ElasticGangShrinksToMinMembers",
+  // Elastic: the largest size in [min_members, members] that fits now.
+  cases.push_back({"ElasticGangShrinksToWhatFits",
                    FabricUsing({0, 1, 2, 3, 8, 9, 10, 11, 12, 13}),
                    {MakeGang("g").Members(8).MinMembers(4).Gpus(8).Obj()},
-                   {{.workload = "g", .members = 4, .explanation = "elastic: 4/8 members"}}});
+                   {{.workload = "g", .members = 6, .explanation = "elastic: 6/8 members"}}});
+  cases.push_back({"ElasticGangShrinksToMinMembers",
+                   FabricUsing({0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15}),
+                   {MakeGang("g").Members(8).MinMembers(4).Gpus(8).Obj()},
+                   {{.workload = "g",
+                     .domain = "block-0/leaf-1",
+                     .nodes = {"node-4", "node-5", "node-6", "node-7"},
+                     .members = 4,
+                     .explanation = "elastic: 4/8 members"}}});
   cases.push_back({"ElasticGangFullSizeWhenItFits",
                    Fabric,
                    {MakeGang("g").Members(8).MinMembers(4).Gpus(8).Obj()},
@@ -311,11 +337,19 @@ std::vector<PlacementCase> Cases() {
   cases.push_back({"ElasticGangLargerThanClusterShrinks",
                    Fabric,
                    {MakeGang("g").Members(20).MinMembers(4).Gpus(8).Obj()},
-                   {{.workload = "g", .members = 4, .explanation = "elastic: 4/20"}}});
-  cases.push_back({"ElasticMinMembersDoNotFit",
+                   {{.workload = "g", .members = 16, .explanation = "elastic: 16/20"}}});
+  cases.push_back({"ElasticMinMembersDoNotFitNow",
                    FabricUsing({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}),
                    {MakeGang("g").Members(8).MinMembers(4).Gpus(8).Obj()},
-                   {{.workload = "g", .outcome = Outcome::kPending, .members = 0}}});
+                   {{.workload = "g", .outcome = Outcome::kPending, .members = 0, .reason = "room for 2 of 4 members"}}});
+  cases.push_back({"ElasticMinMembersCanNeverFit",
+                   Fabric,
+                   {MakeGang("g").Members(20).MinMembers(17).Gpus(8).Obj()},
+                   {{.workload = "g", .outcome = Outcome::kRejected, .members = 0, .reason = "at most 16 of 17 members"}}});
+  cases.push_back({"ElasticRequiredLevelShrinksInsideOneDomain",
+                   Fabric,
+                   {MakeGang("g").Members(6).MinMembers(2).Gpus(8).Required("leaf").Obj()},
+                   {{.workload = "g", .domain_level = "leaf", .spans = {{"leaf", 1}}, .members = 4}}});
   // Best fit: free GPUs a=8, b=5 (block-0), c=2, d=3 (block-1).
   auto bestfit = [] {
     return NodesState({MakeNode("a").At("b0", "l0", "nv0").Obj(), MakeNode("b").At("b0", "l1", "nv1").Used(3).Obj(),
@@ -370,7 +404,8 @@ std::vector<PlacementCase> Cases() {
                    {MakeGang("low").Members(12).Gpus(8).Priority(0).Obj(),
                     MakeGang("high").Members(12).Gpus(8).Priority(10).Obj()},
                    {{.workload = "high", .members = 12},
-                    {.workload = "low", .outcome = Outcome::kPending, .members = 0, .reason = "room for 4 of 12"}}});
+                    {.workload = "low", .outcome = Outcome::kPending, .members = 0, .reason = "room for 4 of 12"}},
+                   PrioritySpec()});
   cases.push_back({"SecondGangUsesWhatIsLeft",
                    Fabric,
                    {MakeGang("a").Members(4).Gpus(8).Required("leaf").Submitted(1).Obj(),
@@ -378,7 +413,8 @@ std::vector<PlacementCase> Cases() {
                     MakeGang("c").Members(8).Gpus(8).Required("block").Submitted(3).Obj()},
                    {{.workload = "a", .domain = "block-0/leaf-0"},
                     {.workload = "b", .domain = "block-0/leaf-1"},
-                    {.workload = "c", .domain = "block-1"}}});
+                    {.workload = "c", .domain = "block-1"}},
+                   PrioritySpec()});
   return cases;
 }
 
@@ -421,7 +457,7 @@ TEST_P(HealthTest, OnlyReadyAndDegradedNodesReceiveWork) {
     EXPECT_EQ(placed, 16);
     EXPECT_TRUE(used.count(n5) && used.count(n9));
   } else {
-    EXPECT_EQ(placed, 14) << "pod + 13 full-node members on the 13 nodes left";
+    EXPECT_EQ(placed, 13) << "the pod and 12 full-node gangs on the 13 nodes left";
     EXPECT_EQ(used.count(n0) + used.count(n5) + used.count(n9), 0u);
     EXPECT_EQ(s.node(n0).allocated.gpus, 1);
     EXPECT_TRUE(s.node(n5).allocated.IsZero());
@@ -436,7 +472,7 @@ INSTANTIATE_TEST_SUITE_P(Table, HealthTest,
                                            HealthCase{"ReadyControl", NodeHealth::kReady, true}),
                          CaseName());
 
-TEST(HealthTest, RequiredDomainWithBadNodeExplainsNow) {
+TEST(HealthExplainTest, RequiredDomainWithBadNodeExplainsNow) {
   ClusterState s = FabricState(1, 1, 1, 2);
   s.SetHealth(s.FindNode("node-1"), NodeHealth::kUnhealthy);
   Scheduler sched = DefaultScheduler();
@@ -676,7 +712,7 @@ INSTANTIATE_TEST_SUITE_P(
         FrameworkCase{"ReserveRefuses", Status::Unschedulable("no"), Status::Ok(), Outcome::kPending, false, 0}),
     CaseName());
 
-TEST(FrameworkTest, PermitRefusalNamesPluginAndReason) {
+TEST(FrameworkPluginTest, PermitRefusalNamesPluginAndReason) {
   Registry r = plugins::DefaultRegistry();
   Calls calls;
   ASSERT_TRUE(r.Register("test-permit", [&calls](const nlohmann::json&, const PluginContext&) {
@@ -700,7 +736,7 @@ TEST(FrameworkTest, PermitRefusalNamesPluginAndReason) {
   EXPECT_EQ(s.FreeGpus(s.root()), 128);
 }
 
-TEST(FrameworkTest, WaitPermitKeepsCapacityAndExplains) {
+TEST(FrameworkPluginTest, WaitPermitKeepsCapacityAndExplains) {
   Registry r = plugins::DefaultRegistry();
   Calls calls;
   ASSERT_TRUE(r.Register("test-permit", [&calls](const nlohmann::json&, const PluginContext&) {
@@ -717,7 +753,7 @@ TEST(FrameworkTest, WaitPermitKeepsCapacityAndExplains) {
   EXPECT_EQ(s.running().count("g"), 1u);
 }
 
-TEST(FrameworkTest, PostFilterRunsOnlyForUnschedulable) {
+TEST(FrameworkPluginTest, PostFilterRunsOnlyForUnschedulable) {
   Registry r = plugins::DefaultRegistry();
   Calls calls;
   ASSERT_TRUE(r.Register("test-postfilter", [&calls](const nlohmann::json&, const PluginContext&) {
@@ -742,8 +778,41 @@ TEST(FrameworkTest, PostFilterRunsOnlyForUnschedulable) {
   EXPECT_TRUE(never.preemption.victims.empty());
 }
 
+class FenceFilter final : public FilterPlugin {
+ public:
+  std::string_view Name() const override { return "fence"; }
+  Status Filter(const CycleState&, const Workload&, const Node& n) const override {
+    if (n.name == "node-0" || n.name == "node-1") return Status::Unschedulable("node " + n.name + " is fenced");
+    return Status::Ok();
+  }
+};
+
+TEST(FrameworkPluginTest, FilterRefusesNodesAndIsExplainedOncePerNode) {
+  Registry r = plugins::DefaultRegistry();
+  ASSERT_TRUE(r.Register("fence", [](const nlohmann::json&, const PluginContext&) {
+                 return StatusOr<std::unique_ptr<Plugin>>(std::make_unique<FenceFilter>());
+               }).ok());
+  ProfileSpec spec = ProfileSpec::Default();
+  spec.plugins.push_back({"fence", 0, nlohmann::json::object()});
+  Scheduler sched(std::move(Profile::Build(spec, r, PluginContext{TopologyLevels::Default()})).value());
+  ClusterState s = Fabric();
+  // node-0 is the tightest fit, but fenced.
+  s.Allocate(s.FindNode("node-0"), {4, 0, 0});
+  Decision small = sched.ScheduleOne(s, MakeGang("small").Gpus(2).Obj(), 0);
+  ASSERT_EQ(small.outcome, Outcome::kPlaced) << small.status.ToString();
+  EXPECT_NE(s.node(small.placement.assignments.at(0).node).name, "node-0");
+  EXPECT_NE(s.node(small.placement.assignments.at(0).node).name, "node-1");
+  // The whole cluster minus what is taken: the GPUs are there but two nodes are fenced. Each
+  // fenced node is counted once although every domain level visits it.
+  Decision all = sched.ScheduleOne(s, MakeGang("all").Members(14).Gpus(8).Obj(), 0);
+  EXPECT_EQ(all.outcome, Outcome::kPending);
+  EXPECT_THAT(all.status.Message(),
+              HasSubstr("; 1 node(s) refused by filters, first: Unschedulable [fence]: node node-1 is fenced"));
+  EXPECT_EQ(s.running().size(), 1u);
+}
+
 TEST(SchedulerTest, QueueOrderAndTieBreakById) {
-  Scheduler sched = DefaultScheduler();
+  Scheduler sched = DefaultScheduler(PrioritySpec());
   std::vector<Workload> q = {MakeGang("c").Priority(1).Submitted(5).Obj(), MakeGang("b").Priority(1).Submitted(5).Obj(),
                              MakeGang("a").Priority(0).Submitted(0).Obj(), MakeGang("d").Priority(9).Submitted(9).Obj(),
                              MakeGang("e").Priority(1).Submitted(1).Obj()};

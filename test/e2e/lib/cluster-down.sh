@@ -4,7 +4,7 @@
 # A PID is only signalled while it still runs the binary that was started (no reused-PID accidents).
 # Usage: cluster-down.sh BASE [--purge]   (--purge also deletes BASE). Safe to run twice.
 set -euo pipefail
-# shellcheck source=common.sh
+# shellcheck source=test/e2e/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 BASE=${1:?usage: cluster-down.sh BASE [--purge]}

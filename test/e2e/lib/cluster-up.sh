@@ -15,7 +15,7 @@
 # Needs: build/tools/bin/{etcd,kube-apiserver,kubectl,kwok} (hack/build-go-tools.sh), openssl, curl.
 # Env overrides: see lib/common.sh (TIDAL_E2E_*_PORT, TIDAL_E2E_TOOLS_BIN, TIDAL_E2E_TIMEOUT, ...).
 set -euo pipefail
-# shellcheck source=common.sh
+# shellcheck source=test/e2e/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 BASE=${1:?usage: cluster-up.sh BASE}
@@ -111,6 +111,6 @@ export TIDAL_E2E_TOKEN=$TIDAL_E2E_TOKEN
 EOF
 
 ok=1
-e2e_log "cluster up in $(((T_KWOK - T0)))ms (certs+kwok config $((T_PREP - T0))ms, etcd $((T_ETCD - T_PREP))ms," \
+e2e_log "cluster up in $((T_KWOK - T0))ms (certs+kwok config $((T_PREP - T0))ms, etcd $((T_ETCD - T_PREP))ms," \
   "kube-apiserver $((T_API - T_ETCD))ms, kwok $((T_KWOK - T_API))ms); KUBECONFIG=$BASE/kubeconfig"
 e2e_log "stop with: $E2E_LIB/cluster-down.sh $BASE"

@@ -13,7 +13,7 @@ set -euo pipefail
 OUT=${1:?usage: kwok-config.sh OUT.yaml}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 MOD=$HERE/../../../tools/kwok
-DIR=$(cd "$MOD" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok 2>/dev/null || true)
+DIR=$( (cd "$MOD" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) 2>/dev/null) || DIR=""
 if [ -z "$DIR" ] || [ ! -d "$DIR/kustomize/stage" ]; then
   (cd "$MOD" && go mod download sigs.k8s.io/kwok)
   DIR=$(cd "$MOD" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)

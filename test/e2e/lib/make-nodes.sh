@@ -22,7 +22,7 @@
 # The nodes are sent in bulk: one multi-document YAML stream, split over a few parallel
 # `kubectl create` calls (nodes that already exist are skipped, so a rerun is harmless).
 set -euo pipefail
-# shellcheck source=common.sh
+# shellcheck source=test/e2e/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 PRINT=0
