@@ -13,7 +13,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian 12 packages the C++ build and tests need (see docs/design.md, "Dependencies").
 APT_PACKAGES := build-essential cmake ninja-build ccache pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
-  nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev \
+  prometheus openssl curl python3-matplotlib
 
 .PHONY: all deps build test unit demo bench clean
 all: build
