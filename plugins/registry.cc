@@ -2,6 +2,7 @@
 
 #include "plugins/fairshare/fairshare.h"
 #include "plugins/gang/gang.h"
+#include "plugins/preemption/preemption.h"
 #include "plugins/priority/priority.h"
 #include "plugins/quota/quota.h"
 #include "plugins/topology/topology.h"
@@ -13,7 +14,8 @@ Status RegisterAll(Registry& r) {
                                {Gang::kName, &Gang::New},
                                {Topology::kName, &Topology::New},
                                {FairShare::kName, &FairShare::New},
-                               {Quota::kName, &Quota::New}}) {
+                               {Quota::kName, &Quota::New},
+                               {Preemption::kName, &Preemption::New}}) {
     if (Status s = r.Register(name, factory); !s.ok()) return s;
   }
   return Status::Ok();

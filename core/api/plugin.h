@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,6 +53,11 @@ struct PlacementConstraints {
   int required_level = -1;   // index into TopologyLevels; -1 = no constraint
   int preferred_level = -1;  // index into TopologyLevels; -1 = none
   int32_t members = 0;       // how many members this attempt must place (members, or min_members)
+  int32_t within = -1;       // a topology vertex the placement must stay inside; -1 = anywhere
+  // Backfill: reserved_from[node] is the earliest start of a reservation holding that node
+  // (INT64_MAX = none). A workload expected to end after it may not use the node. nullptr = none.
+  const std::vector<int64_t>* reserved_from = nullptr;
+  int64_t ends_at = 0;       // expected end of this workload if it started now
 };
 
 struct MemberAssignment {
@@ -130,15 +136,35 @@ class PermitPlugin : public virtual Plugin {
 };
 
 // What a PostFilter (preemption) plugin proposes when the workload did not fit.
+struct ShrinkAction {
+  std::string workload;  // an elastic victim that gives back members instead of being evicted
+  NodeId node = kNoNode;
+  int32_t members = 0;
+};
 struct PostFilterResult {
-  std::vector<std::string> victims;  // workload ids to evict
+  std::vector<std::string> victims;  // workload ids to evict, whole (never part of a gang)
+  std::vector<ShrinkAction> shrinks; // elastic members to release first
   std::string nominated_domain;      // where the preemptor will land once they are gone
+  std::string reason;                // "priority" or "reclaim"
+  double lost_gpu_seconds = 0;       // work lost since the victims' last checkpoints
 };
 
+class ClusterState;  // core/state/cluster_state.h
+
+// What a PostFilter plugin may use: the cluster (trial evictions in a Transaction it discards; it
+// must leave the cluster as it found it, the framework applies the result), the time, and the
+// profile's own placement search ("would the workload fit under these constraints now?").
+struct PostFilterContext {
+  ClusterState& cluster;
+  int64_t now_s = 0;
+  std::function<bool(const PlacementConstraints&)> fits;
+};
+
+// Runs when no placement was found.
 class PostFilterPlugin : public virtual Plugin {
  public:
-  virtual Status PostFilter(CycleState& state, const Workload& w, const Status& failure,
-                            PostFilterResult& result) = 0;
+  virtual Status PostFilter(CycleState& state, const Workload& w, const Status& failure, PostFilterContext& ctx,
+                            const PlacementConstraints& constraints, PostFilterResult& result) = 0;
 };
 
 }  // namespace tidal

@@ -15,7 +15,8 @@ struct PlacementSearch::Ctx {
   size_t limit = 1;     // candidates wanted
   std::vector<Candidate>* out = nullptr;
   // Why visited nodes were refused, for the explanation when nothing fits.
-  int64_t refused_pool = 0, refused_model = 0, refused_resources = 0, refused_filter = 0;
+  int64_t refused_pool = 0, refused_model = 0, refused_resources = 0, refused_filter = 0, refused_reserved = 0;
+  const PlacementConstraints* c = nullptr;
   Status first_filter_refusal;
   // Nodes already counted above: the search may visit a node once per domain level tried.
   std::unordered_set<NodeId> refused{};
@@ -36,6 +37,9 @@ int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   };
   if (!PoolAdmits(node.pool, ctx.w.front_door)) return refuse(ctx.refused_pool);
   if (!ctx.w.gpu_model.empty() && node.gpu_model != ctx.w.gpu_model) return refuse(ctx.refused_model);
+  if (ctx.c->reserved_from != nullptr && ctx.c->ends_at > (*ctx.c->reserved_from)[static_cast<size_t>(n)]) {
+    return refuse(ctx.refused_reserved);
+  }
   const int64_t fit = node.Free().CopiesOf(ctx.w.per_member);
   if (fit <= 0) return refuse(ctx.refused_resources);
   if (profile_.has_filters()) {
@@ -189,17 +193,24 @@ void PlacementSearch::Dfs(VertexId v, Ctx& ctx) const {
 Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const PlacementConstraints& c,
                              std::vector<Candidate>& out) const {
   out.clear();
-  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, Status::Ok()};
+  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, &c, Status::Ok(), {}};
   ctx.g = w.per_member.gpus;
   ctx.need = c.members;
   ctx.limit = static_cast<size_t>(profile_.max_candidates());
   ctx.out = &out;
+  ctx.c = &c;
   if (ctx.need <= 0) return Status::Error("placement: members to place must be positive");
   if (state_.node_count() == 0) return Status::Unschedulable("the cluster has no nodes", "placement");
   if (ctx.g > state_.max_gpus_per_node()) {
     return Status::Unresolvable("each member requests " + std::to_string(ctx.g) + " GPUs; the largest node has " +
                                     std::to_string(state_.max_gpus_per_node()),
                                 "placement");
+  }
+  if (c.within >= 0) {
+    // Restricted to one vertex (preemption asks "would it fit inside this domain?").
+    if (state_.MemberCapacity(c.within, ctx.g) >= ctx.need) TryDomain(c.within, ctx);
+    if (!out.empty()) return Status::Ok();
+    return Status::Unschedulable("does not fit inside " + state_.vertex(c.within).path, "placement");
   }
   std::vector<int> targets;
   if (c.required_level >= 0) {
@@ -274,6 +285,9 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
   if (ctx.refused_pool) st.AddReason(std::to_string(ctx.refused_pool) + " node(s) belong to another pool");
   if (ctx.refused_model) st.AddReason(std::to_string(ctx.refused_model) + " node(s) have another GPU model than " + w.gpu_model);
   if (ctx.refused_resources) st.AddReason(std::to_string(ctx.refused_resources) + " node(s) lack CPU or memory for a member");
+  if (ctx.refused_reserved) {
+    st.AddReason(std::to_string(ctx.refused_reserved) + " node(s) held for earlier reservations this workload would delay");
+  }
   if (ctx.refused_filter) {
     st.AddReason(std::to_string(ctx.refused_filter) + " node(s) refused by filters, first: " +
                  ctx.first_filter_refusal.ToString());

@@ -3,12 +3,15 @@
 #include <limits>
 #include <set>
 
+#include "core/api/duration.h"
+
 namespace tidal {
 
 ProfileSpec ProfileSpec::Default() {
   ProfileSpec p;
   p.plugins = {PluginSpec{"fairshare", 0, nlohmann::json::object()}, PluginSpec{"quota", 0, nlohmann::json::object()},
-               PluginSpec{"gang", 0, nlohmann::json::object()}, PluginSpec{"topology", 1, nlohmann::json::object()}};
+               PluginSpec{"gang", 0, nlohmann::json::object()}, PluginSpec{"topology", 1, nlohmann::json::object()},
+               PluginSpec{"preemption", 0, nlohmann::json::object()}};
   return p;
 }
 
@@ -28,6 +31,37 @@ StatusOr<ProfileSpec> ProfileSpec::FromJson(const nlohmann::json& j, const std::
         return Status::Error(field + ".maxCandidates: must be 1..64, got " + std::to_string(m));
       }
       p.max_candidates = static_cast<int>(m);
+    } else if (k == "backfill") {
+      if (!v.is_object()) return Status::Error(field + ".backfill: must be a mapping");
+      for (const auto& [bk, bv] : v.items()) {
+        if (bk == "depth") {
+          if (!bv.is_number_integer() || bv.get<int64_t>() < -1 || bv.get<int64_t>() > 100000) {
+            return Status::Error(field + ".backfill.depth: must be -1 (all), 0 (off) or 1..100000");
+          }
+          p.backfill.depth = bv.get<int>();
+        } else if (bk == "defaultRuntime") {
+          if (!bv.is_object()) return Status::Error(field + ".backfill.defaultRuntime: must be a mapping class: duration");
+          for (const auto& [cls, dur] : bv.items()) {
+            auto c = ParseWorkloadClass(cls, field + ".backfill.defaultRuntime." + cls);
+            if (!c.ok()) return c.status();
+            if (!dur.is_string() && !dur.is_number_integer()) {
+              return Status::Error(field + ".backfill.defaultRuntime." + cls + ": must be a duration");
+            }
+            int64_t secs = 0;
+            if (dur.is_number_integer()) {
+              secs = dur.get<int64_t>();
+            } else {
+              auto d = ParseDurationSeconds(dur.get<std::string>(), field + ".backfill.defaultRuntime." + cls);
+              if (!d.ok()) return d.status();
+              secs = *d;
+            }
+            if (secs <= 0) return Status::Error(field + ".backfill.defaultRuntime." + cls + ": must be positive");
+            p.backfill.default_runtime_s[static_cast<int>(*c)] = secs;
+          }
+        } else {
+          return Status::Error(field + ".backfill." + bk + ": unknown field (accepted: depth, defaultRuntime)");
+        }
+      }
     } else if (k == "plugins") {
       if (!v.is_array()) return Status::Error(field + ".plugins: must be a list");
       for (size_t i = 0; i < v.size(); ++i) {
@@ -58,7 +92,7 @@ StatusOr<ProfileSpec> ProfileSpec::FromJson(const nlohmann::json& j, const std::
         p.plugins.push_back(std::move(ps));
       }
     } else {
-      return Status::Error(field + "." + k + ": unknown field (accepted: name, maxCandidates, plugins)");
+      return Status::Error(field + "." + k + ": unknown field (accepted: name, maxCandidates, plugins, backfill)");
     }
   }
   return p;
@@ -73,6 +107,7 @@ StatusOr<std::unique_ptr<Profile>> Profile::Build(const ProfileSpec& spec, const
                          std::to_string(spec.max_candidates));
   }
   p->max_candidates_ = spec.max_candidates;
+  p->backfill_ = spec.backfill;
   std::set<std::string> seen;
   for (size_t i = 0; i < spec.plugins.size(); ++i) {
     const auto& ps = spec.plugins[i];
@@ -180,10 +215,12 @@ Status Profile::RunPermit(CycleState& s, const Workload& w, const Candidate& c) 
   return wait;
 }
 
-Status Profile::RunPostFilter(CycleState& s, const Workload& w, const Status& failure, PostFilterResult& r) const {
+Status Profile::RunPostFilter(CycleState& s, const Workload& w, const Status& failure, PostFilterContext& ctx,
+                              const PlacementConstraints& c, PostFilterResult& r) const {
   Status last = Status::Unschedulable("no PostFilter plugin could help");
   for (auto* p : postfilter_) {
-    Status st = p->PostFilter(s, w, failure, r);
+    r = PostFilterResult{};
+    Status st = p->PostFilter(s, w, failure, ctx, c, r);
     if (st.ok()) return st;
     last = st.WithPlugin(std::string(p->Name()));
   }

@@ -27,13 +27,26 @@ struct PluginSpec {
   nlohmann::json args = nlohmann::json::object();
 };
 
+// Backfill (time-aware): blocked workloads get reservations at their earliest start; later work
+// starts now only where it does not delay one. depth: 0 = off, 1 = EASY, N, -1 = all (conservative).
+struct BackfillSpec {
+  int depth = 16;
+  // Expected run time when a workload declares no runtime limit, by class.
+  int64_t default_runtime_s[4] = {24 * 3600, 7 * 24 * 3600, 3600, 8 * 3600};  // training, inference, batch, interactive
+  int64_t RuntimeOf(const Workload& w) const {
+    return w.runtime_limit_s > 0 ? w.runtime_limit_s : default_runtime_s[static_cast<int>(w.workload_class)];
+  }
+};
+
 struct ProfileSpec {
   std::string name = "default";
   std::vector<PluginSpec> plugins;
   int max_candidates = 4;  // complete candidate placements scored per workload
+  BackfillSpec backfill;
 
   static ProfileSpec Default();
-  // Decodes {"name":..., "maxCandidates":..., "plugins":[{"name":..., "weight":..., "args":{...}}]}.
+  // Decodes {"name":..., "maxCandidates":..., "plugins":[{"name":..., "weight":..., "args":{...}}],
+  //          "backfill": {"depth": 16, "defaultRuntime": {"training": "24h", ...}}}.
   static StatusOr<ProfileSpec> FromJson(const nlohmann::json& j, const std::string& field = "profile");
 };
 
@@ -57,12 +70,16 @@ class Profile {
   void RunUnreserve(CycleState& s, const Workload& w, const Candidate& c) const;
   Status RunPermit(CycleState& s, const Workload& w, const Candidate& c) const;
   // First PostFilter plugin that returns Success wins.
-  Status RunPostFilter(CycleState& s, const Workload& w, const Status& failure, PostFilterResult& r) const;
+  Status RunPostFilter(CycleState& s, const Workload& w, const Status& failure, PostFilterContext& ctx,
+                       const PlacementConstraints& c, PostFilterResult& r) const;
+  bool has_postfilters() const { return !postfilter_.empty(); }
+  const BackfillSpec& backfill() const { return backfill_; }
   std::vector<std::string> PluginNames() const;
 
  private:
   std::string name_;
   int max_candidates_ = 4;
+  BackfillSpec backfill_;
   std::vector<std::unique_ptr<Plugin>> owned_;
   QueueSortPlugin* queue_sort_ = nullptr;
   std::vector<AdmitPlugin*> admit_;

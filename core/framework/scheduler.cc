@@ -1,6 +1,8 @@
 #include "core/framework/scheduler.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "core/framework/placement.h"
 #include "core/state/transaction.h"
@@ -47,6 +49,7 @@ size_t ShapeCache::Hash::operator()(const Key& k) const {
   mix(std::hash<int>()(k.required * 31 + k.preferred));
   mix(std::hash<std::string>()(k.gpu_model));
   mix(static_cast<size_t>(k.door));
+  mix(std::hash<int64_t>()(k.ends_bucket));
   return h;
 }
 
@@ -67,13 +70,124 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<Workload> pendi
   return RunCycle(state, std::move(refs), now_s);
 }
 
+// The future view of one cycle: a copy of the cluster on which running work is released in order
+// of expected end until a blocked workload fits; reservations found are held in it from then on.
+// Built on first use (most cycles reserve nothing); placements made later in the cycle are mirrored
+// into it. Time only moves forward, so later reservations never start before earlier ones.
+class Scheduler::Backfill {
+ public:
+  Backfill(const Profile& profile, int64_t now) : profile_(profile), now_(now) {}
+
+  bool Enabled(size_t made) const {
+    const int d = profile_.backfill().depth;
+    return d != 0 && (d < 0 || made < static_cast<size_t>(d));
+  }
+  int64_t ExpectedEnd(const Allocation& a) const {
+    return std::max(now_, a.start_time_s + profile_.backfill().RuntimeOf(a.workload));
+  }
+  void MirrorPlacement(const Allocation& a) {
+    if (!future_) return;
+    if (future_->AddRunning(a).ok()) releases_.emplace(ExpectedEnd(a), a.workload.id);
+  }
+  void Invalidate() { future_.reset(); }
+
+  // Earliest start of `w` under constraints `c` (with no backfill restrictions), or nullopt.
+  std::optional<Reservation> Reserve(const ClusterState& state, const CycleState& cs, const Workload& w,
+                                     PlacementConstraints c) {
+    if (!future_) {
+      future_.emplace(state);
+      releases_.clear();
+      for (const auto& [id, a] : future_->running()) releases_.emplace(ExpectedEnd(a), id);
+      cursor_ = now_;
+    }
+    c.reserved_from = nullptr;
+    c.within = -1;
+    PlacementSearch search(*future_, profile_);
+    std::vector<Candidate> out;
+    while (true) {
+      if (future_->MemberCapacity(future_->root(), w.per_member.gpus) >= c.members &&
+          search.Find(cs, w, c, out).ok()) {
+        break;
+      }
+      if (releases_.empty()) return std::nullopt;
+      cursor_ = std::max(cursor_, releases_.begin()->first);
+      while (!releases_.empty() && releases_.begin()->first <= cursor_) {
+        (void)future_->RemoveRunning(releases_.begin()->second);
+        releases_.erase(releases_.begin());
+      }
+    }
+    Reservation r{w.id, cursor_, out.front().assignments};
+    Workload held = w;
+    held.id = "reservation:" + w.id;
+    held.members = c.members;
+    (void)future_->AddRunning(Allocation{held, r.assignments, cursor_});
+    return r;
+  }
+
+ private:
+  const Profile& profile_;
+  int64_t now_;
+  std::optional<ClusterState> future_;
+  std::multimap<int64_t, std::string> releases_;
+  int64_t cursor_ = 0;
+};
+
 CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*> pending, int64_t now_s) const {
   SortQueue(pending);
   CycleResult r;
   r.decisions.reserve(pending.size());
   ShapeCache cache;
-  for (const Workload* w : pending) r.decisions.push_back(ScheduleOne(state, *w, now_s, &cache));
+  Backfill backfill(*profile_, now_s);
+  std::vector<int64_t> reserved_from;
+  BackfillView view;
+  for (const Workload* w : pending) {
+    Decision d = ScheduleOne(state, *w, now_s, &cache, view.reserved_from ? &view : nullptr);
+    if (!d.preemption.victims.empty() || !d.preemption.shrinks.empty()) {
+      if (options_.apply_preemptions && d.outcome == Outcome::kPending) {
+        ApplyPreemption(state, d.preemption);
+        cache.Clear();
+        backfill.Invalidate();
+        PostFilterResult applied = d.preemption;
+        d = ScheduleOne(state, *w, now_s, &cache, view.reserved_from ? &view : nullptr);
+        d.preemption = std::move(applied);
+        if (d.outcome == Outcome::kPlaced) d.explanation += "; after preempting " + std::to_string(d.preemption.victims.size()) + " workload(s)";
+      }
+    }
+    if (d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting) {
+      auto it = state.running().find(w->id);
+      if (it != state.running().end()) backfill.MirrorPlacement(it->second);
+    } else if (d.outcome == Outcome::kPending && d.placement_failed && d.preemption.victims.empty() &&
+               backfill.Enabled(r.reservations.size())) {
+      CycleState cs;
+      if (auto res = backfill.Reserve(state, cs, *w, d.constraints)) {
+        if (reserved_from.empty()) reserved_from.assign(static_cast<size_t>(state.node_count()), INT64_MAX);
+        for (const auto& a : res->assignments) {
+          auto& slot = reserved_from[static_cast<size_t>(a.node)];
+          slot = std::min(slot, res->start_s);
+        }
+        view.reserved_from = &reserved_from;
+        view.latest_start = std::max(view.latest_start, res->start_s);
+        d.reserved = true;
+        d.eta_s = res->start_s;
+        d.explanation += "; reserved to start at t=" + std::to_string(res->start_s) + " (in " +
+                         std::to_string(res->start_s - now_s) + "s) on " + std::to_string(res->assignments.size()) +
+                         " node(s)";
+        r.reservations.push_back(std::move(*res));
+      }
+    }
+    r.decisions.push_back(std::move(d));
+  }
+  r.shape_cache_hits = cache.hits();
   return r;
+}
+
+void Scheduler::ApplyPreemption(ClusterState& state, const PostFilterResult& pr) const {
+  for (const auto& s : pr.shrinks) {
+    if (state.ReleaseMembers(s.workload, s.node, s.members).ok() && options_.on_evict) options_.on_evict(s.workload, s.members);
+  }
+  for (const auto& v : pr.victims) {
+    if (state.RemoveRunning(v).ok() && options_.on_evict) options_.on_evict(v, -1);
+  }
 }
 
 namespace {
@@ -89,7 +203,8 @@ Outcome OutcomeFor(const Status& s) {
 }
 }  // namespace
 
-Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache) const {
+Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache,
+                                const BackfillView* bf) const {
   Decision d;
   d.workload_id = w.id;
   auto fail = [&](Status s) {
@@ -103,16 +218,38 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
   PlacementConstraints c;
   c.members = w.members;
   if (Status s = profile_->RunPreFilter(cs, w, state.levels(), c); !s.ok()) return fail(std::move(s));
-
+  c.ends_at = now_s + profile_->backfill().RuntimeOf(w);
+  int64_t ends_bucket = 0;
+  if (bf != nullptr && bf->reserved_from != nullptr) {
+    c.reserved_from = bf->reserved_from;
+    ends_bucket = c.ends_at > bf->latest_start ? INT64_MAX : c.ends_at;
+  }
+  d.constraints = c;
+  auto postfilter = [&](Status& failure) {
+    if (failure.code() != StatusCode::kUnschedulable || !profile_->has_postfilters()) return;
+    PlacementConstraints pc = c;
+    pc.reserved_from = nullptr;
+    PostFilterContext ctx{state, now_s, [&](const PlacementConstraints& probe) {
+                            PlacementSearch search(state, *profile_);
+                            std::vector<Candidate> out;
+                            return search.Find(cs, w, probe, out).ok();
+                          }};
+    Status pf = profile_->RunPostFilter(cs, w, failure, ctx, pc, d.preemption);
+    if (pf.ok()) {
+      failure.AddReason("preemption (" + d.preemption.reason + ") proposed: " + std::to_string(d.preemption.victims.size()) +
+                        " victim(s), " + std::to_string(d.preemption.shrinks.size()) + " elastic shrink(s) in " +
+                        d.preemption.nominated_domain);
+    } else {
+      d.preemption = PostFilterResult{};
+    }
+  };
   ShapeCache::Key key{w.per_member, c.members, w.min_members, c.required_level, c.preferred_level, w.gpu_model,
-                      w.front_door};
+                      w.front_door, ends_bucket};
   if (cache != nullptr) {
     if (const Status* failed = cache->Find(key)) {
       Status again = *failed;
-      if (again.code() == StatusCode::kUnschedulable) {
-        Status pf = profile_->RunPostFilter(cs, w, again, d.preemption);
-        if (pf.ok()) again.AddReason("preemption proposed: " + std::to_string(d.preemption.victims.size()) + " victim(s)");
-      }
+      postfilter(again);
+      d.placement_failed = true;
       return fail(std::move(again));
     }
   }
@@ -144,10 +281,8 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
   }
   if (!found.ok()) {
     if (cache != nullptr && found.code() != StatusCode::kError) cache->Insert(key, found);
-    if (found.code() == StatusCode::kUnschedulable) {
-      Status pf = profile_->RunPostFilter(cs, w, found, d.preemption);
-      if (pf.ok()) found.AddReason("preemption proposed: " + std::to_string(d.preemption.victims.size()) + " victim(s)");
-    }
+    d.placement_failed = true;
+    postfilter(found);
     return fail(std::move(found));
   }
   for (auto& cand : candidates) profile_->RunScore(cs, w, cand);

@@ -2,17 +2,24 @@
 //
 // One cycle (RunCycle):
 //   1. order the pending workloads with the profile's QueueSort;
-//   2. for each, in order, through the whole queue: Admit -> PreFilter -> PlacementSearch (all
-//      members, or for an elastic gang down to min_members) -> Score -> apply the best candidate in
-//      a Transaction -> Reserve -> Permit -> Commit, or Discard on any refusal; when nothing fits,
-//      PostFilter (preemption) may propose victims;
-//   3. return one Decision per workload: where it landed and why, or why it waits.
+//   2. for each, in order, through the WHOLE queue: Admit -> PreFilter -> PlacementSearch (all
+//      members, or for an elastic gang the largest size down to min_members) -> Score -> apply the
+//      best candidate in a Transaction -> Reserve -> Permit -> Commit, or Discard on any refusal;
+//   3. when nothing fits: PostFilter (preemption) may propose victims; otherwise, for the first
+//      `backfill.depth` blocked workloads, a reservation at their earliest start (computed by
+//      releasing running work in order of expected end on a future view of the cluster). Later
+//      workloads start now only on nodes whose reservations they would not delay (they end before
+//      the reservation starts);
+//   4. return one Decision per workload: where it landed and why, or why it waits and when it is
+//      expected to start.
 // A gang is never half-placed: every member's allocation goes through one Transaction.
+// Within a cycle a request shape that failed fails again (ShapeCache): deep queues stay cheap.
 //
 // Threading: a Scheduler is used by one thread at a time (the engine's cycle thread, tidalctl, the
 // simulator). RunCycle mutates only the ClusterState passed in, which that thread owns.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -32,19 +39,39 @@ struct Decision {
   Outcome outcome = Outcome::kPending;
   Status status;               // Success when placed; otherwise why not
   Candidate placement;         // when placed or waiting
-  PostFilterResult preemption; // victims proposed by PostFilter, if any
+  PostFilterResult preemption; // victims proposed (and, with apply_preemptions, evicted) by PostFilter
   std::string explanation;     // one human-readable line: where and why, or why not
+  int64_t eta_s = -1;          // pending: reserved (or estimated) start time; -1 = unknown
+  bool reserved = false;       // pending with a backfill reservation
+  PlacementConstraints constraints;  // as resolved by PreFilter (internal)
+  bool placement_failed = false;     // pending because no placement was found (not admission)
+};
+
+struct Reservation {
+  std::string workload;
+  int64_t start_s = 0;
+  std::vector<MemberAssignment> assignments;
 };
 
 struct CycleResult {
   uint64_t generation = 0;
   std::vector<Decision> decisions;  // in queue order
+  std::vector<Reservation> reservations;
+  int64_t shape_cache_hits = 0;
 };
 
-// Within one cycle capacity only shrinks (placements), so a request shape that found no placement
-// fails again for every later workload of the same shape: the cycle remembers failed shapes and
-// answers them without searching ("equal shapes fail once"). Anything that frees capacity during
-// the cycle must Clear() it.
+struct SchedulerOptions {
+  // Evict PostFilter's victims inside the cycle and retry the preemptor at once (the simulator).
+  // The engine leaves eviction to the front door (grace periods) and retries later.
+  bool apply_preemptions = false;
+  // Called for every eviction applied in a cycle: (workload id, members released; -1 = whole).
+  std::function<void(const std::string&, int32_t)> on_evict;
+};
+
+// Within one cycle capacity only shrinks (placements) and restrictions only grow (reservations),
+// so a request shape that found no placement fails again for every later workload of the same
+// shape: the cycle remembers failed shapes and answers them without searching ("equal shapes fail
+// once"). Anything that frees capacity during the cycle must Clear() it.
 class ShapeCache {
  public:
   struct Key {
@@ -53,6 +80,7 @@ class ShapeCache {
     int required = -1, preferred = -1;
     std::string gpu_model;
     FrontDoor door = FrontDoor::kKubernetes;
+    int64_t ends_bucket = 0;  // reservations it would have to respect (see RunCycle)
     bool operator==(const Key&) const = default;
   };
   const Status* Find(const Key& k) const;
@@ -68,9 +96,16 @@ class ShapeCache {
   mutable int64_t hits_ = 0;
 };
 
+// Reservations made so far in a cycle, as the search sees them.
+struct BackfillView {
+  const std::vector<int64_t>* reserved_from = nullptr;  // per node; INT64_MAX = free
+  int64_t latest_start = INT64_MIN;                       // latest reservation start so far
+};
+
 class Scheduler {
  public:
-  explicit Scheduler(std::unique_ptr<Profile> profile) : profile_(std::move(profile)) {}
+  explicit Scheduler(std::unique_ptr<Profile> profile, SchedulerOptions options = {})
+      : profile_(std::move(profile)), options_(std::move(options)) {}
 
   const Profile& profile() const { return *profile_; }
 
@@ -78,16 +113,21 @@ class Scheduler {
   CycleResult RunCycle(ClusterState& state, std::vector<Workload> pending, int64_t now_s) const;
   // The same over workloads the caller keeps (no copies); they must outlive the call.
   CycleResult RunCycle(ClusterState& state, std::vector<const Workload*> pending, int64_t now_s) const;
-  // One workload: the body of the cycle loop. `cache` (optional) memoizes failed shapes.
-  Decision ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache = nullptr) const;
+  // One workload: the body of the cycle loop. `cache` memoizes failed shapes; `bf` the cycle's
+  // reservations (both optional).
+  Decision ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache = nullptr,
+                       const BackfillView* bf = nullptr) const;
   // Sorts with the profile's QueueSort (stable, ties by id).
   void SortQueue(std::vector<Workload>& pending) const;
   void SortQueue(std::vector<const Workload*>& pending) const;
 
  private:
+  class Backfill;
+  void ApplyPreemption(ClusterState& state, const PostFilterResult& r) const;
   std::string DescribePlacement(const ClusterState& state, const Workload& w, const PlacementConstraints& c,
                                 const Candidate& cand, size_t alternatives) const;
   std::unique_ptr<Profile> profile_;
+  SchedulerOptions options_;
 };
 
 }  // namespace tidal

@@ -120,40 +120,5 @@ StatusOr<Document> LoadDocument(const std::string& path) {
   return ParseDocument(ss.str(), path);
 }
 
-StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::string& field) {
-  auto bad = [&](const std::string& why) {
-    return Status::Error(field + ": invalid duration \"" + text + "\": " + why +
-                         " (examples: 90s, 30m, 12h, 1h30m, 2d, or seconds as a number)");
-  };
-  if (text.empty()) return bad("empty");
-  int64_t total = 0;
-  size_t i = 0;
-  bool any = false;
-  while (i < text.size()) {
-    size_t j = i;
-    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
-    if (j == i) return bad("expected a number at position " + std::to_string(i));
-    // from_chars, not stoll: too many digits is an error to report, not an exception.
-    int64_t v = 0;
-    if (std::from_chars(text.data() + i, text.data() + j, v).ec != std::errc()) return bad("too large");
-    if (j == text.size()) {
-      if (any) return bad("missing unit after the last number");
-      return v;
-    }
-    int64_t unit = 0;
-    switch (text[j]) {
-      case 's': unit = 1; break;
-      case 'm': unit = 60; break;
-      case 'h': unit = 3600; break;
-      case 'd': unit = 86400; break;
-      default: return bad(std::string("unknown unit '") + text[j] + "'");
-    }
-    if (v > (std::numeric_limits<int64_t>::max() - total) / unit) return bad("too large");
-    total += v * unit;
-    any = true;
-    i = j + 1;
-  }
-  return total;
-}
 
 }  // namespace tidal

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/api/duration.h"
 #include "core/api/status.h"
 
 namespace tidal {
@@ -29,7 +30,5 @@ struct Document {
 StatusOr<Document> ParseDocument(const std::string& text, const std::string& file = "<inline>");
 StatusOr<Document> LoadDocument(const std::string& path);
 
-// Duration: "90s", "30m", "12h", "1h30m", "2d" or a plain number of seconds.
-StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::string& field);
 
 }  // namespace tidal

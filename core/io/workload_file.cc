@@ -21,6 +21,7 @@ StatusOr<Workload> DecodeWorkload(const nlohmann::json& j, const std::string& pa
   f.Bool("preemptible", &w.preemptible);
   f.Duration("runtimeLimit", &w.runtime_limit_s);
   f.Duration("submitTime", &w.submit_time_s);
+  f.Duration("checkpointInterval", &w.checkpoint_interval_s);
   f.Str("gpuModel", &w.gpu_model);
   f.Str("frontDoor", &door);
   if (const auto* t = f.Get("topology")) {

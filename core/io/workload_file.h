@@ -11,6 +11,7 @@
 //       preemptible: false
 //       runtimeLimit: 12h
 //       submitTime: 0               # seconds (or a duration) on the engine clock
+//       checkpointInterval: 30m     # work at risk on preemption is the time since the last one
 //       topology: {required: leaf, preferred: nvlink}
 //       gpuModel: h100
 //       frontDoor: kubernetes       # kubernetes | slurm

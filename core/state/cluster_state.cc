@@ -282,6 +282,7 @@ Status ClusterState::ReleaseMembers(const std::string& id, NodeId n, int32_t mem
   }
   Release(n, it->second.workload.per_member * members);
   a->members -= members;
+  it->second.workload.members -= members;
   if (a->members == 0) as.erase(a);
   if (as.empty()) running_.erase(it);
   return Status::Ok();

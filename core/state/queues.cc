@@ -168,7 +168,9 @@ AdmissionResult QuotaLedger::CheckAdmission(int leaf, const ResVec& req) const {
         return res;
       }
       if (u > n && a == leaf) res.borrowing = true;
-      // Rule 2 at a's parent.
+      // Rule 2 at a's parent, only when a would borrow: a queue within its nominal quota is always
+      // entitled to it; if others borrowed it meanwhile, preemption reclaims it.
+      if (u <= n) continue;
       const int p = t.Parent(a);
       int64_t borrow = 0, lend = 0, child_nominal = 0;
       for (int c : t.Children(p)) {

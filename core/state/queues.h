@@ -14,11 +14,13 @@
 // Admission of a request R into leaf queue q (numbered, as in docs/fair-share.md): with U' = U + R
 // on every queue a on the path from q up to (not including) the root:
 //   1. U'_a <= nominal_a + borrowingLimit_a;
-//   2. at a's parent p: the children's total borrowing sum_c max(0, U'_c - nominal_c) must not exceed
+//   2. if a would borrow (U'_a > nominal_a), at a's parent p: the children's total borrowing sum_c max(0, U'_c - nominal_c) must not exceed
 //      what they can lend, sum_c min(lendingLimit_c, max(0, nominal_c - U'_c)), plus p's unassigned
 //      nominal max(0, nominal_p - sum_c nominal_c), plus what p itself borrows, max(0, U'_p - nominal_p)
 //      (which rule 1 and 2 then bound one level up).
 // A workload admitted while U'_q > nominal_q is borrowing; preemption reclaims borrowed work first.
+// A queue within its nominal quota is always admitted (rule 2 does not apply): when others borrowed
+// that quota meanwhile, its workload finds no room and preemption reclaims the borrowed work.
 //
 // Fair share: share(q) = max_r (0.5 * alloc_r(q) + 0.5 * k * usage_r(q)) / capacity_r / weight(q),
 // over subtree totals: the dominant resource share of current allocation blended with decayed

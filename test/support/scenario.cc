@@ -7,6 +7,7 @@
 #include "core/framework/scheduler.h"
 #include "core/io/cluster_file.h"
 #include "core/io/fields.h"
+#include "core/io/queue_config.h"
 #include "core/io/workload_file.h"
 #include "plugins/registry.h"
 
@@ -31,8 +32,9 @@ void CheckInvariants(const ClusterState& before, const ClusterState& after, cons
     const Node& a = after.node(n);
     const Node& b = before.node(n);
     const Resources added = a.allocated - b.allocated;
-    if (!added.IsZero() && !b.Schedulable()) fail.push_back("node " + a.name + " (" + std::string(NodeHealthName(b.health)) + ") received work");
-    if (!added.IsZero() && !a.capacity.Covers(a.allocated)) fail.push_back("node " + a.name + " over capacity");
+    const bool grew = added.gpus > 0 || added.cpu_milli > 0 || added.memory_bytes > 0;
+    if (grew && !b.Schedulable()) fail.push_back("node " + a.name + " (" + std::string(NodeHealthName(b.health)) + ") received work");
+    if (grew && !a.capacity.Covers(a.allocated)) fail.push_back("node " + a.name + " over capacity");
   }
 }
 
@@ -51,6 +53,12 @@ void CheckExpectation(const nlohmann::json& e, const std::string& path, const Cl
   const nlohmann::json* spans = f.Get("spans");
   const nlohmann::json* nodes = f.Get("nodes");
   const nlohmann::json* not_nodes = f.Get("notNodes");
+  const nlohmann::json* victims = f.Get("victims");
+  const nlohmann::json* shrinks = f.Get("shrinks");
+  bool want_reserved = false, check_reserved = f.Has("reserved");
+  f.Bool("reserved", &want_reserved);
+  int64_t eta = -2;
+  f.Int("eta", &eta, -1, INT64_MAX / 2);
   if (Status s = f.Done(); !s.ok()) return fail.push_back("bad expectation: " + s.Message());
   auto it = decisions.find(id);
   if (it == decisions.end()) return fail.push_back(path + ": no decision for workload " + id);
@@ -105,6 +113,23 @@ void CheckExpectation(const nlohmann::json& e, const std::string& path, const Cl
       if (placed_nodes.count(n.get<std::string>())) fail.push_back(who + "placed on forbidden node " + n.get<std::string>());
     }
   }
+  if (victims != nullptr) {
+    std::set<std::string> want, have(d.preemption.victims.begin(), d.preemption.victims.end());
+    for (const auto& v : *victims) want.insert(v.get<std::string>());
+    if (want != have) {
+      std::string g;
+      for (const auto& v : have) g += v + " ";
+      fail.push_back(who + "victims {" + g + "} differ from expected");
+    }
+  }
+  if (shrinks != nullptr) {
+    std::set<std::string> want, have;
+    for (const auto& v : *shrinks) want.insert(v.get<std::string>());
+    for (const auto& sh : d.preemption.shrinks) have.insert(sh.workload);
+    if (want != have) fail.push_back(who + "elastic shrinks differ from expected (" + std::to_string(have.size()) + " workload(s))");
+  }
+  if (check_reserved && d.reserved != want_reserved) fail.push_back(who + "reserved=" + (d.reserved ? "true" : "false"));
+  if (eta != -2 && d.eta_s != eta) fail.push_back(who + "eta " + std::to_string(d.eta_s) + ", want " + std::to_string(eta));
   if (members >= 0 && d.placement.PlacedMembers() != members) {
     fail.push_back(who + std::to_string(d.placement.PlacedMembers()) + " members placed, want " + std::to_string(members));
   }
@@ -134,6 +159,55 @@ ScenarioReport RunScenarioFile(const std::string& path) {
   }
   if (!built.ok()) return rep.failures.push_back(built.status().Message()), rep;
   ClusterState state = std::move(built).value();
+  const int64_t now = root.value("now", int64_t{0});
+  // Optional queue tree (same keys as the engine config) and its ledger.
+  std::vector<std::string> qerrors;
+  const QueueConfig qcfg = DecodeQueueConfig(*doc, root, &qerrors);
+  if (!qerrors.empty()) return rep.failures.push_back(qerrors.front()), rep;
+  auto tree = QueueTree::Build(qcfg);
+  if (!tree.ok()) return rep.failures.push_back(tree.status().Message()), rep;
+  QuotaLedger ledger(*tree);
+  {
+    ResVec cap(static_cast<size_t>(ledger.tree().resources()), 0);
+    for (const auto& n : state.nodes()) {
+      const ResVec c = ledger.tree().Request(n.capacity, n.gpu_model);
+      for (size_t i = 0; i < c.size(); ++i) cap[i] += c[i];
+    }
+    ledger.SetCapacity(cap);
+    ledger.Advance(now);
+  }
+  // Optional running workloads: a workload entry plus nodes (one member per entry), start, borrowed.
+  if (root.contains("running")) {
+    const auto& list = root.at("running");
+    for (size_t i = 0; i < list.size(); ++i) {
+      nlohmann::json wj = list[i];
+      const std::string where = "running[" + std::to_string(i) + "]";
+      if (!wj.is_object() || !wj.contains("nodes")) return rep.failures.push_back(where + ".nodes: required"), rep;
+      const nlohmann::json nodes = wj["nodes"];
+      const int64_t start = wj.value("start", int64_t{0});
+      const bool borrowed = wj.value("borrowed", false);
+      wj.erase("nodes");
+      wj.erase("start");
+      wj.erase("borrowed");
+      if (!wj.contains("members")) wj["members"] = static_cast<int64_t>(nodes.size());
+      auto w = DecodeWorkload(wj, where);
+      if (!w.ok()) return rep.failures.push_back(doc->Locate(w.status()).Message()), rep;
+      std::vector<MemberAssignment> as;
+      for (const auto& nn : nodes) {
+        const NodeId id = state.FindNode(nn.get<std::string>());
+        if (id == kNoNode) return rep.failures.push_back(where + ".nodes: unknown node " + nn.get<std::string>()), rep;
+        auto it = std::find_if(as.begin(), as.end(), [id](const MemberAssignment& m) { return m.node == id; });
+        if (it == as.end()) {
+          as.push_back({id, 1});
+        } else {
+          it->members++;
+        }
+      }
+      if (Status st = state.AddRunning(Allocation{*w, as, start}); !st.ok()) return rep.failures.push_back(st.Message()), rep;
+      const int q = ledger.tree().Find(w->queue);
+      if (q > 0) (void)ledger.Charge(w->id, q, ledger.tree().Request(w->Total(), w->gpu_model), borrowed);
+    }
+  }
   const ClusterState before = state;
   auto workloads = DecodeWorkloads(*doc, "workloads");
   if (!workloads.ok()) return rep.failures.push_back(workloads.status().Message()), rep;
@@ -144,10 +218,19 @@ ScenarioReport RunScenarioFile(const std::string& path) {
     pspec = *ps;
   }
   const Registry registry = plugins::DefaultRegistry();
-  auto profile = Profile::Build(pspec, registry, PluginContext{state.levels()});
+  auto profile = Profile::Build(pspec, registry, PluginContext{state.levels(), &ledger});
   if (!profile.ok()) return rep.failures.push_back(profile.status().Message()), rep;
-  Scheduler sched(std::move(profile).value());
-  CycleResult r = sched.RunCycle(state, *workloads, 0);
+  SchedulerOptions opts;
+  opts.apply_preemptions = true;
+  std::set<std::string> evicted;
+  opts.on_evict = [&](const std::string& id, int32_t members) {
+    if (members < 0) {
+      ledger.Uncharge(id);
+      evicted.insert(id);
+    }
+  };
+  Scheduler sched(std::move(profile).value(), opts);
+  CycleResult r = sched.RunCycle(state, *workloads, now);
   std::map<std::string, const Decision*> by_id;
   for (const auto& d : r.decisions) {
     by_id[d.workload_id] = &d;
@@ -155,6 +238,17 @@ ScenarioReport RunScenarioFile(const std::string& path) {
                  d.explanation + "\n";
   }
   CheckInvariants(before, state, *workloads, r, rep.failures);
+  // No running gang is ever left partly evicted: each one that was running is either gone whole
+  // (evicted) or keeps at least its minimum.
+  for (const auto& [id, a] : before.running()) {
+    auto it = state.running().find(id);
+    if (it == state.running().end()) {
+      if (!evicted.count(id)) rep.failures.push_back(id + ": disappeared without an eviction");
+      continue;
+    }
+    const int32_t now_members = it->second.workload.members;
+    if (now_members < a.workload.min_members) rep.failures.push_back(id + ": partly evicted below its minimum");
+  }
   if (root.contains("expect")) {
     const auto& ex = root.at("expect");
     for (size_t i = 0; i < ex.size(); ++i) CheckExpectation(ex[i], "expect[" + std::to_string(i) + "]", state, by_id, rep.failures);

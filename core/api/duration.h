@@ -1,0 +1,13 @@
+// Durations in config and annotations: "90s", "30m", "12h", "1h30m", "2d" or plain seconds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/api/status.h"
+
+namespace tidal {
+
+StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::string& field);
+
+}  // namespace tidal

@@ -1,0 +1,51 @@
+// preemption (PostFilter): when a workload finds no placement, choose victims whose eviction makes
+// room for it in the topology shape it needs.
+//
+// Who may be a victim of preemptor P (all must hold):
+//   - it has run at least minRuntime (no thrash on fresh work);
+//   - by priority: lower priority than P and marked preemptible; or by reclaim: it runs on borrowed
+//     quota of another queue while P's own queue is within its guarantee (P would not borrow);
+//   - it could not preempt P back: a higher-priority workload is never a victim, and neither is an
+//     in-quota workload when P itself would be borrowing.
+// Victim order: borrowers first, then lower priority, then least work lost = GPUs x seconds since
+// its last checkpoint (tidal.dev/checkpoint-interval, or a reported checkpoint time; without either,
+// all the time since it started), then id.
+// Shape: victims are chosen per domain of the level P needs (its required level, else the smallest
+// level whose domains could hold it), taking victims touching that domain in order (elastic
+// victims first give back members above their minimum) until P fits INSIDE the domain; among up to
+// maxDomains such domains the one losing the least work wins. A non-elastic gang is evicted whole,
+// never in part.
+// Threading: cycle thread; trial evictions run in a Transaction that is always discarded.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "core/api/plugin.h"
+#include "core/framework/registry.h"
+#include "core/state/queues.h"
+
+namespace tidal::plugins {
+
+class Preemption final : public PostFilterPlugin {
+ public:
+  static constexpr const char* kName = "preemption";
+  struct Args {
+    int64_t min_runtime_s = 300;
+    int64_t max_domains = 4;
+  };
+  Preemption(QuotaLedger* ledger, Args a) : ledger_(ledger), args_(a) {}
+  std::string_view Name() const override { return kName; }
+  Status PostFilter(CycleState& state, const Workload& w, const Status& failure, PostFilterContext& ctx,
+                    const PlacementConstraints& c, PostFilterResult& result) override;
+  static StatusOr<std::unique_ptr<Plugin>> New(const nlohmann::json& args, const PluginContext& ctx);
+  // GPU-seconds a running allocation would lose if evicted now.
+  static double WorkLost(const Workload& v, int64_t start_s, int64_t now_s);
+
+ private:
+  QuotaLedger* ledger_;
+  Args args_;
+};
+
+}  // namespace tidal::plugins
