@@ -11,6 +11,7 @@
 // keeps per-workload data in CycleState, not in members, unless it documents its own locking.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,6 +95,9 @@ class QueueSortPlugin : public virtual Plugin {
   // Called once before each sort, e.g. to cache per-queue shares.
   virtual void PrepareSort() {}
   virtual bool Less(const Workload& a, const Workload& b) const = 0;
+  // Optional fast path: a key whose lexicographic order equals Less (valid until the next
+  // PrepareSort). Returns false when the plugin has none; the framework then calls Less.
+  virtual bool SortKey(const Workload&, std::array<int64_t, 3>*) const { return false; }
 };
 
 // Decides whether a workload may consume capacity now (quota). Unschedulable keeps it pending.

@@ -1,6 +1,7 @@
 #include "core/framework/scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 
@@ -39,6 +40,19 @@ const Status* ShapeCache::Find(const Key& k) const {
 
 void ShapeCache::Insert(const Key& k, Status s) { map_.emplace(k, std::move(s)); }
 
+bool ShapeCache::NoVictims(const Key& k, int32_t queue, int32_t priority) const {
+  auto it = no_victims_.find(k);
+  if (it == no_victims_.end()) return false;
+  auto q = it->second.find(queue);
+  return q != it->second.end() && priority <= q->second;
+}
+
+void ShapeCache::SetNoVictims(const Key& k, int32_t queue, int32_t priority) {
+  auto& m = no_victims_[k];
+  auto [it, inserted] = m.emplace(queue, priority);
+  if (!inserted) it->second = std::max(it->second, priority);
+}
+
 size_t ShapeCache::Hash::operator()(const Key& k) const {
   size_t h = std::hash<int64_t>()(k.per_member.gpus);
   auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
@@ -56,6 +70,30 @@ size_t ShapeCache::Hash::operator()(const Key& k) const {
 void Scheduler::SortQueue(std::vector<const Workload*>& pending) const {
   QueueSortPlugin& qs = profile_->queue_sort();
   qs.PrepareSort();
+  // Fast path: sort contiguous keys (cache-friendly) when the plugin provides them for all.
+  struct Keyed {
+    std::array<int64_t, 3> key;
+    const Workload* w;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(pending.size());
+  bool all = true;
+  for (const Workload* w : pending) {
+    Keyed k{{}, w};
+    if (!qs.SortKey(*w, &k.key)) {
+      all = false;
+      break;
+    }
+    keyed.push_back(k);
+  }
+  if (all) {
+    std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+      if (a.key != b.key) return a.key < b.key;
+      return a.w->id < b.w->id;
+    });
+    for (size_t i = 0; i < keyed.size(); ++i) pending[i] = keyed[i].w;
+    return;
+  }
   std::stable_sort(pending.begin(), pending.end(), [&](const Workload* a, const Workload* b) {
     if (qs.Less(*a, *b)) return true;
     if (qs.Less(*b, *a)) return false;
@@ -225,8 +263,16 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
     ends_bucket = c.ends_at > bf->latest_start ? INT64_MAX : c.ends_at;
   }
   d.constraints = c;
+  ShapeCache::Key key{w.per_member, c.members, w.min_members, c.required_level, c.preferred_level, w.gpu_model,
+                      w.front_door, ends_bucket};
+  const int32_t queue_key = w.queue_id >= 0 ? w.queue_id : static_cast<int32_t>(std::hash<std::string>()(w.queue) & 0x3fffffff);
   auto postfilter = [&](Status& failure) {
     if (failure.code() != StatusCode::kUnschedulable || !profile_->has_postfilters()) return;
+    if (cache != nullptr) {
+      if (cache->postfilter_attempts >= options_.max_postfilter_attempts) return;
+      if (cache->NoVictims(key, queue_key, w.priority)) return;
+      cache->postfilter_attempts++;
+    }
     PlacementConstraints pc = c;
     pc.reserved_from = nullptr;
     PostFilterContext ctx{state, now_s, [&](const PlacementConstraints& probe) {
@@ -241,10 +287,9 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
                         d.preemption.nominated_domain);
     } else {
       d.preemption = PostFilterResult{};
+      if (cache != nullptr) cache->SetNoVictims(key, queue_key, w.priority);
     }
   };
-  ShapeCache::Key key{w.per_member, c.members, w.min_members, c.required_level, c.preferred_level, w.gpu_model,
-                      w.front_door, ends_bucket};
   if (cache != nullptr) {
     if (const Status* failed = cache->Find(key)) {
       Status again = *failed;

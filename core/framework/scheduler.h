@@ -66,6 +66,10 @@ struct SchedulerOptions {
   bool apply_preemptions = false;
   // Called for every eviction applied in a cycle: (workload id, members released; -1 = whole).
   std::function<void(const std::string&, int32_t)> on_evict;
+  // PostFilter (preemption) runs for at most this many blocked workloads per cycle, in queue order;
+  // a shape that found no victims is not retried for a workload of the same queue and no higher
+  // priority. Keeps deep queues cheap; the rest wait for the next cycle.
+  int max_postfilter_attempts = 64;
 };
 
 // Within one cycle capacity only shrinks (placements) and restrictions only grow (reservations),
@@ -85,7 +89,14 @@ class ShapeCache {
   };
   const Status* Find(const Key& k) const;
   void Insert(const Key& k, Status s);
-  void Clear() { map_.clear(); }
+  void Clear() {
+    map_.clear();
+    no_victims_.clear();
+  }
+  // Preemption memo: (shape, queue) -> highest priority for which no victims were found.
+  bool NoVictims(const Key& k, int32_t queue, int32_t priority) const;
+  void SetNoVictims(const Key& k, int32_t queue, int32_t priority);
+  int postfilter_attempts = 0;
   int64_t hits() const { return hits_; }
 
  private:
@@ -93,6 +104,7 @@ class ShapeCache {
     size_t operator()(const Key& k) const;
   };
   std::unordered_map<Key, Status, Hash> map_;
+  std::unordered_map<Key, std::unordered_map<int32_t, int32_t>, Hash> no_victims_;
   mutable int64_t hits_ = 0;
 };
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,11 +29,15 @@ class FairShare final : public QueueSortPlugin {
   std::string_view Name() const override { return kName; }
   void PrepareSort() override;
   bool Less(const Workload& a, const Workload& b) const override;
+  bool SortKey(const Workload& w, std::array<int64_t, 3>* key) const override;
   static StatusOr<std::unique_ptr<Plugin>> New(const nlohmann::json& args, const PluginContext& ctx);
 
  private:
   int QueueOf(const Workload& w) const;
   QuotaLedger* ledger_;
+  // Rank of every queue in hierarchical fair-share order, computed once per sort (leaves sorted
+  // with QuotaLedger::CompareQueues; equal shares share a rank), so Less is O(1).
+  std::vector<int32_t> rank_;
 };
 
 }  // namespace tidal::plugins

@@ -1,6 +1,7 @@
 #include "plugins/preemption/preemption.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "core/api/duration.h"
 #include "core/state/cluster_state.h"
@@ -12,6 +13,7 @@ namespace {
 
 struct Victim {
   std::string id;
+  const Allocation* alloc = nullptr;
   bool borrowed = false;
   bool reclaim = false;
   int32_t priority = 0;
@@ -60,7 +62,7 @@ Status Preemption::PostFilter(CycleState&, const Workload& w, const Status& fail
     // No thrash: never a victim that could preempt the preemptor back.
     if (v.priority > w.priority) continue;
     if (preemptor_borrowing && !borrowed && v.queue != w.queue) continue;
-    victims.push_back(Victim{id, borrowed, by_reclaim && !by_priority, v.priority, WorkLost(v, a.start_time_s, now_s),
+    victims.push_back(Victim{id, &a, borrowed, by_reclaim && !by_priority, v.priority, WorkLost(v, a.start_time_s, now_s),
                              std::max(0, v.members - v.min_members)});
   }
   if (victims.empty()) return Status::Unschedulable("no eligible victims");
@@ -87,40 +89,45 @@ Status Preemption::PostFilter(CycleState&, const Workload& w, const Status& fail
       }
     }
   }
-  std::vector<VertexId> domains;
-  if (level < 0) {
-    domains.push_back(cluster.root());
-  } else {
-    auto [b, e] = cluster.LevelRange(level);
-    for (VertexId v = b; v < e; ++v) domains.push_back(v);
-  }
-  // Victims touching each domain, with their GPUs there (for a quick sufficiency estimate).
+  // Victims touching each domain of that level, with their GPUs there (one pass over victims).
   struct Plan {
     VertexId domain;
     std::vector<size_t> touching;
     double est_loss = 0;
   };
+  std::unordered_map<VertexId, std::vector<std::pair<size_t, int64_t>>> by_domain;
+  for (size_t i = 0; i < victims.size(); ++i) {
+    const Allocation& a = *victims[i].alloc;
+    for (const auto& as : a.assignments) {
+      const VertexId d = level < 0 ? cluster.root() : cluster.AncestorAt(as.node, level);
+      if (d < 0) continue;
+      auto& list = by_domain[d];
+      const int64_t gpus = as.members * a.workload.per_member.gpus;
+      if (!list.empty() && list.back().first == i) {
+        list.back().second += gpus;
+      } else {
+        list.emplace_back(i, gpus);
+      }
+    }
+  }
   std::vector<Plan> plans;
-  for (VertexId d : domains) {
-    const Vertex& vx = cluster.vertex(d);
+  for (auto& [d, list] : by_domain) {
+    // Victim order inside a domain follows the global order (indices are already sorted).
+    std::sort(list.begin(), list.end());
     int64_t gpus = cluster.FreeGpus(d);
     Plan p{d, {}, 0};
-    for (size_t i = 0; i < victims.size(); ++i) {
-      const Allocation& a = cluster.running().at(victims[i].id);
-      int64_t here = 0;
-      for (const auto& as : a.assignments) {
-        if (as.node >= vx.node_begin && as.node < vx.node_end) here += as.members * a.workload.per_member.gpus;
-      }
-      if (here == 0) continue;
+    for (const auto& [i, here] : list) {
       p.touching.push_back(i);
       if (gpus < g * c.members) {
         gpus += here;
         p.est_loss += victims[i].lost;
       }
     }
-    if (gpus >= g * c.members && !p.touching.empty()) plans.push_back(std::move(p));
+    if (gpus >= g * c.members) plans.push_back(std::move(p));
   }
-  std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) { return a.est_loss < b.est_loss; });
+  std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
+    return a.est_loss != b.est_loss ? a.est_loss < b.est_loss : a.domain < b.domain;
+  });
   if (plans.size() > static_cast<size_t>(args_.max_domains)) plans.resize(static_cast<size_t>(args_.max_domains));
 
   // Trial evictions per domain, in victim order, until the preemptor fits inside it.
@@ -150,7 +157,9 @@ Status Preemption::PostFilter(CycleState&, const Workload& w, const Status& fail
     };
     for (size_t idx : p.touching) {
       const Victim& v = victims[idx];
-      const Allocation a = cluster.running().at(v.id);
+      auto live = cluster.running().find(v.id);
+      if (live == cluster.running().end()) continue;
+      const Allocation a = live->second;
       if (v.surplus > 0) {
         // Elastic: give back surplus members on nodes of this domain first.
         int32_t give = v.surplus;

@@ -12,6 +12,7 @@ namespace tidal::cli {
 
 int Place(const Args& args);
 int Config(const Args& args);
+int Sim(const Args& args);
 
 
 }  // namespace tidal::cli

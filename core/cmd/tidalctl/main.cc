@@ -16,6 +16,9 @@ Usage:
   tidalctl config validate FILE
       Validate an engine config (topology levels, profile, queues) as tidal-engine would load it;
       every problem is printed as "file:line: field: reason" and the exit code is 1.
+  tidalctl sim --trace FILE [--policy tidal|fifo|easy-backfill|kube-default|all] [--out FILE] [--report DIR] ...
+      Replay a job trace (Philly CSV, generic CSV, YAML/JSON) on a virtual clock through the same
+      core and plugins as tidal-engine, and baselines; metrics per policy (docs/simulator.md).
   tidalctl help
 )";
 
@@ -31,6 +34,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (cmd == "place") return tidal::cli::Place(args);
   if (cmd == "config") return tidal::cli::Config(args);
+  if (cmd == "sim") return tidal::cli::Sim(args);
   std::cerr << "tidalctl: unknown command \"" << cmd << "\"\n" << kUsage;
   return 2;
 }
