@@ -634,7 +634,8 @@ class TestPostFilter final : public PostFilterPlugin {
  public:
   explicit TestPostFilter(Calls* calls) : calls_(calls) {}
   std::string_view Name() const override { return "test-postfilter"; }
-  Status PostFilter(CycleState&, const Workload&, const Status&, PostFilterResult& r) override {
+  Status PostFilter(CycleState&, const Workload&, const Status&, PostFilterContext&, const PlacementConstraints&,
+                    PostFilterResult& r) override {
     ++calls_->postfilter;
     r.victims = {"victim-a", "victim-b"};
     r.nominated_domain = "block-0";
@@ -769,7 +770,7 @@ TEST(FrameworkPluginTest, PostFilterRunsOnlyForUnschedulable) {
   EXPECT_EQ(d.outcome, Outcome::kPending);
   EXPECT_EQ(calls.postfilter, 1);
   EXPECT_EQ(d.preemption.victims, (std::vector<std::string>{"victim-a", "victim-b"}));
-  EXPECT_THAT(d.status.Message(), HasSubstr("preemption proposed: 2 victim(s)"));
+  EXPECT_THAT(d.status.Message(), HasSubstr("proposed: 2 victim(s)"));
   EXPECT_TRUE(s.running().empty()) << "PostFilter only proposes; nothing is evicted or placed";
   // Can never fit: PostFilter is skipped.
   Decision never = sched.ScheduleOne(s, MakeGang("h").Members(3).Gpus(8).Obj(), 0);

@@ -343,11 +343,17 @@ TEST(ProfileRunTest, GangPermitRefusesPartialCandidateWithPluginName) {
 }
 
 TEST(ProfileRunTest, PostFilterWithoutPluginsCannotHelp) {
-  auto p = Profile::Build(ProfileSpec::Default(), TestRegistry(), Ctx());
+  ProfileSpec spec = ProfileSpec::Default();
+  spec.plugins.erase(std::remove_if(spec.plugins.begin(), spec.plugins.end(),
+                                    [](const PluginSpec& x) { return x.name == "preemption"; }),
+                     spec.plugins.end());
+  auto p = Profile::Build(spec, TestRegistry(), Ctx());
   ASSERT_TRUE(p.ok());
   CycleState cs;
   PostFilterResult r;
-  Status s = (*p)->RunPostFilter(cs, MakeGang("g").Obj(), Status::Unschedulable("full"), r);
+  ClusterState cluster = testing::FabricState(1, 1, 1, 1);
+  PostFilterContext ctx{cluster, 0, [](const PlacementConstraints&) { return false; }};
+  Status s = (*p)->RunPostFilter(cs, MakeGang("g").Obj(), Status::Unschedulable("full"), ctx, PlacementConstraints{}, r);
   EXPECT_EQ(s.code(), StatusCode::kUnschedulable);
   EXPECT_THAT(s.Message(), HasSubstr("no PostFilter plugin could help"));
   EXPECT_TRUE(r.victims.empty());
@@ -404,7 +410,7 @@ INSTANTIATE_TEST_SUITE_P(
         FromJsonErrorCase{"PluginUnknownField", R"({"plugins": ["gang", {"name": "topology", "wieght": 1}]})",
                           "profile.plugins[1].wieght: unknown field (accepted: name, weight, args)"},
         FromJsonErrorCase{"UnknownTopLevelField", R"({"name": "x", "bogus": 1})",
-                          "profile.bogus: unknown field (accepted: name, maxCandidates, plugins)"}),
+                          "profile.bogus: unknown field (accepted: name, maxCandidates, plugins, backfill)"}),
     CaseName());
 
 TEST(FromJsonTest, FieldPrefixIsUsed) {

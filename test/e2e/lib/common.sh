@@ -15,12 +15,14 @@ E2E_ROOT=$(cd "$E2E_LIB/../../.." && pwd)                    # repository root
 : "${TIDAL_E2E_APISERVER_PORT:=26443}"                       # kube-apiserver (https)
 : "${TIDAL_E2E_KWOK_PORT:=20247}"                            # kwok's kubelet-like server (http, /healthz)
 : "${TIDAL_E2E_SCHED_PORT:=20259}"                           # tidal-scheduler secure port (https, /healthz)
+: "${TIDAL_E2E_ENGINE_HTTP_PORT:=20081}"                     # tidal-engine HTTP (/healthz, /readyz, /queues)
+: "${TIDAL_E2E_KCM_PORT:=20257}"                             # kube-controller-manager secure port (demo only)
 : "${TIDAL_E2E_TOKEN:=tidal-e2e-admin-token}"                # static bearer token (system:masters)
 : "${TIDAL_E2E_TIMEOUT:=60}"                                 # seconds to wait for each component
 : "${TIDAL_E2E_KWOK_LEASE_SECONDS:=0}"                       # kwok node leases (0 = off: no controller-manager here)
 : "${TIDAL_E2E_APISERVER_V:=1}"                              # kube-apiserver --v
 export TIDAL_E2E_TOOLS_BIN TIDAL_E2E_BIN TIDAL_E2E_ETCD_PORT TIDAL_E2E_ETCD_PEER_PORT TIDAL_E2E_APISERVER_PORT \
-  TIDAL_E2E_KWOK_PORT TIDAL_E2E_SCHED_PORT TIDAL_E2E_TOKEN TIDAL_E2E_TIMEOUT
+  TIDAL_E2E_KWOK_PORT TIDAL_E2E_SCHED_PORT TIDAL_E2E_ENGINE_HTTP_PORT TIDAL_E2E_KCM_PORT TIDAL_E2E_TOKEN TIDAL_E2E_TIMEOUT
 
 e2e_log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 e2e_die() { e2e_log "ERROR: $*"; exit 1; }
