@@ -505,12 +505,31 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   w.required_level = spec.required_level;
   w.preferred_level = spec.preferred_level;
   EnsureStateLocked();
+  const auto t0 = std::chrono::steady_clock::now();
   Decision d = sched_->ScheduleOne(*state_, w, clock_());
+  const std::string klass(WorkloadClassName(w.workload_class));
+  const std::string size = SizeBucket(w.TotalGpus());
+  if (metrics_ != nullptr) {
+    metrics_->cycle_duration.With({}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    metrics_->decisions.With({std::string(OutcomeName(d.outcome))}).Inc();
+  }
+  auto log = [&](const char* outcome) {
+    if (decision_log_ == nullptr) return;
+    nlohmann::json j{{"ts", clock_()}, {"workload", key}, {"queue", w.queue}, {"class", klass}, {"gpus", w.TotalGpus()},
+                     {"outcome", outcome}, {"reasons", d.status.reasons()}, {"explanation", d.explanation}};
+    if (d.outcome == Outcome::kPlaced) j["domain"] = d.placement.domain;
+    decision_log_->Write(std::move(j));
+  };
   if (d.outcome != Outcome::kPlaced) {
+    if (g.last_reason != d.explanation) log(d.outcome == Outcome::kRejected ? "rejected" : "pending");
     g.last_reason = d.explanation;
     r.status = d.status;
     if (r.status.ok()) r.status = Status::Unschedulable(d.explanation, "engine");
     return r;
+  }
+  log("placed");
+  if (metrics_ != nullptr && submitted != INT64_MAX) {
+    metrics_->admission_wait.With({w.queue, klass, size}).Observe(static_cast<double>(std::max<int64_t>(0, clock_() - submitted)));
   }
   Plan plan;
   plan.per_member = per_member;
@@ -591,6 +610,20 @@ Status Engine::Bound(const std::string& uid, const std::string& node) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pods_.find(uid);
   if (it == pods_.end()) return Status::Error("pod uid " + uid + " is not known", "engine");
+  if (auto gk = pod_gang_.find(uid); gk != pod_gang_.end() && metrics_ != nullptr) {
+    Gang& g = gangs_.at(gk->second);
+    if (!g.start_observed && g.plan) {
+      g.start_observed = true;
+      int64_t first = INT64_MAX;
+      for (const auto& u : g.pods) first = std::min(first, pods_.at(u).creation_unix);
+      auto spec = ParsePodSchedulingSpec(it->second.labels, it->second.annotations, cfg_.levels);
+      if (spec.ok() && first != INT64_MAX) {
+        const int64_t gpus = g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
+        metrics_->time_to_start.With({spec->queue, std::string(WorkloadClassName(spec->workload_class)), SizeBucket(gpus)})
+            .Observe(static_cast<double>(std::max<int64_t>(0, clock_() - first)));
+      }
+    }
+  }
   it->second.node_name = node;
   auto charged = charged_.find(uid);
   if (charged == charged_.end() || charged->second.first != node) {
@@ -639,6 +672,84 @@ Status Engine::Explain(const std::string& name, std::string* text) {
   }
   *text = t;
   return Status::Ok();
+}
+
+EngineGauges Engine::Gauges() {
+  std::lock_guard<std::mutex> lock(mu_);
+  EnsureStateLocked();
+  ledger_.Advance(clock_());
+  EngineGauges out;
+  // GPUs by state and pool: allocated to bound pods, reserved by plans, idle, unhealthy.
+  std::map<std::pair<std::string, std::string>, double> gpus;
+  int64_t reserved_total = 0;
+  for (const auto& [key, g] : gangs_) {
+    if (g.plan) reserved_total += g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
+  }
+  for (NodeId n = 0; n < state_->node_count(); ++n) {
+    const Node& node = state_->node(n);
+    const std::string pool(PoolName(node.pool));
+    if (!node.Schedulable()) {
+      gpus[{"unhealthy", pool}] += static_cast<double>(node.capacity.gpus);
+      continue;
+    }
+    gpus[{"allocated", pool}] += static_cast<double>(std::min(node.capacity.gpus, node.allocated.gpus));
+    gpus[{"idle", pool}] += static_cast<double>(std::max<int64_t>(0, node.FreeGpus()));
+  }
+  // Plans are held as allocations in the state: move their GPUs from allocated to reserved.
+  if (reserved_total > 0) {
+    gpus[{"allocated", "kubernetes"}] -= static_cast<double>(reserved_total);
+    gpus[{"reserved", "kubernetes"}] += static_cast<double>(reserved_total);
+  }
+  for (const char* st : {"allocated", "idle", "reserved", "perishable", "unhealthy"}) gpus[{st, "kubernetes"}] += 0;
+  for (const auto& [k, v] : gpus) out.gpus.push_back({{k.first, k.second}, v});
+  // Pending gangs by queue and class; smallest pending member shape for fragmentation.
+  std::map<std::pair<std::string, std::string>, double> pending;
+  int64_t smallest = INT64_MAX;
+  for (const auto& [key, g] : gangs_) {
+    if (g.plan) continue;
+    bool any_pending = false;
+    const PodInfo* sample = nullptr;
+    for (const auto& u : g.pods) {
+      const PodInfo& p = pods_.at(u);
+      if (!p.UsesCapacity() && p.node_name.empty()) {
+        any_pending = true;
+        sample = &p;
+        if (p.request.gpus > 0) smallest = std::min(smallest, p.request.gpus);
+      }
+    }
+    if (!any_pending) continue;
+    auto spec = ParsePodSchedulingSpec(sample->labels, sample->annotations, cfg_.levels);
+    if (!spec.ok()) continue;
+    pending[{spec->queue, std::string(WorkloadClassName(spec->workload_class))}] += 1;
+  }
+  for (const auto& [k, v] : pending) out.pending.push_back({{k.first, k.second}, v});
+  if (smallest != INT64_MAX) {
+    for (const auto& node : state_->nodes()) {
+      const int64_t f = node.FreeGpus();
+      if (f > 0 && f < smallest) out.unusable_free_gpus += static_cast<double>(f);
+    }
+  }
+  // Largest whole-node gang placeable now, per level.
+  const int64_t g8 = std::max<int64_t>(1, state_->max_gpus_per_node());
+  for (int l = 0; l < state_->levels().node_level(); ++l) {
+    auto [b, e] = state_->LevelRange(l);
+    int64_t best = 0;
+    for (VertexId v = b; v < e; ++v) best = std::max(best, state_->MemberCapacity(v, g8));
+    out.largest_gang.push_back({{state_->levels().Name(l)}, static_cast<double>(best * g8)});
+  }
+  // Queues.
+  const QueueTree& t = ledger_.tree();
+  for (int q = 1; q < t.size(); ++q) {
+    for (int r = 0; r < t.resources(); ++r) {
+      const std::string& rn = t.config().resources[static_cast<size_t>(r)];
+      out.queue_usage.push_back({{t.Name(q), rn}, static_cast<double>(ledger_.Allocated(q)[static_cast<size_t>(r)])});
+      const int64_t nom = t.Spec(q).nominal[static_cast<size_t>(r)];
+      if (nom < kUnlimited) out.queue_nominal.push_back({{t.Name(q), rn}, static_cast<double>(nom)});
+      out.queue_borrowed.push_back({{t.Name(q), rn}, static_cast<double>(ledger_.Borrowed(q)[static_cast<size_t>(r)])});
+    }
+    out.fair_share.push_back({{t.Name(q)}, ledger_.Share(q)});
+  }
+  return out;
 }
 
 EngineStats Engine::Stats() {

@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/engine/observability.h"
 #include "core/engine/pod_spec.h"
 #include "core/framework/scheduler.h"
 #include "core/state/cluster_state.h"
@@ -101,6 +102,20 @@ struct PermitResult {
   std::vector<PodRefInfo> allow;
 };
 
+// State-derived gauges, sampled at scrape time.
+struct EngineGauges {
+  struct Row {
+    std::vector<std::string> labels;
+    double value = 0;
+  };
+  std::vector<Row> gpus;            // state, pool
+  std::vector<Row> pending;         // queue, class
+  std::vector<Row> queue_usage, queue_nominal, queue_borrowed;  // queue, resource
+  std::vector<Row> fair_share;      // queue
+  std::vector<Row> largest_gang;    // level (GPUs of the largest whole-node gang placeable now)
+  double unusable_free_gpus = 0;    // free GPUs on nodes too small for every pending member shape
+};
+
 struct EngineStats {
   int32_t nodes = 0, pods = 0, gangs = 0, plans = 0;
   uint64_t generation = 0;
@@ -126,6 +141,12 @@ class Engine {
   // Text for a gang key "ns/gang" or a pod "ns/name".
   Status Explain(const std::string& name, std::string* text);
   EngineStats Stats();
+  EngineGauges Gauges();
+  // Optional: metrics and decision log (set before serving; not owned).
+  void SetObservability(EngineMetrics* m, DecisionLog* log) {
+    metrics_ = m;
+    decision_log_ = log;
+  }
   // Hot reload: swaps in a new, already validated config. Usage history and charges carry over by
   // queue name; plans in flight are dropped (their members retry).
   Status Reconfigure(const EngineConfig& cfg);
@@ -150,6 +171,7 @@ class Engine {
   };
   struct Gang {
     std::string key;
+    bool start_observed = false;
     std::set<std::string> pods;  // uids of its pods (pending or bound)
     std::optional<Plan> plan;
     std::string last_reason;
@@ -171,6 +193,8 @@ class Engine {
 
   EngineConfig cfg_;
   Clock clock_;
+  EngineMetrics* metrics_ = nullptr;
+  DecisionLog* decision_log_ = nullptr;
   std::unique_ptr<Scheduler> sched_;
   std::string epoch_;
 

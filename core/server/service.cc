@@ -1,5 +1,7 @@
 #include "core/server/service.h"
 
+#include <chrono>
+
 namespace tidal {
 namespace {
 
@@ -68,93 +70,126 @@ PodInfo FromProto(const v1::Pod& p) {
   return o;
 }
 
-grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<v1::SyncAck, v1::SyncRequest>* stream) {
-  v1::SyncRequest req;
-  bool first = true;
-  while (stream->Read(&req)) {
-    if (first && !req.resync()) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          "resync: the first message of a Sync stream must be a full snapshot (resync=true)");
-    }
-    first = false;
-    SyncBatch b;
-    b.resync = req.resync();
-    for (const auto& n : req.upsert_nodes()) b.upsert_nodes.push_back(FromProto(n));
-    b.delete_nodes.assign(req.delete_nodes().begin(), req.delete_nodes().end());
-    for (const auto& p : req.upsert_pods()) b.upsert_pods.push_back(FromProto(p));
-    b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
-    uint64_t gen = 0;
-    Status st = engine_.Sync(b, &gen);
-    v1::SyncAck ack;
-    ack.set_engine_epoch(engine_.epoch());
-    ack.set_generation(gen);
-    ToProto(st, ack.mutable_status());
-    if (!stream->Write(ack)) break;
+grpc::Status EngineService::Observe(const char* method, const std::function<grpc::Status()>& body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  grpc::Status s = body();
+  if (metrics_ != nullptr) {
+    static constexpr const char* kCodes[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                             "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                             "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+                                             "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+    const int c = static_cast<int>(s.error_code());
+    metrics_->grpc_requests.With({method, c >= 0 && c <= 16 ? kCodes[c] : "UNKNOWN"}).Inc();
+    metrics_->grpc_duration.With({method}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  return grpc::Status::OK;
+  return s;
+}
+
+grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<v1::SyncAck, v1::SyncRequest>* stream) {
+  return Observe("Sync", [&]() -> grpc::Status {
+    v1::SyncRequest req;
+    bool first = true;
+    while (stream->Read(&req)) {
+      if (first && !req.resync()) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            "resync: the first message of a Sync stream must be a full snapshot (resync=true)");
+      }
+      first = false;
+      SyncBatch b;
+      b.resync = req.resync();
+      for (const auto& n : req.upsert_nodes()) b.upsert_nodes.push_back(FromProto(n));
+      b.delete_nodes.assign(req.delete_nodes().begin(), req.delete_nodes().end());
+      for (const auto& p : req.upsert_pods()) b.upsert_pods.push_back(FromProto(p));
+      b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
+      uint64_t gen = 0;
+      Status st = engine_.Sync(b, &gen);
+      v1::SyncAck ack;
+      ack.set_engine_epoch(engine_.epoch());
+      ack.set_generation(gen);
+      ToProto(st, ack.mutable_status());
+      if (!stream->Write(ack)) break;
+    }
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status EngineService::CheckPod(grpc::ServerContext*, const v1::PodRef* req, v1::CheckPodResponse* resp) {
-  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
-  std::string gang;
-  ToProto(engine_.CheckPod(req->uid(), &gang), resp->mutable_status());
-  resp->set_gang(gang);
-  return grpc::Status::OK;
+  return Observe("CheckPod", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    std::string gang;
+    ToProto(engine_.CheckPod(req->uid(), &gang), resp->mutable_status());
+    resp->set_gang(gang);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status EngineService::PlanPod(grpc::ServerContext*, const v1::PodRef* req, v1::PlanResponse* resp) {
-  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
-  PlanResult r = engine_.PlanPod(req->uid());
-  ToProto(r.status, resp->mutable_status());
-  resp->set_node_name(r.node);
-  resp->set_gang(r.gang);
-  resp->set_domain(r.domain);
-  resp->set_explanation(r.explanation);
-  return grpc::Status::OK;
+  return Observe("PlanPod", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    PlanResult r = engine_.PlanPod(req->uid());
+    ToProto(r.status, resp->mutable_status());
+    resp->set_node_name(r.node);
+    resp->set_gang(r.gang);
+    resp->set_domain(r.domain);
+    resp->set_explanation(r.explanation);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status EngineService::Reserve(grpc::ServerContext*, const v1::ReserveRequest* req, v1::ReserveResponse* resp) {
-  if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
-  if (req->node_name().empty()) return Invalid("node_name", "must be set");
-  ToProto(engine_.Reserve(req->pod().uid(), req->node_name()), resp->mutable_status());
-  return grpc::Status::OK;
+  return Observe("Reserve", [&]() -> grpc::Status {
+    if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
+    if (req->node_name().empty()) return Invalid("node_name", "must be set");
+    ToProto(engine_.Reserve(req->pod().uid(), req->node_name()), resp->mutable_status());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status EngineService::Unreserve(grpc::ServerContext*, const v1::PodRef* req, v1::UnreserveResponse* resp) {
-  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
-  for (const auto& p : engine_.Unreserve(req->uid())) ToProto(p, resp->add_released());
-  return grpc::Status::OK;
+  return Observe("Unreserve", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    for (const auto& p : engine_.Unreserve(req->uid())) ToProto(p, resp->add_released());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status EngineService::Permit(grpc::ServerContext*, const v1::PodRef* req, v1::PermitResponse* resp) {
-  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
-  PermitResult r = engine_.Permit(req->uid());
-  ToProto(r.status, resp->mutable_status());
-  resp->set_wait_timeout_ms(r.wait_timeout_ms);
-  for (const auto& p : r.allow) ToProto(p, resp->add_allow());
-  return grpc::Status::OK;
+  return Observe("Permit", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    PermitResult r = engine_.Permit(req->uid());
+    ToProto(r.status, resp->mutable_status());
+    resp->set_wait_timeout_ms(r.wait_timeout_ms);
+    for (const auto& p : r.allow) ToProto(p, resp->add_allow());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status EngineService::Preempt(grpc::ServerContext*, const v1::PodRef* req, v1::PreemptResponse* resp) {
-  if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
-  // Victim selection arrives with the preemption plugin (issue 5); until then no victims.
-  ToProto(Status::Unschedulable("preemption is not enabled in this profile", "engine"), resp->mutable_status());
-  return grpc::Status::OK;
+  return Observe("Preempt", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    // Victim selection arrives with the preemption plugin (issue 5); until then no victims.
+    ToProto(Status::Unschedulable("preemption is not enabled in this profile", "engine"), resp->mutable_status());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status EngineService::Bound(grpc::ServerContext*, const v1::ReserveRequest* req, v1::BoundResponse* resp) {
-  if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
-  if (req->node_name().empty()) return Invalid("node_name", "must be set");
-  ToProto(engine_.Bound(req->pod().uid(), req->node_name()), resp->mutable_status());
-  return grpc::Status::OK;
+  return Observe("Bound", [&]() -> grpc::Status {
+    if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
+    if (req->node_name().empty()) return Invalid("node_name", "must be set");
+    ToProto(engine_.Bound(req->pod().uid(), req->node_name()), resp->mutable_status());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status EngineService::Explain(grpc::ServerContext*, const v1::ExplainRequest* req, v1::ExplainResponse* resp) {
-  if (req->workload().empty()) return Invalid("workload", "must be set");
-  std::string text;
-  ToProto(engine_.Explain(req->workload(), &text), resp->mutable_status());
-  resp->set_text(text);
-  return grpc::Status::OK;
+  return Observe("Explain", [&]() -> grpc::Status {
+    if (req->workload().empty()) return Invalid("workload", "must be set");
+    std::string text;
+    ToProto(engine_.Explain(req->workload(), &text), resp->mutable_status());
+    resp->set_text(text);
+    return grpc::Status::OK;
+  });
 }
 
 }  // namespace tidal

@@ -6,6 +6,8 @@
 // Engine, which serialises access itself. A Sync stream is handled by one thread for its lifetime.
 #pragma once
 
+#include <functional>
+
 #include <grpcpp/grpcpp.h>
 
 #include "core/engine/engine.h"
@@ -15,7 +17,7 @@ namespace tidal {
 
 class EngineService final : public v1::Engine::Service {
  public:
-  explicit EngineService(Engine& engine) : engine_(engine) {}
+  explicit EngineService(Engine& engine, EngineMetrics* metrics = nullptr) : engine_(engine), metrics_(metrics) {}
 
   grpc::Status Sync(grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::SyncAck, v1::SyncRequest>* stream) override;
   grpc::Status CheckPod(grpc::ServerContext* ctx, const v1::PodRef* req, v1::CheckPodResponse* resp) override;
@@ -28,7 +30,10 @@ class EngineService final : public v1::Engine::Service {
   grpc::Status Explain(grpc::ServerContext* ctx, const v1::ExplainRequest* req, v1::ExplainResponse* resp) override;
 
  private:
+  // Decorates a handler: request count by method and code, latency by method.
+  grpc::Status Observe(const char* method, const std::function<grpc::Status()>& body);
   Engine& engine_;
+  EngineMetrics* metrics_;
 };
 
 // Conversions (exposed for tests).

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/cmd/flags.h"
+#include "core/metrics/registry.h"
 #include "core/server/config_watcher.h"
 #include "core/server/http_server.h"
 #include "core/server/service.h"
@@ -32,7 +33,8 @@ constexpr const char* kUsage =
     "  --listen     gRPC address (default unix:///tmp/tidal-engine.sock)\n"
     "  --http-addr  /healthz and /readyz (default 127.0.0.1:8081)\n"
     "  --config     engine config, YAML or JSON, reloaded on change (default: built-in defaults)\n"
-    "  --state-file where the queue ledger's decayed usage is kept across restarts (default: none)\n";
+    "  --state-file where the queue ledger's decayed usage is kept across restarts (default: none)\n"
+    "  --decision-log FILE  one JSON line per decision, rate-limited (default: - = stderr; none = off)\n";
 
 }  // namespace
 
@@ -42,7 +44,7 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") return std::cout << kUsage, 0;
   }
   tidal::cli::Flags flags(args);
-  if (!flags.Parse({"--listen", "--http-addr", "--config", "--state-file"}) || !flags.positional().empty()) {
+  if (!flags.Parse({"--listen", "--http-addr", "--config", "--state-file", "--decision-log"}) || !flags.positional().empty()) {
     std::cerr << kUsage;
     return 2;
   }
@@ -91,7 +93,57 @@ int main(int argc, char** argv) {
     std::error_code ec;
     std::filesystem::remove(listen.substr(7), ec);  // a stale socket from a previous run
   }
-  tidal::EngineService service(**engine);
+  // Metrics and the decision log (declared before the servers so they outlive them).
+  tidal::metrics::Registry metrics;
+  tidal::EngineMetrics engine_metrics(metrics);
+  auto rows = [](std::vector<tidal::EngineGauges::Row> tidal::EngineGauges::*field, tidal::Engine* e) {
+    return [field, e] {
+      std::vector<tidal::metrics::Sample> out;
+      tidal::EngineGauges g = e->Gauges();
+      for (auto& r : g.*field) out.push_back({std::move(r.labels), r.value});
+      return out;
+    };
+  };
+  tidal::Engine* eng = engine->get();
+  metrics.CallbackGauge("tidal_gpus", "GPUs by state (allocated, idle, reserved, perishable, unhealthy) and pool.",
+                        {"state", "pool"}, rows(&tidal::EngineGauges::gpus, eng));
+  metrics.CallbackGauge("tidal_pending_workloads", "Pending workloads (gangs) by queue and class.", {"queue", "class"},
+                        rows(&tidal::EngineGauges::pending, eng));
+  metrics.CallbackGauge("tidal_queue_usage", "Current allocation of each queue (subtree), by resource.",
+                        {"queue", "resource"}, rows(&tidal::EngineGauges::queue_usage, eng));
+  metrics.CallbackGauge("tidal_queue_nominal", "Nominal quota of each queue, by resource.", {"queue", "resource"},
+                        rows(&tidal::EngineGauges::queue_nominal, eng));
+  metrics.CallbackGauge("tidal_queue_borrowed", "Allocation above nominal quota (borrowed), by queue and resource.",
+                        {"queue", "resource"}, rows(&tidal::EngineGauges::queue_borrowed, eng));
+  metrics.CallbackGauge("tidal_queue_fair_share_usage", "Weighted dominant share (allocation blended with decayed usage).",
+                        {"queue"}, rows(&tidal::EngineGauges::fair_share, eng));
+  metrics.CallbackGauge("tidal_largest_placeable_gang_gpus",
+                        "GPUs of the largest whole-node gang that fits now inside one domain of each level.", {"level"},
+                        rows(&tidal::EngineGauges::largest_gang, eng));
+  metrics.CallbackGauge("tidal_fragmentation_unusable_free_gpus",
+                        "Free GPUs on nodes with fewer free GPUs than the smallest pending member needs.", {},
+                        [eng] { return std::vector<tidal::metrics::Sample>{{{}, eng->Gauges().unusable_free_gpus}}; });
+  metrics.CallbackCounter("tidal_config_reloads_total", "Config hot reloads, by result.", {"result"}, [&watcher] {
+    std::vector<tidal::metrics::Sample> out;
+    const auto c = watcher ? watcher->counts() : tidal::ConfigWatcher::Counts{};
+    out.push_back({{"success"}, static_cast<double>(c.success)});
+    out.push_back({{"failure"}, static_cast<double>(c.failure)});
+    return out;
+  });
+  if (auto s = metrics.status(); !s.ok()) {
+    std::cerr << "tidal-engine: metrics: " << s.Message() << "\n";
+    return 1;
+  }
+  const std::string log_target = flags.Get("--decision-log", "-");
+  FILE* log_file = log_target == "-" ? stderr : log_target == "none" ? nullptr : std::fopen(log_target.c_str(), "a");
+  if (log_target != "-" && log_target != "none" && log_file == nullptr) {
+    std::cerr << "tidal-engine: --decision-log: cannot open " << log_target << "\n";
+    return 1;
+  }
+  std::unique_ptr<tidal::DecisionLog> decision_log;
+  if (log_file != nullptr) decision_log = std::make_unique<tidal::DecisionLog>(log_file, 50.0);
+  eng->SetObservability(&engine_metrics, decision_log.get());
+  tidal::EngineService service(**engine, &engine_metrics);
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
@@ -108,6 +160,17 @@ int main(int argc, char** argv) {
     return tidal::HttpResponse{200, "text/plain",
                                "ok\nsynced: " + std::string(st.synced ? "true" : "false") + "\nnodes: " +
                                    std::to_string(st.nodes) + "\npods: " + std::to_string(st.pods) + "\n"};
+  });
+  http.Handle("/metrics", [&metrics](const std::string&, const std::string&) {
+    return tidal::HttpResponse{200, std::string(tidal::metrics::kContentType), metrics.Render()};
+  });
+  http.Handle("/explain", [&](const std::string&, const std::string& query) {
+    const std::string prefix = "workload=";
+    if (query.rfind(prefix, 0) != 0) return tidal::HttpResponse{400, "text/plain", "usage: /explain?workload=NAMESPACE/NAME\n"};
+    std::string text;
+    auto s = eng->Explain(query.substr(prefix.size()), &text);
+    if (!s.ok()) return tidal::HttpResponse{404, "text/plain", s.Message() + "\n"};
+    return tidal::HttpResponse{200, "text/plain", text};
   });
   http.Handle("/config", [&](const std::string&, const std::string&) {
     if (!watcher) return tidal::HttpResponse{200, "text/plain", "no --config file; built-in defaults\n"};

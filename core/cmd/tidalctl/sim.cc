@@ -50,6 +50,8 @@ Output
   --plot-script FILE      the plotting script (default: found from the working directory or binary)
   --sample-interval D     time-series period (default: about 2,000 samples over the trace)
   --timing on|off         include the simulator's wall time (default on; off for byte-identical output)
+  --tidal-prefix on|off   tidal's exact short-cut of running each cycle on a verified prefix of the
+                          queue (default on; off = every cycle over the whole queue, same results)
 )";
 
 bool ParseInt64(const std::string& flag, const std::string& v, int64_t lo, int64_t hi, int64_t* out) {
@@ -105,7 +107,7 @@ int Sim(const Args& args) {
   if (!flags.Parse({"--trace", "--format", "--on-bad-row", "--from", "--to", "--max-jobs", "--load-scale",
                     "--limit-factor", "--config", "--topology", "--gpus", "--gpus-per-node", "--nodes-per-domain",
                     "--fanout", "--policy", "--out", "--report", "--plot-script", "--sample-interval", "--timing",
-                    "--help"})) {
+                    "--tidal-prefix", "--help"})) {
     std::cerr << kSimUsage;
     return 2;
   }
@@ -134,6 +136,11 @@ int Sim(const Args& args) {
   const std::string timing = flags.Get("--timing", "on");
   if (timing != "on" && timing != "off") {
     std::cerr << "tidalctl sim: --timing: expected on or off\n";
+    return 2;
+  }
+  const std::string prefix = flags.Get("--tidal-prefix", "on");
+  if (prefix != "on" && prefix != "off") {
+    std::cerr << "tidalctl sim: --tidal-prefix: expected on or off\n";
     return 2;
   }
   auto policies = sim::ParsePolicies(flags.Get("--policy", "tidal"));
@@ -202,6 +209,7 @@ int Sim(const Args& args) {
   spec.jobs = &trace->jobs;
   spec.queues = cfg.queues;
   spec.profile = cfg.profile;
+  spec.tidal_prefix_cycles = prefix == "on";
   if (const std::string si = flags.Get("--sample-interval"); !si.empty()) {
     auto d = ParseDurationSeconds(si, "--sample-interval");
     if (!d.ok() || *d <= 0) return std::cerr << "tidalctl sim: --sample-interval: expected a positive duration\n", 2;

@@ -1,0 +1,53 @@
+// Engine observability: the Prometheus families tidal-engine exports (docs/operations.md lists
+// them all) and the rate-limited decision log (one JSON line per decision, for audit).
+//
+// Threading: metric updates are lock-free (core/metrics); callback gauges call back into Engine,
+// which takes its own mutex, so Render must not be called with Engine::mu_ held. DecisionLog has
+// its own mutex.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/metrics/registry.h"
+
+namespace tidal {
+
+// "1", "2-8", "9-64", "65+" by total GPUs.
+std::string SizeBucket(int64_t gpus);
+
+struct EngineMetrics {
+  explicit EngineMetrics(metrics::Registry& r);
+  metrics::Registry& registry;
+  metrics::Family<metrics::Histogram>& admission_wait;   // queue, class, size_bucket
+  metrics::Family<metrics::Histogram>& time_to_start;    // queue, class, size_bucket
+  metrics::Family<metrics::Histogram>& cycle_duration;   // (one planning pass)
+  metrics::Family<metrics::Counter>& preemptions;        // reason
+  metrics::Family<metrics::Counter>& preempted_gpu_seconds;  // reason
+  metrics::Family<metrics::Counter>& decisions;          // outcome
+  metrics::Family<metrics::Counter>& grpc_requests;      // method, code
+  metrics::Family<metrics::Histogram>& grpc_duration;    // method
+};
+
+// Writes at most `per_second` lines per second (token bucket, burst = per_second); lines beyond
+// that are counted and reported in the next written line as "dropped".
+class DecisionLog {
+ public:
+  DecisionLog(FILE* out, double per_second) : out_(out), rate_(per_second), tokens_(per_second) {}
+  void Write(nlohmann::json line);
+  uint64_t dropped() const;
+
+ private:
+  FILE* out_;
+  double rate_;
+  mutable std::mutex mu_;
+  double tokens_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  uint64_t dropped_ = 0, dropped_reported_ = 0;
+};
+
+}  // namespace tidal
