@@ -464,46 +464,18 @@ PlanResult Engine::PlanPod(const std::string& uid) {
     return r;
   }
   // Plan the whole gang now.
-  int32_t bound = 0, pending = 0;
-  Resources per_member;
-  int32_t priority = INT32_MIN;
-  int64_t submitted = INT64_MAX;
-  for (const auto& u : g.pods) {
-    const PodInfo& p = pods_.at(u);
-    if (p.UsesCapacity()) {
-      ++bound;
-    } else if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending) {
-      ++pending;
-      per_member.gpus = std::max(per_member.gpus, p.request.gpus);
-      per_member.cpu_milli = std::max(per_member.cpu_milli, p.request.cpu_milli);
-      per_member.memory_bytes = std::max(per_member.memory_bytes, p.request.memory_bytes);
-      priority = std::max(priority, p.priority);
-      submitted = std::min(submitted, p.creation_unix);
-    }
-  }
-  const int32_t need = spec.gang_size - bound;
-  if (need <= 0) {
+  int32_t bound = 0;
+  auto built = GangWorkloadLocked(g, spec, &bound);
+  if (!built) {
     r.status = Status::Unresolvable("gang " + key + " already has " + std::to_string(bound) + " of " +
                                         std::to_string(spec.gang_size) + " members bound; this pod is surplus",
                                     "gang");
     return r;
   }
   ledger_.Advance(clock_());
-  Workload w;
-  w.id = PlanId(g);
-  w.queue = spec.queue;
-  w.queue_id = ledger_.tree().Find(spec.queue);
-  w.workload_class = spec.workload_class;
-  w.members = need;
-  w.min_members = std::clamp(spec.gang_min - bound, 1, need);
-  w.arrived_members = pending;
-  w.per_member = per_member;
-  w.priority = priority == INT32_MIN ? pod.priority : priority;
-  w.preemptible = spec.preemptible;
-  w.runtime_limit_s = spec.runtime_limit_s;
-  w.submit_time_s = submitted == INT64_MAX ? pod.creation_unix : submitted;
-  w.required_level = spec.required_level;
-  w.preferred_level = spec.preferred_level;
+  Workload w = std::move(*built);
+  const Resources per_member = w.per_member;
+  const int64_t submitted = w.submit_time_s;
   EnsureStateLocked();
   const auto t0 = std::chrono::steady_clock::now();
   Decision d = sched_->ScheduleOne(*state_, w, clock_());
@@ -528,7 +500,7 @@ PlanResult Engine::PlanPod(const std::string& uid) {
     return r;
   }
   log("placed");
-  if (metrics_ != nullptr && submitted != INT64_MAX) {
+  if (metrics_ != nullptr) {
     metrics_->admission_wait.With({w.queue, klass, size}).Observe(static_cast<double>(std::max<int64_t>(0, clock_() - submitted)));
   }
   Plan plan;
@@ -572,6 +544,12 @@ std::vector<PodRefInfo> Engine::Unreserve(const std::string& uid) {
   if (gk == pod_gang_.end()) return released;
   Gang& g = gangs_.at(gk->second);
   if (!g.plan) return released;
+  // A pod that holds no slot of the current plan is unreserving an earlier plan (dropped and
+  // planned again since, e.g. the shim's delayed Unreserve of a member rejected from Permit): the
+  // current plan is not its to release.
+  if (std::none_of(g.plan->slots.begin(), g.plan->slots.end(), [&](const Slot& s) { return s.pod_uid == uid; })) {
+    return released;
+  }
   for (const auto& s : g.plan->slots) {
     if (s.pod_uid.empty() || s.pod_uid == uid) continue;
     const auto& p = pods_.at(s.pod_uid);
@@ -631,6 +609,128 @@ Status Engine::Bound(const std::string& uid, const std::string& node) {
     ApplyBoundLocked(it->second);
   }
   return Status::Ok();
+}
+
+std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound_out) const {
+  int32_t bound = 0, pending = 0;
+  Resources per_member;
+  int32_t priority = INT32_MIN;
+  int64_t submitted = INT64_MAX;
+  for (const auto& u : g.pods) {
+    const PodInfo& p = pods_.at(u);
+    if (p.UsesCapacity()) {
+      ++bound;
+    } else if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending) {
+      ++pending;
+      per_member.gpus = std::max(per_member.gpus, p.request.gpus);
+      per_member.cpu_milli = std::max(per_member.cpu_milli, p.request.cpu_milli);
+      per_member.memory_bytes = std::max(per_member.memory_bytes, p.request.memory_bytes);
+      priority = std::max(priority, p.priority);
+      submitted = std::min(submitted, p.creation_unix);
+    }
+  }
+  if (bound_out != nullptr) *bound_out = bound;
+  const int32_t need = spec.gang_size - bound;
+  if (need <= 0 || pending == 0) return std::nullopt;
+  Workload w;
+  w.id = PlanId(g);
+  w.queue = spec.queue;
+  w.queue_id = ledger_.tree().Find(spec.queue);
+  w.workload_class = spec.workload_class;
+  w.members = need;
+  w.min_members = std::clamp(spec.gang_min - bound, 1, need);
+  w.arrived_members = pending;
+  w.per_member = per_member;
+  w.priority = priority;
+  w.preemptible = spec.preemptible;
+  w.runtime_limit_s = spec.runtime_limit_s;
+  w.checkpoint_interval_s = spec.checkpoint_interval_s;
+  w.submit_time_s = submitted;
+  w.required_level = spec.required_level;
+  w.preferred_level = spec.preferred_level;
+  return w;
+}
+
+StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
+  std::string text;
+  if (Status s = Explain(name, &text); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Resolve to a gang key.
+  std::string key = name;
+  if (!gangs_.count(key)) {
+    for (const auto& [uid, p] : pods_) {
+      if (p.Key() == name) {
+        auto g = pod_gang_.find(uid);
+        if (g != pod_gang_.end()) key = g->second;
+        break;
+      }
+    }
+  }
+  nlohmann::json j{{"workload", key}, {"text", text}};
+  auto git = gangs_.find(key);
+  if (git == gangs_.end()) return j;
+  const Gang& gang = git->second;
+  const PodInfo& any = pods_.at(*gang.pods.begin());
+  auto spec = ParsePodSchedulingSpec(any.labels, any.annotations, cfg_.levels);
+  if (!spec.ok()) {
+    j["state"] = "invalid";
+    j["reason"] = spec.status().Message();
+    return j;
+  }
+  int32_t bound = 0, pending = 0;
+  for (const auto& u : gang.pods) (pods_.at(u).UsesCapacity() ? bound : pending)++;
+  j["queue"] = spec->queue;
+  j["class"] = std::string(WorkloadClassName(spec->workload_class));
+  j["members"] = {{"size", spec->gang_size}, {"min", spec->gang_min}, {"pending", pending}, {"bound", bound}};
+  j["last"] = gang.last_reason;
+  const int q = ledger_.tree().Find(spec->queue);
+  j["quota"] = q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured";
+  if (gang.plan) {
+    j["state"] = "planned";
+    j["domain"] = gang.plan->domain;
+    return j;
+  }
+  if (bound >= spec->gang_size) {
+    j["state"] = "running";
+    return j;
+  }
+  j["state"] = "pending";
+  // Position and ETA: one dry-run cycle over every pending gang on copies of the cluster and the
+  // ledger (nothing of the live state changes).
+  EnsureStateLocked();
+  std::vector<Workload> pending_ws;
+  for (const auto& [k, g] : gangs_) {
+    if (g.plan || g.pods.empty()) continue;
+    const PodInfo& p = pods_.at(*g.pods.begin());
+    auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+    if (!sp.ok()) continue;
+    if (auto w = GangWorkloadLocked(g, *sp, nullptr)) pending_ws.push_back(std::move(*w));
+  }
+  ClusterState dry = *state_;
+  QuotaLedger dry_ledger = ledger_;
+  ProfileSpec ps = cfg_.profile;
+  if (ps.backfill.depth >= 0) ps.backfill.depth = -1;  // every pending gang gets an ETA
+  const Registry registry = plugins::DefaultRegistry();
+  auto profile = Profile::Build(ps, registry, PluginContext{cfg_.levels, &dry_ledger});
+  if (!profile.ok()) return j;
+  Scheduler dry_sched(std::move(profile).value());
+  CycleResult cr = dry_sched.RunCycle(dry, pending_ws, clock_());
+  j["queue_length"] = cr.decisions.size();
+  for (size_t i = 0; i < cr.decisions.size(); ++i) {
+    const Decision& d = cr.decisions[i];
+    if (d.workload_id != PlanId(gang)) continue;
+    j["position"] = i + 1;
+    j["would"] = std::string(OutcomeName(d.outcome));
+    j["why"] = d.explanation;
+    if (d.outcome == Outcome::kPlaced) {
+      j["eta_unix"] = clock_();
+    } else if (d.eta_s >= 0) {
+      j["eta_unix"] = d.eta_s;
+    } else {
+      j["eta_unix"] = nullptr;
+    }
+  }
+  return j;
 }
 
 Status Engine::Explain(const std::string& name, std::string* text) {

@@ -30,6 +30,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/engine/observability.h"
 #include "core/engine/pod_spec.h"
 #include "core/framework/scheduler.h"
@@ -140,6 +142,9 @@ class Engine {
   Status Bound(const std::string& uid, const std::string& node);
   // Text for a gang key "ns/gang" or a pod "ns/name".
   Status Explain(const std::string& name, std::string* text);
+  // The same as JSON plus, for a pending gang, its position in queue order and its estimated start
+  // (from a dry-run cycle with reservations for every pending gang on copies of the state).
+  StatusOr<nlohmann::json> ExplainJson(const std::string& name);
   EngineStats Stats();
   EngineGauges Gauges();
   // Optional: metrics and decision log (set before serving; not owned).
@@ -189,6 +194,8 @@ class Engine {
   void DropPlanLocked(Gang& g);
   void ExpirePlansLocked();
   std::string PlanId(const Gang& g) const { return "plan:" + g.key; }
+  // The workload a gang's pending pods make (nullopt when nothing is left to place).
+  std::optional<Workload> GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound) const;
   Node ToNode(const NodeInfo& n) const;
 
   EngineConfig cfg_;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "core/cmd/flags.h"
@@ -164,13 +165,25 @@ int main(int argc, char** argv) {
   http.Handle("/metrics", [&metrics](const std::string&, const std::string&) {
     return tidal::HttpResponse{200, std::string(tidal::metrics::kContentType), metrics.Render()};
   });
+  // Explain API: /explain?workload=NS/NAME[&format=json] and /queues[?format=json].
+  auto param = [](const std::string& query, const std::string& key) -> std::string {
+    size_t pos = 0;
+    while (pos <= query.size()) {
+      const size_t amp = query.find('&', pos);
+      const std::string kv = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+      if (kv.rfind(key + "=", 0) == 0) return kv.substr(key.size() + 1);
+      if (amp == std::string::npos) break;
+      pos = amp + 1;
+    }
+    return "";
+  };
   http.Handle("/explain", [&](const std::string&, const std::string& query) {
-    const std::string prefix = "workload=";
-    if (query.rfind(prefix, 0) != 0) return tidal::HttpResponse{400, "text/plain", "usage: /explain?workload=NAMESPACE/NAME\n"};
-    std::string text;
-    auto s = eng->Explain(query.substr(prefix.size()), &text);
-    if (!s.ok()) return tidal::HttpResponse{404, "text/plain", s.Message() + "\n"};
-    return tidal::HttpResponse{200, "text/plain", text};
+    const std::string name = param(query, "workload");
+    if (name.empty()) return tidal::HttpResponse{400, "text/plain", "usage: /explain?workload=NAMESPACE/NAME[&format=json]\n"};
+    auto j = eng->ExplainJson(name);
+    if (!j.ok()) return tidal::HttpResponse{404, "text/plain", j.status().Message() + "\n"};
+    if (param(query, "format") == "json") return tidal::HttpResponse{200, "application/json", j->dump(2) + "\n"};
+    return tidal::HttpResponse{200, "text/plain", (*j)["text"].get<std::string>()};
   });
   http.Handle("/config", [&](const std::string&, const std::string&) {
     if (!watcher) return tidal::HttpResponse{200, "text/plain", "no --config file; built-in defaults\n"};
@@ -180,8 +193,21 @@ int main(int argc, char** argv) {
                                "reloads: " + std::to_string(c.success) + " ok, " + std::to_string(c.failure) +
                                    " refused\n" + (err.empty() ? "last: ok\n" : "last refused:\n" + err)};
   });
-  http.Handle("/queues", [&](const std::string&, const std::string&) {
-    return tidal::HttpResponse{200, "text/plain", (*engine)->DescribeQueues()};
+  http.Handle("/queues", [&](const std::string&, const std::string& query) {
+    if (param(query, "format") != "json") return tidal::HttpResponse{200, "text/plain", eng->DescribeQueues()};
+    const tidal::EngineGauges g = eng->Gauges();
+    nlohmann::json out = nlohmann::json::array();
+    std::map<std::string, nlohmann::json> by_queue;
+    for (const auto& r : g.queue_usage) by_queue[r.labels[0]]["usage"][r.labels[1]] = r.value;
+    for (const auto& r : g.queue_nominal) by_queue[r.labels[0]]["nominal"][r.labels[1]] = r.value;
+    for (const auto& r : g.queue_borrowed) by_queue[r.labels[0]]["borrowed"][r.labels[1]] = r.value;
+    for (const auto& r : g.fair_share) by_queue[r.labels[0]]["share"] = r.value;
+    for (const auto& r : g.pending) by_queue[r.labels[0]]["pending"][r.labels[1]] = r.value;
+    for (auto& [q, j] : by_queue) {
+      j["queue"] = q;
+      out.push_back(std::move(j));
+    }
+    return tidal::HttpResponse{200, "application/json", out.dump(2) + "\n"};
   });
   if (auto s = http.Start(http_addr); !s.ok()) {
     std::cerr << "tidal-engine: " << s.Message() << "\n";

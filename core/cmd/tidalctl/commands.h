@@ -12,6 +12,8 @@ namespace tidal::cli {
 
 int Place(const Args& args);
 int Config(const Args& args);
+int Explain(const Args& args);
+int Queues(const Args& args);
 int Sim(const Args& args);
 
 

@@ -19,6 +19,11 @@ Usage:
   tidalctl sim --trace FILE [--policy tidal|fifo|easy-backfill|kube-default|all] [--out FILE] [--report DIR] ...
       Replay a job trace (Philly CSV, generic CSV, YAML/JSON) on a virtual clock through the same
       core and plugins as tidal-engine, and baselines; metrics per policy (docs/simulator.md).
+  tidalctl explain NAMESPACE/NAME [--engine http://127.0.0.1:8081] [-o text|json]
+      Why a workload (gang or pod) waits: state, members, position in queue order, estimated
+      start, quota state; read from tidal-engine's explain API.
+  tidalctl queues [--engine http://127.0.0.1:8081] [-o table|json]
+      Queue usage, nominal quota, borrowed GPUs, fair share and pending workloads.
   tidalctl help
 )";
 
@@ -34,6 +39,8 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (cmd == "place") return tidal::cli::Place(args);
   if (cmd == "config") return tidal::cli::Config(args);
+  if (cmd == "explain") return tidal::cli::Explain(args);
+  if (cmd == "queues") return tidal::cli::Queues(args);
   if (cmd == "sim") return tidal::cli::Sim(args);
   std::cerr << "tidalctl: unknown command \"" << cmd << "\"\n" << kUsage;
   return 2;

@@ -272,7 +272,15 @@ int Sim(const Args& args) {
       std::cerr << "tidalctl sim: plots not drawn: tools/plot/sim_report.py not found (give --plot-script)\n";
       return 1;
     }
-    const std::string cmd = "python3 " + Quote(script) + " " + Quote(dir + "/metrics.json") + " " + Quote(dir);
+    // Debian's interpreter first: python3-matplotlib (make deps) installs there, and PATH may
+    // lead to another python3 without it. TIDAL_PYTHON overrides.
+    std::string python = "python3";
+    if (const char* env = std::getenv("TIDAL_PYTHON"); env != nullptr && *env != 0) {
+      python = env;
+    } else if (std::error_code ec; std::filesystem::exists("/usr/bin/python3", ec)) {
+      python = "/usr/bin/python3";
+    }
+    const std::string cmd = Quote(python) + " " + Quote(script) + " " + Quote(dir + "/metrics.json") + " " + Quote(dir);
     if (std::system(cmd.c_str()) != 0) {
       std::cerr << "tidalctl sim: plots not drawn: `" << cmd << "` failed (needs python3-matplotlib); "
                 << dir << "/report.md and metrics.json are written\n";
