@@ -118,6 +118,13 @@ struct EngineGauges {
   double unusable_free_gpus = 0;    // free GPUs on nodes too small for every pending member shape
 };
 
+struct PreemptResult {
+  Status status;                  // Success when victims were chosen
+  std::vector<PodRefInfo> victims;  // every pod of every victim gang (gangs are evicted whole)
+  std::string nominated_domain, reason;
+  double lost_gpu_seconds = 0;
+};
+
 struct EngineStats {
   int32_t nodes = 0, pods = 0, gangs = 0, plans = 0;
   uint64_t generation = 0;
@@ -140,6 +147,10 @@ class Engine {
   std::vector<PodRefInfo> Unreserve(const std::string& uid);
   PermitResult Permit(const std::string& uid);
   Status Bound(const std::string& uid, const std::string& node);
+  // PostFilter: choose victims for this pod's gang with the profile's preemption plugin, on a view
+  // of the cluster where bound pods are grouped into their gangs. Nothing is evicted here: the
+  // front door evicts (with grace periods) and the gang is retried.
+  PreemptResult Preempt(const std::string& uid);
   // Text for a gang key "ns/gang" or a pod "ns/name".
   Status Explain(const std::string& name, std::string* text);
   // The same as JSON plus, for a pending gang, its position in queue order and its estimated start

@@ -167,8 +167,10 @@ grpc::Status EngineService::Permit(grpc::ServerContext*, const v1::PodRef* req, 
 grpc::Status EngineService::Preempt(grpc::ServerContext*, const v1::PodRef* req, v1::PreemptResponse* resp) {
   return Observe("Preempt", [&]() -> grpc::Status {
     if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
-    // Victim selection arrives with the preemption plugin (issue 5); until then no victims.
-    ToProto(Status::Unschedulable("preemption is not enabled in this profile", "engine"), resp->mutable_status());
+    PreemptResult r = engine_.Preempt(req->uid());
+    ToProto(r.status, resp->mutable_status());
+    for (const auto& v : r.victims) ToProto(v, resp->add_victims());
+    resp->set_nominated_node(r.nominated_domain);
     return grpc::Status::OK;
   });
 }

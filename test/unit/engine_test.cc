@@ -227,5 +227,54 @@ TEST_F(EngineTest, MalformedSyncObjectsAreNamedAndTheRestApplies) {
   EXPECT_EQ(engine_->Stats().nodes, 8);
 }
 
+TEST_F(EngineTest, PreemptChoosesWholeLowPriorityGangInOneLeaf) {
+  std::vector<PodInfo> low;
+  for (int i = 0; i < 8; ++i) {
+    PodInfo p = GangPod("low" + std::to_string(i), i < 4 ? "low-a" : "low-b", 4);
+    p.labels[kLabelPreemptible] = "true";
+    p.priority = 1;
+    p.node_name = "n" + std::to_string(i);
+    p.phase = PodPhase::kRunning;
+    low.push_back(p);
+  }
+  ASSERT_TRUE(AddPods(low).ok());
+  std::vector<PodInfo> high;
+  for (int i = 0; i < 4; ++i) {
+    PodInfo p = GangPod("high" + std::to_string(i), "high", 4);
+    p.labels[kLabelTopologyRequired] = "leaf";
+    p.priority = 100;
+    p.creation_unix = 900;
+    high.push_back(p);
+  }
+  ASSERT_TRUE(AddPods(high).ok());
+  ASSERT_EQ(engine_->PlanPod("uid-high0").status.code(), StatusCode::kUnschedulable);
+  PreemptResult r = engine_->Preempt("uid-high0");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.victims.size(), 4u);
+  std::set<std::string> gangs;
+  for (const auto& v : r.victims) gangs.insert(v.name <= "low3" ? "low-a" : "low-b");
+  EXPECT_EQ(gangs.size(), 1u) << "victims come from one gang, evicted whole";
+  EXPECT_EQ(r.reason, "priority");
+}
+
+TEST_F(EngineTest, PreemptNeverTakesNonPreemptibleOrOtherSchedulersPods) {
+  std::vector<PodInfo> pods;
+  for (int i = 0; i < 8; ++i) {
+    PodInfo p = GangPod("busy" + std::to_string(i), "", 1);
+    p.priority = 1;
+    p.node_name = "n" + std::to_string(i);
+    p.phase = PodPhase::kRunning;
+    if (i % 2) p.scheduler_name = "default-scheduler";  // the rest: Tidal pods, not preemptible
+    pods.push_back(p);
+  }
+  ASSERT_TRUE(AddPods(pods).ok());
+  PodInfo urgent = GangPod("urgent", "", 1);
+  urgent.priority = 1000;
+  ASSERT_TRUE(AddPods({urgent}).ok());
+  PreemptResult r = engine_->Preempt("uid-urgent");
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_TRUE(r.victims.empty());
+}
+
 }  // namespace
 }  // namespace tidal
