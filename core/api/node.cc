@@ -1,6 +1,16 @@
 #include "core/api/node.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace tidal {
+
+bool IsValidLabelValue(const std::string& v) {
+  if (v.empty() || v.size() > 63) return false;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(v.front()) || !alnum(v.back())) return false;
+  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
 
 std::string_view NodeHealthName(NodeHealth h) {
   switch (h) {

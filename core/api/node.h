@@ -24,6 +24,9 @@ enum class Pool { kKubernetes, kSlurm, kShared };
 std::string_view PoolName(Pool p);
 StatusOr<Pool> ParsePool(std::string_view text, std::string_view field);
 
+// Kubernetes label value rules: 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric.
+bool IsValidLabelValue(const std::string& v);
+
 struct Node {
   std::string name;
   std::map<std::string, std::string> labels;

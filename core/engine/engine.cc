@@ -24,13 +24,6 @@ std::string RandomEpoch() {
   return s;
 }
 
-bool ValidLabelValue(const std::string& v) {
-  if (v.empty() || v.size() > 63) return false;
-  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  if (!alnum(v.front()) || !alnum(v.back())) return false;
-  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
 bool SameNode(const NodeInfo& a, const NodeInfo& b) {
   return a.labels == b.labels && a.capacity == b.capacity && a.ready == b.ready &&
          a.unschedulable == b.unschedulable && a.gpu_model == b.gpu_model;
@@ -168,7 +161,7 @@ Node Engine::ToNode(const NodeInfo& in) const {
   // Nodes without topology labels (CPU nodes, new racks) still count, under "unlabeled".
   for (const auto& l : cfg_.levels.levels) {
     auto it = n.labels.find(l.label_key);
-    if (it == n.labels.end() || !ValidLabelValue(it->second)) n.labels[l.label_key] = "unlabeled";
+    if (it == n.labels.end() || !IsValidLabelValue(it->second)) n.labels[l.label_key] = "unlabeled";
   }
   n.capacity = in.capacity;
   n.gpu_model = in.gpu_model;

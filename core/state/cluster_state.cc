@@ -7,14 +7,6 @@
 namespace tidal {
 namespace {
 
-// Kubernetes label value rules: <= 63 chars, [A-Za-z0-9._-], starting and ending alphanumeric.
-bool ValidLabelValue(const std::string& v) {
-  if (v.empty() || v.size() > 63) return false;
-  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  if (!alnum(v.front()) || !alnum(v.back())) return false;
-  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
 // Natural order: "leaf-2" < "leaf-10".
 bool NaturalLess(const std::string& a, const std::string& b) {
   size_t i = 0, j = 0;
@@ -77,7 +69,7 @@ StatusOr<ClusterState> ClusterState::Build(TopologyLevels levels, std::vector<No
         return Status::Error("node " + n.name + ": label " + l.label_key + " (topology level " + l.name +
                              "): missing");
       }
-      if (!ValidLabelValue(it->second)) {
+      if (!IsValidLabelValue(it->second)) {
         return Status::Error("node " + n.name + ": label " + l.label_key + " (topology level " + l.name +
                              "): invalid value \"" + it->second +
                              "\" (1-63 characters [A-Za-z0-9._-], starting and ending alphanumeric)");

@@ -50,8 +50,9 @@ Output
   --plot-script FILE      the plotting script (default: found from the working directory or binary)
   --sample-interval D     time-series period (default: about 2,000 samples over the trace)
   --timing on|off         include the simulator's wall time (default on; off for byte-identical output)
-  --tidal-prefix on|off   tidal's exact short-cut of running each cycle on a verified prefix of the
-                          queue (default on; off = every cycle over the whole queue, same results)
+  --tidal-shortcuts on|off  tidal's exact shortcuts (skipped, verified-prefix and PostFilter-free
+                          cycles while no victim can exist; default on). off = every cycle over the
+                          whole queue with PostFilter: the same results, much slower
 )";
 
 bool ParseInt64(const std::string& flag, const std::string& v, int64_t lo, int64_t hi, int64_t* out) {
@@ -103,16 +104,22 @@ std::string Quote(const std::string& s) {
 }  // namespace
 
 int Sim(const Args& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kSimUsage;
+      return 0;
+    }
+  }
   Flags flags(args);
   if (!flags.Parse({"--trace", "--format", "--on-bad-row", "--from", "--to", "--max-jobs", "--load-scale",
                     "--limit-factor", "--config", "--topology", "--gpus", "--gpus-per-node", "--nodes-per-domain",
                     "--fanout", "--policy", "--out", "--report", "--plot-script", "--sample-interval", "--timing",
-                    "--tidal-prefix", "--help"})) {
+                    "--tidal-shortcuts"})) {
     std::cerr << kSimUsage;
     return 2;
   }
-  if (!flags.Get("--help").empty() || !flags.positional().empty()) {
-    std::cerr << kSimUsage;
+  if (!flags.positional().empty()) {
+    std::cerr << "tidalctl sim: unexpected argument \"" << flags.positional().front() << "\"\n" << kSimUsage;
     return 2;
   }
   const std::string trace_file = flags.Get("--trace");
@@ -138,9 +145,9 @@ int Sim(const Args& args) {
     std::cerr << "tidalctl sim: --timing: expected on or off\n";
     return 2;
   }
-  const std::string prefix = flags.Get("--tidal-prefix", "on");
-  if (prefix != "on" && prefix != "off") {
-    std::cerr << "tidalctl sim: --tidal-prefix: expected on or off\n";
+  const std::string shortcuts = flags.Get("--tidal-shortcuts", "on");
+  if (shortcuts != "on" && shortcuts != "off") {
+    std::cerr << "tidalctl sim: --tidal-shortcuts: expected on or off\n";
     return 2;
   }
   auto policies = sim::ParsePolicies(flags.Get("--policy", "tidal"));
@@ -209,7 +216,7 @@ int Sim(const Args& args) {
   spec.jobs = &trace->jobs;
   spec.queues = cfg.queues;
   spec.profile = cfg.profile;
-  spec.tidal_prefix_cycles = prefix == "on";
+  spec.tidal_shortcuts = shortcuts == "on";
   if (const std::string si = flags.Get("--sample-interval"); !si.empty()) {
     auto d = ParseDurationSeconds(si, "--sample-interval");
     if (!d.ok() || *d <= 0) return std::cerr << "tidalctl sim: --sample-interval: expected a positive duration\n", 2;
