@@ -2,102 +2,320 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <limits>
+
+#include "sim/policies/tidal.h"
 
 namespace tidal::sim {
 
+Simulator::Simulator(ClusterState state, std::unique_ptr<Policy> policy)
+    : state_(std::move(state)), policy_(std::move(policy)) {}
+
 Simulator::Simulator(ClusterState state, std::unique_ptr<Scheduler> scheduler, QuotaLedger* ledger)
-    : state_(std::move(state)), scheduler_(std::move(scheduler)), ledger_(ledger) {}
+    : state_(std::move(state)), policy_(std::make_unique<TidalPolicy>(std::move(scheduler), ledger)) {}
+
+Simulator::~Simulator() = default;
 
 void Simulator::Submit(SimJob job) {
-  const size_t i = jobs_.size();
+  const JobId i = jobs_.size();
   JobRecord r;
   r.id = job.w.id;
   r.queue = job.w.queue;
   r.members = job.w.members;
   r.gpus = job.w.TotalGpus();
   r.submit_s = job.w.submit_time_s;
-  if (ledger_ != nullptr && job.w.queue_id < 0) job.w.queue_id = ledger_->tree().Find(job.w.queue);
   index_[job.w.id] = i;
-  submits_.emplace(job.w.submit_time_s, i);
   jobs_.push_back(std::move(job));
   records_.push_back(std::move(r));
+  assignments_.emplace_back();
+}
+
+JobId Simulator::Find(const std::string& id) const {
+  auto it = index_.find(id);
+  return it == index_.end() ? SIZE_MAX : it->second;
+}
+
+namespace {
+int64_t MinRequest(const Workload& w) { return w.per_member.gpus * std::max(1, w.min_members); }
+}  // namespace
+
+void Simulator::AddPending(JobId j) {
+  records_[j].state = JobState::kPending;
+  const Workload& w = jobs_[j].w;
+  ++pending_gpus_[MinRequest(w)];
+  ++pending_member_gpus_[w.per_member.gpus];
+  queue_pending_[static_cast<size_t>(queue_of_[j])] += w.TotalGpus();
+}
+
+void Simulator::RemovePendingCounters(JobId j) {
+  const Workload& w = jobs_[j].w;
+  auto dec = [](std::map<int64_t, int64_t>& m, int64_t k) {
+    auto it = m.find(k);
+    if (it != m.end() && --it->second == 0) m.erase(it);
+  };
+  dec(pending_gpus_, MinRequest(w));
+  dec(pending_member_gpus_, w.per_member.gpus);
+  queue_pending_[static_cast<size_t>(queue_of_[j])] -= w.TotalGpus();
+}
+
+void Simulator::Locality(JobId j, const std::vector<MemberAssignment>& a) {
+  JobRecord& r = records_[j];
+  r.nodes = static_cast<int32_t>(a.size());
+  if (a.empty()) return;
+  const auto& levels = state_.levels();
+  if (a.size() == 1) {
+    r.domain_level = levels.node_level();
+    r.domain = state_.NodePath(a.front().node);
+    return;
+  }
+  for (int l = levels.node_level() - 1; l >= 0; --l) {
+    const VertexId v = state_.AncestorAt(a.front().node, l);
+    bool same = true;
+    for (const auto& m : a) {
+      if (state_.AncestorAt(m.node, l) != v) {
+        same = false;
+        break;
+      }
+    }
+    if (same) {
+      r.domain_level = l;
+      r.domain = state_.vertex(v).path;
+      return;
+    }
+  }
+  r.domain_level = -1;
+  r.domain = "cluster";
+}
+
+void Simulator::Started(JobId j, const std::vector<MemberAssignment>& assignments) {
+  JobRecord& r = records_[j];
+  const SimJob& job = jobs_[j];
+  int32_t placed = 0;
+  for (const auto& a : assignments) placed += a.members;
+  RemovePendingCounters(j);
+  r.members = placed;
+  r.gpus = job.w.per_member.gpus * placed;
+  r.start_s = now_;
+  int64_t run = job.duration_s;
+  const int64_t limit = job.w.runtime_limit_s;
+  r.killed_at_limit = limit > 0 && run > limit;
+  if (r.killed_at_limit) run = limit;
+  r.end_s = now_ + run;
+  r.state = JobState::kRunning;
+  ends_.emplace(r.end_s, j);
+  declared_ends_.emplace(now_ + (limit > 0 ? limit : run), j);
+  assignments_[j] = assignments;
+  allocated_gpus_ += r.gpus;
+  queue_running_[static_cast<size_t>(queue_of_[j])] += r.gpus;
+  running_preemptible_ += job.w.preemptible ? 1 : 0;
+  Locality(j, assignments);
+}
+
+Status Simulator::Place(JobId j, const std::vector<MemberAssignment>& assignments) {
+  Allocation a;
+  a.workload = jobs_[j].w;
+  a.workload.members = 0;
+  for (const auto& m : assignments) a.workload.members += m.members;
+  a.assignments = assignments;
+  a.start_time_s = now_;
+  if (Status s = state_.AddRunning(std::move(a)); !s.ok()) return s;
+  Started(j, assignments);
+  return Status::Ok();
+}
+
+void Simulator::Reject(JobId j, std::string reason) {
+  JobRecord& r = records_[j];
+  if (r.state == JobState::kPending) RemovePendingCounters(j);
+  r.state = JobState::kRejected;
+  r.rejected = true;
+  r.last_reason = std::move(reason);
+}
+
+void Simulator::Evicted(JobId j, int32_t members) {
+  JobRecord& r = records_[j];
+  if (r.state != JobState::kRunning) return;
+  const SimJob& job = jobs_[j];
+  const size_t q = static_cast<size_t>(queue_of_[j]);
+  if (members >= 0) {  // an elastic shrink: it keeps running with fewer members
+    const int64_t g = job.w.per_member.gpus * members;
+    r.members -= members;
+    r.gpus -= g;
+    allocated_gpus_ -= g;
+    queue_running_[q] -= g;
+    return;
+  }
+  ++r.preemptions;
+  running_preemptible_ -= job.w.preemptible ? 1 : 0;
+  // No checkpoints in the traces: all work since the start is lost and the job restarts from scratch.
+  r.lost_gpu_seconds += static_cast<double>(r.gpus) * static_cast<double>(now_ - r.start_s);
+  const int64_t limit = job.w.runtime_limit_s;
+  ends_.erase({r.end_s, j});
+  declared_ends_.erase({r.start_s + (limit > 0 ? limit : r.end_s - r.start_s), j});
+  allocated_gpus_ -= r.gpus;
+  queue_running_[q] -= r.gpus;
+  r.start_s = r.end_s = -1;
+  r.domain.clear();
+  r.domain_level = -2;
+  r.gpus = job.w.TotalGpus();
+  r.members = job.w.members;
+  assignments_[j].clear();
+  r.state = JobState::kFuture;  // back to pending when the policy's pass ends (see Run)
+  requeue_.push_back(j);
+}
+
+double Simulator::JainNow() const {
+  // Normalised share x_q = allocation / weighted max-min fair share of the capacity given each
+  // active queue's demand (running + pending GPUs); Jain = (sum x)^2 / (n sum x^2).
+  struct Q {
+    double demand, weight, alloc;
+  };
+  std::vector<Q> qs;
+  for (size_t q = 0; q < queue_names_.size(); ++q) {
+    const int64_t d = queue_running_[q] + queue_pending_[q];
+    if (d <= 0) continue;
+    qs.push_back({static_cast<double>(d), queue_weight_[q], static_cast<double>(queue_running_[q])});
+  }
+  if (qs.size() <= 1) return 1.0;
+  std::sort(qs.begin(), qs.end(), [](const Q& a, const Q& b) { return a.demand / a.weight < b.demand / b.weight; });
+  double cap = static_cast<double>(capacity_gpus_), wsum = 0;
+  for (const auto& q : qs) wsum += q.weight;
+  double sx = 0, sx2 = 0;
+  int n = 0;
+  for (const auto& q : qs) {
+    const double fair_rate = wsum > 0 ? cap / wsum : 0;
+    const double fair = std::min(q.demand, fair_rate * q.weight);
+    cap -= fair;
+    wsum -= q.weight;
+    if (fair <= 0) continue;
+    const double x = std::min(1.0, q.alloc / fair);
+    sx += x;
+    sx2 += x * x;
+    ++n;
+  }
+  if (n == 0 || sx2 <= 0) return 1.0;
+  return sx * sx / (n * sx2);
 }
 
 void Simulator::Account(int64_t t) {
   if (t <= now_) return;
   const double dt = static_cast<double>(t - now_);
-  for (const auto& [q, g] : running_gpus_by_queue_) gpu_seconds_by_queue_[q] += dt * static_cast<double>(g);
+  integrals_.allocated_gpu_s += dt * static_cast<double>(allocated_gpus_);
+  integrals_.held_gpu_s += dt * static_cast<double>(held_gpus_);
+  integrals_.capacity_gpu_s += dt * static_cast<double>(capacity_gpus_);
+  for (size_t q = 0; q < queue_names_.size(); ++q) {
+    if (queue_running_[q] != 0) *queue_gpu_s_[q] += dt * static_cast<double>(queue_running_[q]);
+  }
+  if (!pending_.empty()) {
+    const int64_t free = state_.FreeGpus(state_.root());
+    int64_t demand = 0;
+    for (const auto& [gpus, n] : pending_gpus_) {
+      if (gpus > free) break;
+      demand += gpus * n;
+      if (demand >= free) break;
+    }
+    integrals_.stranded_gpu_s += dt * static_cast<double>(std::min(free, demand));
+    integrals_.contended_s += dt;
+    integrals_.jain_dt += dt * JainNow();
+  }
+  while (sample_interval_ > 0 && next_sample_ < t) {
+    Sample s;
+    s.t = next_sample_;
+    s.allocated = allocated_gpus_;
+    s.held = held_gpus_;
+    s.pending = static_cast<int64_t>(pending_.size());
+    s.running = static_cast<int64_t>(ends_.size());
+    s.per_queue = queue_running_;
+    series_.push_back(std::move(s));
+    next_sample_ += sample_interval_;
+  }
   now_ = t;
 }
 
-void Simulator::Complete(int64_t t) {
+void Simulator::Complete(int64_t t, Changes* ch) {
   while (!ends_.empty() && ends_.begin()->first <= t) {
-    const size_t i = ends_.begin()->second;
+    const JobId j = ends_.begin()->second;
     ends_.erase(ends_.begin());
-    const Workload& w = jobs_[i].w;
-    (void)state_.RemoveRunning(w.id);
-    if (ledger_ != nullptr) ledger_->Uncharge(w.id);
-    running_gpus_by_queue_[w.queue] -= records_[i].gpus;
-    allocated_gpus_ -= records_[i].gpus;
+    JobRecord& r = records_[j];
+    const int64_t limit = jobs_[j].w.runtime_limit_s;
+    declared_ends_.erase({r.start_s + (limit > 0 ? limit : r.end_s - r.start_s), j});
+    (void)state_.RemoveRunning(r.id);
+    r.state = JobState::kDone;
+    running_preemptible_ -= jobs_[j].w.preemptible ? 1 : 0;
+    allocated_gpus_ -= r.gpus;
+    queue_running_[static_cast<size_t>(queue_of_[j])] -= r.gpus;
+    policy_->OnComplete(*this, j);
+    ch->freed = true;
   }
 }
 
-void Simulator::Run(int64_t until_s) {
-  const auto wall0 = std::chrono::steady_clock::now();
-  if (ledger_ != nullptr) {
-    ResVec cap(static_cast<size_t>(ledger_->tree().resources()), 0);
-    for (const auto& n : state_.nodes()) {
-      const ResVec c = ledger_->tree().Request(n.capacity, n.gpu_model);
-      for (size_t i = 0; i < c.size(); ++i) cap[i] += c[i];
-    }
-    ledger_->SetCapacity(cap);
+Status Simulator::Start() {
+  if (started_) return status_;
+  started_ = true;
+  std::map<std::string, int> qidx;
+  for (const auto& j : jobs_) qidx.emplace(j.w.queue, 0);
+  for (auto& [name, i] : qidx) {
+    i = static_cast<int>(queue_names_.size());
+    queue_names_.push_back(name);
+    auto w = weights_.find(name);
+    queue_weight_.push_back(w == weights_.end() || w->second <= 0 ? 1.0 : w->second);
+    gpu_seconds_by_queue_[name] = 0;
   }
-  while (!submits_.empty() || !ends_.empty()) {
+  for (const auto& name : queue_names_) queue_gpu_s_.push_back(&gpu_seconds_by_queue_[name]);
+  queue_running_.assign(queue_names_.size(), 0);
+  queue_pending_.assign(queue_names_.size(), 0);
+  queue_of_.reserve(jobs_.size());
+  for (const auto& j : jobs_) queue_of_.push_back(qidx.at(j.w.queue));
+  arrivals_.resize(jobs_.size());
+  for (JobId i = 0; i < jobs_.size(); ++i) arrivals_[i] = i;
+  std::stable_sort(arrivals_.begin(), arrivals_.end(),
+                   [&](JobId a, JobId b) { return jobs_[a].w.submit_time_s < jobs_[b].w.submit_time_s; });
+  for (const auto& n : state_.nodes()) {
+    if (n.Schedulable()) capacity_gpus_ += n.capacity.gpus;
+  }
+  first_submit_ = arrivals_.empty() ? 0 : jobs_[arrivals_.front()].w.submit_time_s;
+  now_ = first_submit_;
+  next_sample_ = first_submit_;
+  status_ = policy_->Prepare(*this);
+  return status_;
+}
+
+void Simulator::Run(int64_t until_s) {
+  if (!Start().ok()) return;
+  const auto wall0 = std::chrono::steady_clock::now();
+  auto arrival_key = [&](JobId j) { return std::make_pair(jobs_[j].w.submit_time_s, j); };
+  while (next_arrival_ < arrivals_.size() || !ends_.empty()) {
     int64_t t = INT64_MAX;
-    if (!submits_.empty()) t = submits_.begin()->first;
+    if (next_arrival_ < arrivals_.size()) t = jobs_[arrivals_[next_arrival_]].w.submit_time_s;
     if (!ends_.empty()) t = std::min(t, ends_.begin()->first);
     if (t > until_s) break;
     Account(t);
-    Complete(t);
-    while (!submits_.empty() && submits_.begin()->first <= t) {
-      pending_.push_back(submits_.begin()->second);
-      submits_.erase(submits_.begin());
+    policy_->AdvanceTo(*this, t);
+    Changes ch;
+    Complete(t, &ch);
+    while (next_arrival_ < arrivals_.size() && jobs_[arrivals_[next_arrival_]].w.submit_time_s <= t) {
+      const JobId j = arrivals_[next_arrival_++];
+      if (records_[j].state != JobState::kFuture) continue;  // refused up front by the policy
+      AddPending(j);
+      pending_.push_back(j);
+      ch.arrived = true;
     }
-    if (ledger_ != nullptr) ledger_->Advance(t);
-    if (pending_.empty()) continue;
-    std::vector<const Workload*> batch;
-    batch.reserve(pending_.size());
-    for (size_t i : pending_) batch.push_back(&jobs_[i].w);
-    CycleResult r = scheduler_->RunCycle(state_, std::move(batch), t);
-    ++stats_.cycles;
-    stats_.decisions += static_cast<int64_t>(r.decisions.size());
-    std::vector<size_t> still;
-    still.reserve(pending_.size());
-    for (const auto& d : r.decisions) {
-      const size_t i = index_.at(d.workload_id);
-      JobRecord& rec = records_[i];
-      if (d.outcome == Outcome::kPlaced) {
-        rec.start_s = t;
-        rec.end_s = t + jobs_[i].duration_s;
-        rec.domain = d.placement.domain;
-        rec.domain_level = d.placement.domain_level;
-        const int32_t placed = d.placement.PlacedMembers();
-        rec.members = placed;
-        rec.gpus = jobs_[i].w.per_member.gpus * placed;
-        ends_.emplace(rec.end_s, i);
-        running_gpus_by_queue_[rec.queue] += rec.gpus;
-        allocated_gpus_ += rec.gpus;
-      } else if (d.outcome == Outcome::kRejected || d.outcome == Outcome::kError) {
-        rec.rejected = true;
-        rec.last_reason = d.explanation;
-      } else {
-        rec.last_reason = d.explanation;
-        still.push_back(i);
+    ++stats_.events;
+    // Evictions requeue jobs at once; the policy then gets another pass at the same time
+    // (bounded: a pass that evicts again is possible only while victims keep being chosen).
+    for (int pass = 0; pass < 8 && !pending_.empty(); ++pass) {
+      policy_->Schedule(*this, ch);
+      std::erase_if(pending_, [&](JobId j) { return records_[j].state != JobState::kPending; });
+      if (requeue_.empty()) break;
+      for (JobId j : requeue_) {
+        AddPending(j);
+        pending_.insert(std::lower_bound(pending_.begin(), pending_.end(), j,
+                                         [&](JobId a, JobId b) { return arrival_key(a) < arrival_key(b); }),
+                        j);
       }
+      requeue_.clear();
+      ch = Changes{true, true};
     }
-    // Keep submission order for the next cycle's input (the QueueSort decides the real order).
-    std::sort(still.begin(), still.end());
-    pending_ = std::move(still);
     if (on_cycle_) on_cycle_(t, *this);
   }
   stats_.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

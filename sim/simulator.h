@@ -1,11 +1,17 @@
-// Simulator: replays jobs on a virtual clock through the same core and plugins as tidal-engine
-// (no gRPC): ClusterState + Scheduler + QuotaLedger, driven by submit and completion events.
+// Simulator: replays jobs on a virtual clock through a scheduling Policy over a ClusterState: the
+// same core and plugins as tidal-engine (no gRPC) for the `tidal` policy, sim-only baselines for
+// the others (sim/policy.h). One event loop for all policies.
 //
-// Event loop: at each event time t (a submission or a completion, in time order), completed jobs
-// release their capacity and quota charge, submitted jobs join the pending queue, the ledger
-// integrates usage up to t, and one scheduling cycle runs over the WHOLE pending queue. A placed
-// job runs for its actual duration (its declared runtime limit is only what the scheduler sees).
-// Deterministic: same input, same output (ties broken by job id).
+// Event loop: at each event time t (submissions, completions; all events of one timestamp are
+// batched), the loop integrates the time-weighted metrics up to t, applies the completions (the
+// allocation leaves the ClusterState, the policy's OnComplete runs), adds the arrivals to the
+// pending queue, then calls the policy's Schedule once. A started job runs for its actual duration
+// (its declared runtime limit is only what schedulers see); a job whose duration exceeds its
+// declared limit is killed at the limit, as Slurm does. The replay ends when no event is left:
+// jobs still pending then (e.g. a deadlock of partly placed gangs) are reported as unfinished.
+//
+// Deterministic: same input, same output. Jobs are indexed in submission order, the pending queue
+// is kept in (submit time, index) order, and no decision depends on hash-map iteration order.
 //
 // Threading: single-threaded; the simulator owns all its state.
 #pragma once
@@ -14,73 +20,178 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/framework/scheduler.h"
 #include "core/state/cluster_state.h"
 #include "core/state/queues.h"
+#include "sim/policy.h"
 
 namespace tidal::sim {
 
 struct SimJob {
-  Workload w;               // w.submit_time_s is the submit time
-  int64_t duration_s = 0;   // actual run time
+  Workload w;              // w.submit_time_s is the submit time; w.runtime_limit_s the declared limit
+  int64_t duration_s = 0;  // actual run time
+  int64_t line = 0;        // where the job came from in its trace (0 = built in code)
 };
+
+enum class JobState { kFuture, kPending, kRunning, kDone, kRejected };
 
 struct JobRecord {
   std::string id, queue;
   int32_t members = 0;
-  int64_t gpus = 0;         // total GPUs while running
-  int64_t submit_s = 0, start_s = -1, end_s = -1;
-  std::string domain;       // where it ran
-  int domain_level = -2;    // -1 cluster, else TopologyLevels index; -2 never ran
+  int64_t gpus = 0;          // total GPUs (while running: as placed)
+  int64_t submit_s = 0, start_s = -1, end_s = -1;  // start/end of the last (completed) run
+  std::string domain;        // smallest topology vertex holding all its nodes ("" = never ran)
+  int domain_level = -2;     // level of `domain`: -1 cluster, else TopologyLevels index; -2 never ran
+  int32_t nodes = 0;         // nodes it ran on
+  JobState state = JobState::kFuture;
   bool rejected = false;
+  bool killed_at_limit = false;
+  int32_t preemptions = 0;   // times it was evicted (and requeued)
+  double lost_gpu_seconds = 0;
+  int64_t first_reservation_s = -1;  // EASY: the first reservation made for it as the head job
   std::string last_reason;
 };
 
 struct SimStats {
-  int64_t cycles = 0;
+  int64_t events = 0;        // distinct event timestamps processed
+  int64_t cycles = 0;        // scheduling passes that ran (policy-counted)
+  int64_t skipped = 0;       // scheduling points skipped because nothing could start
+  int64_t retries = 0;       // tidal: pruned cycles rolled back and rerun on a longer prefix
   int64_t decisions = 0;
   double wall_seconds = 0;
 };
 
+// Time-weighted integrals over the replay (GPU-seconds, seconds).
+struct Integrals {
+  double allocated_gpu_s = 0;   // GPUs of running jobs
+  double held_gpu_s = 0;        // GPUs held by partly placed gangs (kube-default)
+  double stranded_gpu_s = 0;    // idle GPUs a waiting job could have used (see docs/simulator.md)
+  double contended_s = 0;       // time with at least one job waiting
+  double jain_dt = 0;           // integral of Jain's index over contended time
+  double capacity_gpu_s = 0;    // schedulable GPUs x time
+};
+
+// A point of the time series (values hold from `t` until the next sample).
+struct Sample {
+  int64_t t = 0;
+  int64_t allocated = 0, held = 0, pending = 0, running = 0;
+  std::vector<int64_t> per_queue;  // allocated GPUs per queue (Simulator::queues() order)
+};
+
 class Simulator {
  public:
-  // `ledger` may be null (no queues). The scheduler's profile must have been built with the same
-  // ledger in its PluginContext.
+  Simulator(ClusterState state, std::unique_ptr<Policy> policy);
+  // The `tidal` policy over a prebuilt Scheduler (sim/policies/tidal.h). `ledger` may be null
+  // (no queues); the scheduler's profile must have been built with the same ledger.
   Simulator(ClusterState state, std::unique_ptr<Scheduler> scheduler, QuotaLedger* ledger);
+  ~Simulator();
 
   void Submit(SimJob job);
+  // Fair-share weights for Jain's index (default 1 per queue).
+  void SetQueueWeights(std::map<std::string, double> w) { weights_ = std::move(w); }
+  // Time-series sampling period in virtual seconds (0 = no series).
+  void SetSampleInterval(int64_t s) { sample_interval_ = s; }
+  // Freezes the job list and prepares the policy (called by Run if not called before; idempotent).
+  Status Start();
   // Runs until every job has finished or been rejected, or until `until_s` (virtual seconds).
+  // If Start fails, nothing runs and status() says why.
   void Run(int64_t until_s = INT64_MAX);
+  const Status& status() const { return status_; }
 
+  const std::vector<SimJob>& jobs() const { return jobs_; }
   const std::vector<JobRecord>& records() const { return records_; }
   const ClusterState& state() const { return state_; }
   const SimStats& stats() const { return stats_; }
+  const Integrals& integrals() const { return integrals_; }
+  const std::vector<Sample>& series() const { return series_; }
+  const std::vector<std::string>& queues() const { return queue_names_; }
+  const Policy& policy() const { return *policy_; }
   // GPU-seconds consumed per queue so far.
   const std::map<std::string, double>& gpu_seconds_by_queue() const { return gpu_seconds_by_queue_; }
-  // Called after every cycle with the current time (for time series).
+  // Called after every scheduling point with the current time (for time series).
   void OnCycle(std::function<void(int64_t now, const Simulator&)> f) { on_cycle_ = std::move(f); }
   int64_t now() const { return now_; }
+  int64_t first_submit() const { return first_submit_; }
   int64_t allocated_gpus() const { return allocated_gpus_; }
+  int64_t held_gpus() const { return held_gpus_; }
+  int64_t capacity_gpus() const { return capacity_gpus_; }
+  // Running jobs marked preemptible.
+  int64_t running_preemptible() const { return running_preemptible_; }
+
+  // ---- For policies (called from Policy::Schedule) ----
+  ClusterState& mutable_state() { return state_; }
+  const SimJob& job(JobId j) const { return jobs_[j]; }
+  SimJob& mutable_job(JobId j) { return jobs_[j]; }  // Prepare only (e.g. resolving queue ids)
+  JobRecord& record(JobId j) { return records_[j]; }
+  // Pending jobs in arrival order (submit time, then submission index). Stable during Schedule:
+  // started and rejected jobs leave it when Schedule returns.
+  const std::vector<JobId>& pending() const { return pending_; }
+  JobId Find(const std::string& id) const;  // SIZE_MAX if unknown
+  // Smallest GPU request (per job: per-member GPUs x min members) among pending jobs; INT64_MAX if none.
+  int64_t MinPendingGpus() const { return pending_gpus_.empty() ? INT64_MAX : pending_gpus_.begin()->first; }
+  // Smallest per-member GPU request among pending jobs; INT64_MAX if none.
+  int64_t MinPendingMemberGpus() const {
+    return pending_member_gpus_.empty() ? INT64_MAX : pending_member_gpus_.begin()->first;
+  }
+  // The job is already running in the ClusterState under its id (e.g. placed by Scheduler::RunCycle).
+  void Started(JobId j, const std::vector<MemberAssignment>& assignments);
+  // Adds the allocation to the ClusterState, then Started.
+  Status Place(JobId j, const std::vector<MemberAssignment>& assignments);
+  void Reject(JobId j, std::string reason);
+  // The running job lost `members` members (-1 = all: it was evicted and goes back to the pending
+  // queue, restarting from scratch). Its allocation is already gone from the ClusterState.
+  void Evicted(JobId j, int32_t members);
+  // GPUs held by partly placed gangs (kube-default); they are allocated in the ClusterState.
+  void SetHeldGpus(int64_t gpus) { held_gpus_ = gpus; }
+  // Running jobs by declared end (start + declared limit), earliest first.
+  const std::set<std::pair<int64_t, JobId>>& running_by_declared_end() const { return declared_ends_; }
+  const std::vector<MemberAssignment>& assignments(JobId j) const { return assignments_[j]; }
+  void CountCycle(int64_t decisions) {
+    ++stats_.cycles;
+    stats_.decisions += decisions;
+  }
+  void CountSkip() { ++stats_.skipped; }
+  void CountRetry() { ++stats_.retries; }
 
  private:
-  void Complete(int64_t t);
   void Account(int64_t t);
+  void Complete(int64_t t, Changes* ch);
+  void AddPending(JobId j);
+  void RemovePendingCounters(JobId j);
+  double JainNow() const;
+  void Locality(JobId j, const std::vector<MemberAssignment>& a);
 
   ClusterState state_;
-  std::unique_ptr<Scheduler> scheduler_;
-  QuotaLedger* ledger_;
-  std::vector<SimJob> jobs_;           // by index
-  std::vector<JobRecord> records_;     // same index
-  std::map<std::string, size_t> index_;
-  std::vector<size_t> pending_;        // job indices
-  std::multimap<int64_t, size_t> submits_, ends_;
+  std::unique_ptr<Policy> policy_;
+  std::vector<SimJob> jobs_;            // by index
+  std::vector<JobRecord> records_;      // same index
+  std::vector<std::vector<MemberAssignment>> assignments_;
+  std::vector<int> queue_of_;           // queue index per job
+  std::unordered_map<std::string, JobId> index_;
+  std::vector<JobId> pending_;          // arrival order
+  std::vector<JobId> arrivals_;         // jobs by (submit, index)
+  std::vector<JobId> requeue_;          // evicted during the current pass
+  size_t next_arrival_ = 0;
+  std::set<std::pair<int64_t, JobId>> ends_, declared_ends_;
+  std::map<int64_t, int64_t> pending_gpus_, pending_member_gpus_;  // request -> count
+  std::vector<std::string> queue_names_;
+  std::map<std::string, double> weights_;
+  std::vector<double> queue_weight_;
+  std::vector<int64_t> queue_running_, queue_pending_;  // GPUs
   std::map<std::string, double> gpu_seconds_by_queue_;
-  std::map<std::string, int64_t> running_gpus_by_queue_;
-  int64_t allocated_gpus_ = 0;
-  int64_t now_ = 0;
+  std::vector<double*> queue_gpu_s_;    // into gpu_seconds_by_queue_, by queue index
+  int64_t allocated_gpus_ = 0, held_gpus_ = 0, capacity_gpus_ = 0, running_preemptible_ = 0;
+  int64_t now_ = 0, first_submit_ = 0;
+  bool started_ = false;
+  Status status_;
+  int64_t sample_interval_ = 0, next_sample_ = 0;
+  std::vector<Sample> series_;
+  Integrals integrals_;
   SimStats stats_;
   std::function<void(int64_t, const Simulator&)> on_cycle_;
 };

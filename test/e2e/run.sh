@@ -11,6 +11,8 @@
 #   contention  (b) two 40-node gangs on 64 nodes: one runs, the other waits whole, runs after the first is deleted
 #   nvlink      (c) a 5-node gang with topology-required nvlink (domains hold 4) is refused, reason in a pod event
 #   default     (d) default-scheduler pods fill 3 leaves; Tidal's gang lands in the 4th and never hits them
+#   preempt     four preemptible leaf gangs fill the cluster; a higher-priority leaf gang arrives: the engine
+#               picks one whole gang as victims (PostFilter), the shim evicts it, the new gang runs there
 #   kill        (e) kill -9 tidal-engine while gangs are being scheduled: no partial gang, an event
 #               "tidal-engine unreachable" meanwhile, scheduling resumes after the restart
 #   invalid     (f) tidal.dev/gang-size: many -> a pod event naming the key and the accepted values; others unaffected
@@ -27,7 +29,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pods.sh"
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-ALL_CASES=(go-unit smoke gang-leaf contention nvlink default kill invalid deploy)
+ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt kill invalid deploy)
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
 for c in "${CASES[@]}"; do
@@ -115,6 +117,7 @@ gang_all_or_none() {  # gang_all_or_none NS GANG SIZE: bound count is 0 or SIZE
 }
 new_ns() { k create namespace "$1" >/dev/null; }
 cleanup_ns() {  # delete the case's pods (no namespace controller here: the namespace itself stays)
+  [ "${TIDAL_E2E_NO_CLEANUP:-0}" = 1 ] && return 0
   k delete pods -n "$1" --all --wait=false >/dev/null 2>&1 || true
   until_true 60 eval "[ -z \"\$(k get pods -n '$1' -o name)\" ]" ||
     e2e_log "  warning: pods of $1 still exist after 60 s"
@@ -229,6 +232,34 @@ case_default() {
   cleanup_ns $ns
 }
 
+case_preempt() {
+  local ns=e2e-preempt t0 l g whole=0 gone=""
+  new_ns $ns
+  t0=$(e2e_now_ms)
+  for g in low1 low2 low3 low4; do
+    e2e_gang $ns $g 16 8 "" '"tidal.dev/topology-required": "leaf", "tidal.dev/preemptible": "true"' | k create -f - >/dev/null
+  done
+  check "four preemptible leaf gangs fill all 64 nodes" until_true "$TIDAL_E2E_TIMEOUT" all_running $ns 64
+  sleep 0.5  # the engine hears of the bindings through the Sync stream
+  t0=$(e2e_now_ms)
+  E2E_POD_PRIORITY=1000 e2e_gang $ns high 16 8 "" '"tidal.dev/topology-required": "leaf"' | k create -f - >/dev/null
+  check "the higher-priority gang preempts and runs whole" until_true "$TIDAL_E2E_TIMEOUT" all_running $ns 16 tidal.dev/gang=high
+  timings+=("preempt-gang16-running=$(ms_since "$t0")ms")
+  l=$(leaves $ns tidal.dev/gang=high)
+  check "inside one leaf ($(echo "$l" | tr '\n' ' '))" test "$(echo "$l" | grep -c .)" -eq 1
+  check "a TidalPreempting event names the victims" has_event $ns TidalPreempting "tidal-engine preempts"
+  events $ns TidalPreempting | head -n 1 | cut -f3 | cut -c1-160 | sed 's/^/    event: /' >&2
+  for g in low1 low2 low3 low4; do
+    case $(bound $ns tidal.dev/gang=$g) in
+      16) whole=$((whole + 1)) ;;
+      0) gone+=" $g" ;;
+      *) fail "gang $g was preempted partly ($(bound $ns tidal.dev/gang=$g) of 16 left)" ;;
+    esac
+  done
+  check "exactly one low gang was evicted, whole ($gone); the other three are untouched" test "$whole" -eq 3
+  cleanup_ns $ns
+}
+
 case_kill() {
   local ns=e2e-kill t0 g pid rest
   new_ns $ns
@@ -293,6 +324,19 @@ case_deploy() {
   else
     echo "$out" | sed 's/^/    /' >&2
     fail "kubectl apply --dry-run=server -k deploy/overlays/dev"
+  fi
+  # The KubeSchedulerConfiguration inside the dev overlay's ConfigMap loads in the real binary.
+  local cfg=$BASE/deploy-scheduler-config.yaml
+  k kustomize "$E2E_ROOT/deploy/overlays/dev" |
+    awk '/^  scheduler-config\.yaml: \|/ {on = 1; next} on && /^    / {print substr($0, 5); next} {on = 0}' >"$cfg"
+  # In a cluster it uses its service account; here, the test kubeconfig (--kubeconfig is ignored with --config).
+  grep -q '^clientConnection:' "$cfg" || printf 'clientConnection:\n  kubeconfig: %s\n' "$BASE/kubeconfig" >>"$cfg"
+  if out=$("$TIDAL_E2E_BIN/tidal-scheduler" --config="$cfg" \
+      --write-config-to="$BASE/deploy-scheduler-config.out.yaml" 2>&1) && grep -q 'engineAddress: unix:///run/tidal/engine.sock' "$BASE/deploy-scheduler-config.out.yaml"; then
+    check "the overlay's KubeSchedulerConfiguration loads in tidal-scheduler (--write-config-to)" true
+  else
+    echo "$out" | tail -n 5 | sed 's/^/    /' >&2
+    fail "the overlay's KubeSchedulerConfiguration does not load in tidal-scheduler"
   fi
   if out=$(k apply --dry-run=server -k "$E2E_ROOT/deploy/base" 2>&1); then
     check "kubectl apply --dry-run=server -k deploy/base" true

@@ -3,18 +3,20 @@
 #
 # e2e_pods NS PREFIX COUNT GPUS SCHEDULER [LABELS-JSON] [ANNOTATIONS-JSON] [NODESELECTOR-JSON]
 #   prints a JSON List of COUNT pods PREFIX-0..PREFIX-(COUNT-1), each asking for GPUS nvidia.com/gpu,
-#   E2E_POD_CPU (default 1) CPU and E2E_POD_MEMORY (default 1Gi) memory; feed it to `kubectl create -f -`.
+#   E2E_POD_CPU (default 1) CPU and E2E_POD_MEMORY (default 1Gi) memory, spec.priority E2E_POD_PRIORITY
+#   (unset: none; the test apiserver runs without the Priority admission plugin); feed it to `kubectl create -f -`.
 e2e_pods() {
   local ns=$1 prefix=$2 n=$3 gpus=$4 sched=$5 labels=${6:-"{}"} ann=${7:-"{}"} sel=${8:-"{}"} i sep=""
-  local cpu=${E2E_POD_CPU:-1} mem=${E2E_POD_MEMORY:-1Gi} res
+  local cpu=${E2E_POD_CPU:-1} mem=${E2E_POD_MEMORY:-1Gi} res prio=""
   res="\"cpu\": \"$cpu\", \"memory\": \"$mem\""
+  [ -z "${E2E_POD_PRIORITY:-}" ] || prio="\"priority\": $E2E_POD_PRIORITY, "
   [ "$gpus" = 0 ] || res+=", \"nvidia.com/gpu\": \"$gpus\""
   printf '{"apiVersion": "v1", "kind": "List", "items": ['
   for ((i = 0; i < n; i++)); do
     printf '%s\n{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "%s-%d", "namespace": "%s", "labels": %s, "annotations": %s},
- "spec": {"schedulerName": "%s", "nodeSelector": %s, "terminationGracePeriodSeconds": 0,
+ "spec": {%s"schedulerName": "%s", "nodeSelector": %s, "terminationGracePeriodSeconds": 0,
   "containers": [{"name": "main", "image": "fake.invalid/train:1", "resources": {"requests": {%s}, "limits": {%s}}}]}}' \
-      "$sep" "$prefix" "$i" "$ns" "$labels" "$ann" "$sched" "$sel" "$res" "$res"
+      "$sep" "$prefix" "$i" "$ns" "$labels" "$ann" "$prio" "$sched" "$sel" "$res" "$res"
     sep=,
   done
   printf ']}\n'

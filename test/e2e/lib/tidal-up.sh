@@ -8,7 +8,8 @@
 # Usage: tidal-up.sh BASE [engine|scheduler|all]   (default all; "engine" alone restarts the engine)
 # Env:   TIDAL_E2E_ENGINE_CONFIG (default test/e2e/config/engine.yaml),
 #        TIDAL_E2E_SCHED_CONFIG  (default test/e2e/config/scheduler-config.yaml; @KUBECONFIG@, @ENGINE@ filled in),
-#        TIDAL_E2E_SCHED_V (scheduler --v, default 2), plus lib/common.sh's.
+#        TIDAL_E2E_SCHED_V (scheduler --v, default 2), TIDAL_E2E_SCHED_ARGS (extra scheduler flags, e.g.
+#        --feature-gates=...), plus lib/common.sh's.
 # Leaves: BASE/run/engine.sock, BASE/engine.yaml, BASE/scheduler-config.yaml, BASE/log/tidal-{engine,scheduler}.log
 set -euo pipefail
 # shellcheck source=test/e2e/lib/common.sh
@@ -47,7 +48,7 @@ start_scheduler() {
   e2e_start "$BASE" tidal-scheduler "$SCHED_BIN" --config="$BASE/scheduler-config.yaml" \
     --authentication-kubeconfig="$BASE/kubeconfig" --authorization-kubeconfig="$BASE/kubeconfig" \
     --authentication-skip-lookup \
-    --bind-address=127.0.0.1 --secure-port="$TIDAL_E2E_SCHED_PORT" --v="${TIDAL_E2E_SCHED_V:-2}"
+    --bind-address=127.0.0.1 --secure-port="$TIDAL_E2E_SCHED_PORT" --v="${TIDAL_E2E_SCHED_V:-2}" ${TIDAL_E2E_SCHED_ARGS:-}
   e2e_wait "$BASE" tidal-scheduler "tidal-scheduler /readyz" curl -skf "https://127.0.0.1:$TIDAL_E2E_SCHED_PORT/readyz"
   e2e_log "tidal-scheduler ready after $(($(e2e_now_ms) - t0))ms"
 }

@@ -1,0 +1,326 @@
+#include "sim/policies/tidal.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+
+#include "plugins/registry.h"
+#include "sim/simulator.h"
+
+namespace tidal::sim {
+
+StatusOr<std::unique_ptr<TidalPolicy>> TidalPolicy::Create(const ProfileSpec& spec, const TopologyLevels& levels,
+                                                           QuotaLedger* ledger) {
+  std::unique_ptr<TidalPolicy> p(new TidalPolicy(ledger));
+  const Registry registry = plugins::DefaultRegistry();
+  auto profile = Profile::Build(spec, registry, PluginContext{levels, ledger});
+  if (!profile.ok()) return profile.status();
+  SchedulerOptions opts;
+  opts.apply_preemptions = true;
+  TidalPolicy* self = p.get();
+  opts.on_evict = [self](const std::string& id, int32_t members) { self->OnEvict(id, members); };
+  p->scheduler_ = std::make_unique<Scheduler>(std::move(profile).value(), std::move(opts));
+  // The same profile again, for cycles where PostFilter is inert (it can propose no victim): with
+  // no PostFilter attempts it gives the same decisions without the futile victim searches.
+  auto quiet = Profile::Build(spec, registry, PluginContext{levels, ledger});
+  if (!quiet.ok()) return quiet.status();
+  SchedulerOptions qopts;
+  qopts.apply_preemptions = true;
+  qopts.max_postfilter_attempts = 0;
+  qopts.on_evict = [self](const std::string& id, int32_t members) { self->OnEvict(id, members); };
+  p->inert_scheduler_ = std::make_unique<Scheduler>(std::move(quiet).value(), std::move(qopts));
+  return p;
+}
+
+Status TidalPolicy::Prepare(Simulator& sim) {
+  sim_ = &sim;
+  // Plugins known to implement no PostFilter; `preemption` is the one whose rules PostFilterInert reads.
+  postfilter_known_ = true;
+  for (const auto& n : scheduler_->profile().PluginNames()) {
+    if (n != "fairshare" && n != "quota" && n != "gang" && n != "topology" && n != "priority" && n != "preemption") {
+      postfilter_known_ = false;
+    }
+  }
+  if (ledger_ == nullptr) return Status::Ok();
+  const QueueTree& tree = ledger_->tree();
+  ResVec cap(static_cast<size_t>(tree.resources()), 0);
+  for (const auto& n : sim.state().nodes()) {
+    if (!n.Schedulable()) continue;
+    const ResVec c = tree.Request(n.capacity, n.gpu_model);
+    for (size_t i = 0; i < c.size(); ++i) cap[i] += c[i];
+  }
+  ledger_->SetCapacity(cap);
+  for (JobId j = 0; j < sim.jobs().size(); ++j) {
+    Workload& w = sim.mutable_job(j).w;
+    if (w.queue_id < 0) w.queue_id = tree.Find(w.queue);
+  }
+  FindDoomed(sim);
+  return Status::Ok();
+}
+
+void TidalPolicy::FindDoomed(Simulator& sim) {
+  // Rejected (unresolvable: cannot fit even on the empty, healthy cluster; unknown queue; bad
+  // topology level) does not depend on the cluster's state. Ask the core once per distinct request
+  // on an empty copy of the fabric (undoing any placement and quota charge it makes).
+  doomed_.assign(sim.jobs().size(), std::string());
+  any_doomed_ = false;
+  if (!shortcuts_) return;
+  const Scheduler& sched = inert_scheduler_ ? *inert_scheduler_ : *scheduler_;
+  ClusterState empty = sim.state();
+  std::map<std::string, std::string> memo;
+  for (JobId j = 0; j < sim.jobs().size(); ++j) {
+    const Workload& w = sim.job(j).w;
+    const std::string key = std::to_string(w.per_member.gpus) + "/" + std::to_string(w.per_member.cpu_milli) + "/" +
+                            std::to_string(w.per_member.memory_bytes) + "/" + std::to_string(w.members) + "/" +
+                            std::to_string(w.min_members) + "/" + w.required_level + "/" + w.preferred_level + "/" +
+                            w.gpu_model + "/" + std::to_string(static_cast<int>(w.front_door)) + "/" + w.queue;
+    auto it = memo.find(key);
+    if (it == memo.end()) {
+      Decision d = sched.ScheduleOne(empty, w, 0);
+      std::string why;
+      if (d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting) {
+        (void)empty.RemoveRunning(w.id);
+        if (ledger_ != nullptr) ledger_->Uncharge(w.id);
+      } else if (d.outcome == Outcome::kRejected) {
+        why = d.explanation.empty() ? std::string("rejected") : d.explanation;
+      }
+      it = memo.emplace(key, why).first;
+    }
+    doomed_[j] = it->second;
+    any_doomed_ = any_doomed_ || !it->second.empty();
+  }
+}
+
+void TidalPolicy::AdvanceTo(Simulator&, int64_t t) {
+  if (ledger_ != nullptr) ledger_->Advance(t);
+}
+
+void TidalPolicy::OnEvict(const std::string& id, int32_t members) {
+  if (sim_ == nullptr) return;
+  const JobId j = sim_->Find(id);
+  if (j == SIZE_MAX) return;
+  // Placed earlier in this very cycle (its decision is not processed yet): it never starts.
+  if (sim_->record(j).state != JobState::kRunning) evicted_unstarted_.push_back(j);
+  if (ledger_ != nullptr) {
+    if (members < 0) {
+      ledger_->Uncharge(id);
+    } else {
+      const Workload& w = sim_->job(j).w;
+      ledger_->Reduce(id, ledger_->tree().Request(w.per_member * members, w.gpu_model));
+    }
+  }
+  sim_->Evicted(j, members);
+}
+
+bool TidalPolicy::PostFilterInert(const Simulator& sim) const {
+  if (!scheduler_->profile().has_postfilters()) return true;
+  if (!postfilter_known_) return false;
+  // plugins/preemption: a victim is preemptible (and of lower priority) or runs on borrowed quota.
+  if (sim.running_preemptible() > 0) return false;
+  if (ledger_ != nullptr) {
+    for (int q = 1; q < ledger_->tree().size(); ++q) {
+      for (int64_t b : ledger_->Borrowed(q)) {
+        if (b > 0) return false;
+      }
+    }
+  }
+  return true;
+}
+
+TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
+  const ClusterState& state = sim.mutable_state();
+  const int depth = scheduler_->profile().backfill().depth;
+  size_t reserved = 0;
+  for (const Decision& d : r.decisions) reserved += d.reserved ? 1 : 0;
+  // An excluded job could still get a reservation if the prefix left one.
+  if (depth != 0 && reserved < static_cast<size_t>(depth)) return Check::kGrow;
+  free_after_prefix_ = state.FreeGpus(state.root());
+  // Nodes reserved by the prefix: earliest reservation start per node.
+  reserved_nodes_.clear();
+  for (const auto& res : r.reservations) {
+    for (const auto& a : res.assignments) reserved_nodes_.emplace_back(a.node, res.start_s);
+  }
+  std::sort(reserved_nodes_.begin(), reserved_nodes_.end());
+  size_t u = 0;
+  for (size_t i = 0; i < reserved_nodes_.size();) {
+    const NodeId n = reserved_nodes_[i].first;
+    int64_t start = reserved_nodes_[i].second;
+    for (; i < reserved_nodes_.size() && reserved_nodes_[i].first == n; ++i) start = std::min(start, reserved_nodes_[i].second);
+    reserved_nodes_[u++] = {n, start};
+  }
+  reserved_nodes_.resize(u);
+  // Per member size g: members of g GPUs that fit after the prefix (GPU-only upper bound, as the
+  // search's own pruning), split into nodes without a reservation (`base`) and reserved nodes by
+  // reservation start (descending, running sums). A job may use a reserved node only if it ends
+  // (now + expected run time, the core's backfill rule) no later than the reservation starts.
+  caps_.clear();
+  auto cap_for = [&](int64_t g) -> const GpuCaps& {
+    for (const auto& c : caps_) {
+      if (c.g == g) return c;
+    }
+    GpuCaps c;
+    c.g = g;
+    c.base = state.MemberCapacity(state.root(), g);
+    for (const auto& [n, start] : reserved_nodes_) {
+      const int64_t m = std::max<int64_t>(0, state.node(n).FreeGpus()) / g;
+      if (m <= 0) continue;
+      c.base -= m;
+      c.by_start.emplace_back(start, m);
+    }
+    std::sort(c.by_start.begin(), c.by_start.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t i = 1; i < c.by_start.size(); ++i) c.by_start[i].second += c.by_start[i - 1].second;
+    caps_.push_back(std::move(c));
+    return caps_.back();
+  };
+  const BackfillSpec& bf = scheduler_->profile().backfill();
+  active_.clear();
+  for (size_t i = prefix_; i < items_.size(); ++i) {
+    const Workload& w = *items_[i].w;
+    const int64_t g = w.per_member.gpus;
+    if (g <= 0) {
+      active_.push_back(items_[i]);
+      continue;
+    }
+    const GpuCaps& c = cap_for(g);
+    const int64_t ends_at = sim.now() + bf.RuntimeOf(w);
+    auto it = std::partition_point(c.by_start.begin(), c.by_start.end(), [&](const auto& x) { return x.first >= ends_at; });
+    const int64_t usable = c.base + (it == c.by_start.begin() ? 0 : std::prev(it)->second);
+    if (usable >= std::max(1, w.min_members)) active_.push_back(items_[i]);
+  }
+  return active_.empty() ? Check::kInert : Check::kAddActive;
+}
+
+void TidalPolicy::Undo(Simulator& sim, const CycleResult& r) {
+  ClusterState& state = sim.mutable_state();
+  for (const Decision& d : r.decisions) {
+    if (d.outcome != Outcome::kPlaced && d.outcome != Outcome::kWaiting) continue;
+    (void)state.RemoveRunning(d.workload_id);
+    if (ledger_ != nullptr) ledger_->Uncharge(d.workload_id);
+  }
+  sim.CountRetry();
+}
+
+void TidalPolicy::Apply(Simulator& sim, CycleResult& r, bool prefix_order) {
+  sim.CountCycle(static_cast<int64_t>(r.decisions.size()));
+  shape_cache_hits_ += r.shape_cache_hits;
+  for (size_t i = 0; i < r.decisions.size(); ++i) {
+    Decision& d = r.decisions[i];
+    // A prefix run got its batch in queue order, so decision i is item i (checked).
+    const JobId j = prefix_order && i < items_.size() && items_[i].w->id == d.workload_id ? items_[i].job
+                                                                                          : sim.Find(d.workload_id);
+    if (j == SIZE_MAX) continue;
+    JobRecord& rec = sim.record(j);
+    switch (d.outcome) {
+      case Outcome::kPlaced:
+      case Outcome::kWaiting:
+        if (std::find(evicted_unstarted_.begin(), evicted_unstarted_.end(), j) == evicted_unstarted_.end()) {
+          sim.Started(j, d.placement.assignments);
+        }
+        break;
+      case Outcome::kRejected:
+      case Outcome::kError:
+        sim.Reject(j, std::move(d.explanation));
+        break;
+      case Outcome::kPending:
+        if (d.reserved && rec.first_reservation_s < 0) rec.first_reservation_s = d.eta_s;
+        rec.last_reason = std::move(d.explanation);
+        break;
+    }
+  }
+}
+
+void TidalPolicy::RunWhole(Simulator& sim) {
+  batch_.clear();
+  for (JobId j : sim.pending()) {
+    if (sim.record(j).state == JobState::kPending) batch_.push_back(&sim.job(j).w);
+  }
+  evicted_unstarted_.clear();
+  const Scheduler& sched = inert_ && inert_scheduler_ ? *inert_scheduler_ : *scheduler_;
+  CycleResult r = sched.RunCycle(sim.mutable_state(), batch_, sim.now());
+  Apply(sim, r, false);
+}
+
+void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
+  const auto& pending = sim.pending();
+  if (pending.empty()) return;
+  ClusterState& state = sim.mutable_state();
+  inert_ = shortcuts_ && PostFilterInert(sim);
+  // Jobs the core rejects on the empty cluster are rejected at their first cycle whatever the
+  // state (Prepare found them): reject them here, so the shortcuts below need not evaluate them.
+  if (shortcuts_ && changes.arrived && any_doomed_) {
+    for (JobId j : pending) {
+      if (!doomed_[j].empty() && sim.record(j).state == JobState::kPending) sim.Reject(j, doomed_[j]);
+    }
+  }
+  const int64_t free = state.FreeGpus(state.root());
+  const int depth = scheduler_->profile().backfill().depth;
+  if (!inert_ || depth < 0 || sim.MinPendingGpus() <= 0) {
+    RunWhole(sim);
+    return;
+  }
+  if (!changes.arrived && free < sim.MinPendingGpus()) {
+    sim.CountSkip();
+    return;
+  }
+  // The queue order exactly as Scheduler::SortQueue computes it: the plugin's sort keys when it
+  // gives one for every workload, else Less; ties by id.
+  QueueSortPlugin& qs = scheduler_->profile().queue_sort();
+  qs.PrepareSort();
+  items_.clear();
+  bool keyed = true;
+  for (JobId j : pending) {
+    if (sim.record(j).state != JobState::kPending) continue;
+    Item it{{}, &sim.job(j).w, j};
+    if (keyed && !qs.SortKey(*it.w, &it.key)) keyed = false;
+    items_.push_back(it);
+  }
+  if (items_.empty()) return;
+  auto before = [&qs, keyed](const Item& a, const Item& b) {
+    if (keyed) {
+      if (a.key != b.key) return a.key < b.key;
+    } else {
+      if (qs.Less(*a.w, *b.w)) return true;
+      if (qs.Less(*b.w, *a.w)) return false;
+    }
+    return a.w->id < b.w->id;
+  };
+  size_t k = static_cast<size_t>(std::min<int64_t>(free, 1 << 20)) + static_cast<size_t>(depth) + 8;
+  while (true) {
+    if (k >= items_.size()) {
+      RunWhole(sim);
+      return;
+    }
+    // The first k jobs of the queue, in order; the rest after them, unordered.
+    std::nth_element(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(k), items_.end(), before);
+    std::sort(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(k), before);
+    prefix_ = k;
+    batch_.clear();
+    for (size_t i = 0; i < k; ++i) batch_.push_back(items_[i].w);
+    evicted_unstarted_.clear();
+    CycleResult r = (inert_scheduler_ ? *inert_scheduler_ : *scheduler_).RunCycle(state, batch_, sim.now());
+    const Check c = Verify(sim, r);
+    if (c == Check::kInert) {
+      Apply(sim, r, true);
+      return;
+    }
+    Undo(sim, r);
+    if (c == Check::kGrow) {
+      k *= 4;
+      continue;
+    }
+    // Some excluded jobs could still be placed. Extend the prefix up to the first few of them in
+    // queue order (at most the free GPUs' worth can be placed; the next check sees the rest).
+    const size_t chunk = std::min(active_.size(), static_cast<size_t>(std::max<int64_t>(free_after_prefix_, 0)) + 8);
+    std::nth_element(active_.begin(), active_.begin() + static_cast<std::ptrdiff_t>(chunk - 1), active_.end(), before);
+    const Item pivot = active_[chunk - 1];
+    size_t extra = 0;
+    for (size_t i = k; i < items_.size(); ++i) extra += before(pivot, items_[i]) ? 0 : 1;
+    k += std::max<size_t>(1, extra);
+  }
+}
+
+void TidalPolicy::OnComplete(Simulator& sim, JobId j) {
+  if (ledger_ != nullptr) ledger_->Uncharge(sim.job(j).w.id);
+}
+
+}  // namespace tidal::sim

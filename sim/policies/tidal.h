@@ -1,0 +1,116 @@
+// The `tidal` policy: the engine's own Scheduler (a Profile of registered plugins, by default
+// ProfileSpec::Default(): fairshare, quota, gang, topology, preemption, with the core's backfill)
+// run with Scheduler::RunCycle at each scheduling point, as tidal-engine runs it. The QuotaLedger
+// is advanced to every event time, charged by the quota plugin and uncharged at completions.
+//
+// Preemption: built with Create(), the Scheduler applies PostFilter's victims inside the cycle
+// (SchedulerOptions::apply_preemptions) and reports each eviction here; the victim's quota charge
+// is released at once (so the preemptor's admission sees it) and the simulator requeues the
+// victim, which restarts from scratch (the traces carry no checkpoints).
+//
+// Speed without changing any outcome. A cycle walks the whole pending queue in QueueSort order;
+// with thousands pending at every event that is the replay's whole cost. Exact shortcuts, used
+// only while PostFilter is INERT (the profile has no PostFilter plugin, or its only one is
+// `preemption` and no running job is preemptible and no queue borrows: by that plugin's rules it
+// can then propose no victim):
+//   0. doomed jobs: whether the core rejects a job (unresolvable) does not depend on the state, so
+//      Prepare asks it once per distinct request on an empty copy of the fabric; such jobs are
+//      rejected at their first cycle, as the core would, and the shortcuts never need them.
+//   1. skip: when no job arrived and the free GPUs are fewer than the smallest pending request,
+//      nothing can be placed and no reservation matters: the cycle is not run.
+//   2. verified prefix: the cycle runs on the first K jobs of the queue, in the order
+//      Scheduler::SortQueue uses (the QueueSort plugin's sort keys, or Less; then id). A cycle is
+//      a sequential walk of that order, so the prefix gets exactly the decisions the whole-queue
+//      cycle gives it. It is accepted if every job after it is provably inert: the prefix took
+//      all `backfill.depth` reservations (none is left for it) and it cannot be placed: its
+//      members do not fit (GPU histogram bound) in the free GPUs it may use after the prefix,
+//      those on nodes without a reservation plus those on reserved nodes whose reservation starts
+//      no earlier than it would end (now + expected run time: the core's backfill rule).
+//      Otherwise the prefix's placements are undone (ClusterState::RemoveRunning,
+//      QuotaLedger::Uncharge) and the prefix grows: 4x if a reservation was left, else up to the
+//      first (free GPUs + 8) jobs that were not inert; up to the whole queue.
+//   3. no futile victim searches: such cycles run on a second Scheduler over the same profile
+//      spec and ledger with SchedulerOptions::max_postfilter_attempts = 0; PostFilter could only
+//      have failed, so the decisions are the same.
+// With PostFilter not inert every cycle runs on the whole queue, with PostFilter. Tests compare
+// every job's start, end and nodes with and without the shortcuts (sim_policy_test.cc).
+//
+// Threading: single-threaded, owned by one Simulator.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/framework/scheduler.h"
+#include "core/state/queues.h"
+#include "sim/policy.h"
+
+namespace tidal::sim {
+
+class TidalPolicy final : public Policy {
+ public:
+  // Builds the profile against `ledger` (may be null: no queues) with preemptions applied in-cycle.
+  static StatusOr<std::unique_ptr<TidalPolicy>> Create(const ProfileSpec& spec, const TopologyLevels& levels,
+                                                       QuotaLedger* ledger);
+  // Over a prebuilt Scheduler: evictions happen only if it was built to apply them and report to
+  // this policy (use Create for that).
+  TidalPolicy(std::unique_ptr<Scheduler> scheduler, QuotaLedger* ledger)
+      : scheduler_(std::move(scheduler)), ledger_(ledger) {}
+
+  std::string_view Name() const override { return "tidal"; }
+  Status Prepare(Simulator& sim) override;
+  void AdvanceTo(Simulator& sim, int64_t t) override;
+  void Schedule(Simulator& sim, const Changes& changes) override;
+  void OnComplete(Simulator& sim, JobId j) override;
+
+  // Turns the exact shortcuts off (every cycle over the whole queue, with PostFilter), e.g. to
+  // check them.
+  void set_shortcuts(bool on) { shortcuts_ = on; }
+  const Scheduler& scheduler() const { return *scheduler_; }
+  int64_t shape_cache_hits() const { return shape_cache_hits_; }
+
+ private:
+  explicit TidalPolicy(QuotaLedger* ledger) : ledger_(ledger) {}
+  enum class Check { kInert, kAddActive, kGrow };
+  struct Item {
+    std::array<int64_t, 3> key;  // the QueueSort plugin's sort key, when it gives one
+    const Workload* w;
+    JobId job;
+  };
+  struct GpuCaps {
+    int64_t g = 0, base = 0;
+    std::vector<std::pair<int64_t, int64_t>> by_start;  // (reservation start, running sum of members)
+  };
+  void OnEvict(const std::string& id, int32_t members);
+  bool PostFilterInert(const Simulator& sim) const;
+  void FindDoomed(Simulator& sim);
+  // After a cycle over the first prefix_ items: are the other items inert? kGrow: a reservation
+  // was left, so any of them might take it; kAddActive: active_ may still be placed.
+  Check Verify(Simulator& sim, const CycleResult& r);
+  void Undo(Simulator& sim, const CycleResult& r);
+  void Apply(Simulator& sim, CycleResult& r, bool prefix_order);
+  void RunWhole(Simulator& sim);
+
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Scheduler> inert_scheduler_;  // same profile, max_postfilter_attempts = 0
+  bool inert_ = false;                           // PostFilter inert for the current cycle
+  QuotaLedger* ledger_;
+  Simulator* sim_ = nullptr;
+  bool shortcuts_ = true;
+  bool postfilter_known_ = false;  // the only PostFilter plugin (if any) is `preemption`
+  std::vector<std::string> doomed_;  // per job: why the core rejects it on any state ("" = it does not)
+  bool any_doomed_ = false;
+  std::vector<Item> items_, active_;
+  size_t prefix_ = 0;
+  int64_t free_after_prefix_ = 0;
+  std::vector<const Workload*> batch_;
+  std::vector<JobId> evicted_unstarted_;
+  std::vector<std::pair<NodeId, int64_t>> reserved_nodes_;
+  std::vector<GpuCaps> caps_;
+  int64_t shape_cache_hits_ = 0;
+};
+
+}  // namespace tidal::sim

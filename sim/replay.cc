@@ -1,0 +1,98 @@
+#include "sim/replay.h"
+
+#include <set>
+#include <sstream>
+
+#include "sim/policies/fifo.h"
+#include "sim/policies/kube_default.h"
+#include "sim/policies/tidal.h"
+
+namespace tidal::sim {
+
+StatusOr<std::vector<std::string>> ParsePolicies(const std::string& text) {
+  if (text == "all") return PolicyNames();
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string p;
+  while (std::getline(ss, p, ',')) {
+    bool known = false;
+    for (const auto& n : PolicyNames()) known = known || n == p;
+    if (!known) {
+      std::string names;
+      for (const auto& n : PolicyNames()) names += n + ", ";
+      return Status::Error("--policy: unknown policy \"" + p + "\" (accepted: " + names + "all)");
+    }
+    for (const auto& o : out) {
+      if (o == p) return Status::Error("--policy: \"" + p + "\" given twice");
+    }
+    out.push_back(p);
+  }
+  if (out.empty()) return Status::Error("--policy: empty");
+  return out;
+}
+
+QueueConfig EffectiveQueues(const ReplaySpec& spec) {
+  if (!spec.queues.queues.empty()) return spec.queues;
+  QueueConfig cfg = spec.queues;
+  std::set<std::string> names;
+  for (const auto& j : *spec.jobs) names.insert(j.w.queue);
+  const size_t nr = cfg.resources.size();
+  for (const auto& n : names) {
+    QueueSpec q;
+    q.name = n;
+    q.nominal.assign(nr, kUnlimited);
+    q.borrowing_limit.assign(nr, kUnlimited);
+    q.lending_limit.assign(nr, kUnlimited);
+    cfg.queues.push_back(std::move(q));
+  }
+  return cfg;
+}
+
+StatusOr<Replay> MakeReplay(const ReplaySpec& spec, const std::string& policy) {
+  Replay r;
+  std::unique_ptr<Policy> p;
+  const QueueConfig queues = EffectiveQueues(spec);
+  if (policy == "fifo") {
+    p = std::make_unique<FifoPolicy>(FifoPolicy::Mode::kFifo);
+  } else if (policy == "easy-backfill") {
+    p = std::make_unique<FifoPolicy>(FifoPolicy::Mode::kEasyBackfill);
+  } else if (policy == "kube-default") {
+    p = std::make_unique<KubeDefaultPolicy>();
+  } else if (policy == "tidal") {
+    auto tree = QueueTree::Build(queues);
+    if (!tree.ok()) return Status::Error("queues: " + tree.status().Message());
+    r.ledger = std::make_unique<QuotaLedger>(*tree);
+    auto tp = TidalPolicy::Create(spec.profile, spec.fabric->levels(), r.ledger.get());
+    if (!tp.ok()) return tp.status();
+    (*tp)->set_shortcuts(spec.tidal_shortcuts);
+    p = std::move(tp).value();
+  } else {
+    return Status::Error("unknown policy \"" + policy + "\"");
+  }
+  r.sim = std::make_unique<Simulator>(*spec.fabric, std::move(p));
+  std::map<std::string, double> weights;
+  for (const auto& q : queues.queues) weights[q.name] = q.weight;
+  r.sim->SetQueueWeights(std::move(weights));
+  int64_t interval = spec.sample_interval_s;
+  if (interval <= 0 && !spec.jobs->empty()) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& j : *spec.jobs) {
+      lo = std::min(lo, j.w.submit_time_s);
+      hi = std::max(hi, j.w.submit_time_s + j.duration_s);
+    }
+    interval = std::max<int64_t>(60, (hi - lo) / 2000);
+  }
+  r.sim->SetSampleInterval(interval);
+  for (const auto& j : *spec.jobs) r.sim->Submit(j);
+  return r;
+}
+
+StatusOr<nlohmann::json> RunPolicy(const ReplaySpec& spec, const std::string& policy, const MetricsOptions& mopts) {
+  auto r = MakeReplay(spec, policy);
+  if (!r.ok()) return r.status();
+  if (Status s = r->sim->Start(); !s.ok()) return s;
+  r->sim->Run();
+  return ComputeMetrics(*r->sim, mopts);
+}
+
+}  // namespace tidal::sim

@@ -1,0 +1,102 @@
+#include "sim/report.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace tidal::sim {
+namespace {
+
+std::string Fixed(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+std::string Pct(double x) { return Fixed(100.0 * x, 1) + "%"; }
+
+double Num(const nlohmann::json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0; }
+
+std::string Triple(const nlohmann::json& s) {
+  return HumanSeconds(Num(s, "avg")) + " / " + HumanSeconds(Num(s, "p50")) + " / " + HumanSeconds(Num(s, "p99"));
+}
+
+}  // namespace
+
+std::string HumanSeconds(double s) {
+  if (s < 120) return Fixed(s, 0) + " s";
+  if (s < 7200) return Fixed(s / 60, 1) + " min";
+  if (s < 172800) return Fixed(s / 3600, 1) + " h";
+  return Fixed(s / 86400, 1) + " d";
+}
+
+std::string MarkdownReport(const nlohmann::json& doc) {
+  std::string out;
+  const auto& in = doc.value("input", nlohmann::json::object());
+  out += "# Trace replay\n\n";
+  for (const auto& [k, v] : in.items()) out += "- " + k + ": " + (v.is_string() ? v.get<std::string>() : v.dump()) + "\n";
+  out += "\n| policy | completed | JCT avg / p50 / p99 | queueing avg / p50 / p99 | makespan | GPU alloc | stranded | Jain | preempt (GPU-h lost) | multi-node in one";
+  const auto& pols = doc.at("policies");
+  std::vector<std::string> levels;
+  if (!pols.empty()) {
+    for (const auto& [k, v] : pols[0].at("locality").items()) {
+      if (k.rfind("within_one_", 0) == 0) levels.push_back(k.substr(11));
+    }
+  }
+  std::string lv;
+  for (size_t i = levels.size(); i-- > 0;) lv += (lv.empty() ? "" : " / ") + levels[i];
+  out += " " + lv + " | partial-gang GPU-h | sim wall | jobs/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& p : pols) {
+    const auto& jobs = p.at("jobs");
+    std::string done = std::to_string(jobs.value("completed", 0)) + "/" + std::to_string(jobs.value("submitted", 0));
+    if (jobs.value("unfinished", 0) > 0) done += " (" + std::to_string(jobs.value("unfinished", 0)) + " unfinished)";
+    if (jobs.value("rejected", 0) > 0) done += " (" + std::to_string(jobs.value("rejected", 0)) + " rejected)";
+    std::string loc;
+    const auto& l = p.at("locality");
+    for (size_t i = levels.size(); i-- > 0;) loc += (loc.empty() ? "" : " / ") + Pct(Num(l, ("within_one_" + levels[i]).c_str()));
+    loc += " (" + std::to_string(l.value("multi_node_jobs", 0)) + " jobs)";
+    const auto& sim = p.at("sim");
+    out += "| " + p.value("policy", "?") + " | " + done + " | " + Triple(p.at("jct_s")) + " | " +
+           Triple(p.at("queueing_delay_s")) + " | " + HumanSeconds(Num(p, "makespan_s")) + " | " +
+           Pct(Num(p, "gpu_allocation_rate")) + " | " + Pct(Num(p, "fragmentation")) + " | " +
+           Fixed(Num(p, "jain_index"), 3) + " | " + std::to_string(p.value("preemptions", 0)) + " (" +
+           Fixed(Num(p, "gpu_hours_lost"), 0) + ") | " + loc + " | " + Fixed(Num(p, "partial_gang_gpu_hours"), 0) + " | " +
+           (sim.contains("wall_s") ? Fixed(Num(sim, "wall_s"), 1) + " s" : "-") + " | " +
+           (sim.contains("jobs_per_s") ? Fixed(Num(sim, "jobs_per_s"), 0) : "-") + " |\n";
+  }
+  out += "\nQueueing delay by job size (avg / p50 / p99):\n\n| policy | 1 GPU | 2-8 GPUs | 9-64 GPUs | 65+ GPUs |\n|---|---|---|---|---|\n";
+  for (const auto& p : pols) {
+    out += "| " + p.value("policy", "?") + " |";
+    for (const char* b : {"1", "2-8", "9-64", "65+"}) {
+      const auto& x = p.at("by_size").at(b);
+      if (x.value("jobs", 0) == 0) {
+        out += " - |";
+      } else {
+        out += " " + Triple(x.at("queueing_delay_s")) + " (" + std::to_string(x.value("jobs", 0)) + ") |";
+      }
+    }
+    out += "\n";
+  }
+  out += "\nGPU alloc: GPU-time allocated (running jobs and partly placed gangs) / capacity over the replay. "
+         "stranded: idle GPU-time while a waiting job asked for no more GPUs than were idle, / capacity. "
+         "Jain: over queues' allocation / weighted max-min fair share, time-averaged while jobs wait. "
+         "Definitions: docs/simulator.md.\n";
+  return out;
+}
+
+Status WriteReport(const std::string& dir, const nlohmann::json& doc) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::Error(dir + ": cannot create directory: " + ec.message());
+  {
+    std::ofstream md(dir + "/report.md");
+    if (!md) return Status::Error(dir + "/report.md: cannot write");
+    md << MarkdownReport(doc);
+  }
+  std::ofstream js(dir + "/metrics.json");
+  if (!js) return Status::Error(dir + "/metrics.json: cannot write");
+  js << doc.dump() << "\n";
+  return Status::Ok();
+}
+
+}  // namespace tidal::sim

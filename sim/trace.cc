@@ -1,0 +1,611 @@
+#include "sim/trace.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/api/duration.h"
+#include "core/io/document.h"
+#include "core/io/workload_file.h"
+
+namespace tidal::sim {
+namespace {
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// One CSV record (RFC 4180 quoting; no newlines inside quotes). False on an unterminated quote.
+bool SplitCsv(const std::string& line, std::vector<std::string>* out) {
+  out->clear();
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out->push_back(Trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out->push_back(Trim(cur));
+  return !quoted;
+}
+
+// A finite decimal number, the whole field.
+bool ParseNumber(const std::string& s, double* out) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (*b == '+') ++b;
+  auto [p, ec] = std::from_chars(b, e, *out);
+  return ec == std::errc() && p == e && std::isfinite(*out);
+}
+
+bool ParseInt(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (*b == '+') ++b;
+  auto [p, ec] = std::from_chars(b, e, *out);
+  return ec == std::errc() && p == e;
+}
+
+// Seconds: a number (rounded up) or a duration ("90s", "2h", "1h30m").
+bool ParseSeconds(const std::string& s, int64_t* out) {
+  double d = 0;
+  if (ParseNumber(s, &d)) {
+    if (d < 0 || d > 1e15) return false;
+    *out = static_cast<int64_t>(std::ceil(d));
+    return true;
+  }
+  auto v = ParseDurationSeconds(s, "");
+  if (!v.ok()) return false;
+  *out = *v;
+  return true;
+}
+
+bool ValidQueueName(const std::string& n) {
+  if (n.empty() || n.size() > 63) return false;
+  for (char c : n) {
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-')) {
+      return false;
+    }
+  }
+  return std::isalnum(static_cast<unsigned char>(n.front())) && std::isalnum(static_cast<unsigned char>(n.back()));
+}
+
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {  // H. Hinnant's algorithm
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+struct Row {
+  SimJob job;
+  int64_t raw_submit = 0;  // trace time before windowing (philly: unix seconds)
+};
+
+// Reads lines; `fn(line_no, text)`; CRLF tolerated.
+template <typename F>
+void ForEachLine(const std::string& text, F fn) {
+  size_t pos = 0;
+  int64_t line = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string l = text.substr(pos, nl - pos);
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    ++line;
+    if (!(nl == text.size() && l.empty())) fn(line, l);
+    if (nl == text.size()) break;
+    pos = nl + 1;
+  }
+}
+
+class Reader {
+ public:
+  Reader(const std::string& file, const TraceOptions& o, Trace* t) : file_(file), opts_(o), trace_(t) {}
+
+  // Records a bad row; false when the read must stop (OnBadRow::kFail).
+  bool Bad(int64_t line, const std::string& column, const std::string& why) {
+    BadRow b;
+    b.line = line;
+    b.message = file_ + ":" + std::to_string(line) + ": " + (column.empty() ? "" : column + ": ") + why;
+    trace_->bad_rows.push_back(std::move(b));
+    return opts_.on_bad_row == TraceOptions::OnBadRow::kSkip;
+  }
+  Status Failed() const { return Status::Error(trace_->bad_rows.back().message); }
+
+  Status Philly(const std::string& text, std::vector<Row>* rows);
+  Status Csv(const std::string& text, std::vector<Row>* rows);
+  Status Json(const std::string& text, std::vector<Row>* rows);
+
+ private:
+  const std::string& file_;
+  const TraceOptions& opts_;
+  Trace* trace_;
+};
+
+Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
+  std::map<std::string, size_t> col;
+  size_t ncols = 0;
+  Status header_error;
+  bool stop = false;
+  std::vector<std::string> f;
+  ForEachLine(text, [&](int64_t line, const std::string& l) {
+    if (stop || !header_error.ok()) return;
+    if (line == 1) {
+      SplitCsv(l, &f);
+      ncols = f.size();
+      for (size_t i = 0; i < f.size(); ++i) col[f[i]] = i;
+      for (const char* need : {"timestamp", "duration", "num_gpus", "cluster"}) {
+        if (!col.count(need)) {
+          header_error = Status::Error(file_ + ":1: header: missing column \"" + need +
+                                       "\" (philly format: timestamp,duration,num_gpus,gpu_time,cluster)");
+        }
+      }
+      return;
+    }
+    if (Trim(l).empty()) return;
+    ++trace_->rows;
+    if (!SplitCsv(l, &f)) {
+      stop = !Bad(line, "", "unterminated quote");
+      return;
+    }
+    if (f.size() != ncols) {
+      stop = !Bad(line, "", "expected " + std::to_string(ncols) + " fields, got " + std::to_string(f.size()));
+      return;
+    }
+    Row r;
+    const std::string& ts = f[col["timestamp"]];
+    auto t = ParseTimestamp(ts);
+    if (!t.ok()) {
+      stop = !Bad(line, "timestamp", "invalid timestamp \"" + ts + "\" (expected YYYY-MM-DD HH:MM:SS)");
+      return;
+    }
+    double dur = 0;
+    const std::string& ds = f[col["duration"]];
+    if (!ParseNumber(ds, &dur) || dur < 0) {
+      stop = !Bad(line, "duration", "must be a number of seconds >= 0, got \"" + ds + "\"");
+      return;
+    }
+    int64_t gpus = 0;
+    const std::string& gs = f[col["num_gpus"]];
+    if (!ParseInt(gs, &gpus) || gpus < 1 || gpus > 1000000) {
+      stop = !Bad(line, "num_gpus", "must be a whole number of GPUs >= 1, got \"" + gs + "\"");
+      return;
+    }
+    if (col.count("gpu_time")) {
+      double gt = 0;
+      const std::string& gts = f[col["gpu_time"]];
+      const double want = dur * static_cast<double>(gpus);
+      if (!ParseNumber(gts, &gt) || std::abs(gt - want) > 1e-6 * std::max(1.0, want) + 1e-3) {
+        stop = !Bad(line, "gpu_time", "\"" + gts + "\" is not duration x num_gpus (" + ds + " x " + gs + ")");
+        return;
+      }
+    }
+    const std::string& vc = f[col["cluster"]];
+    if (!ValidQueueName(vc)) {
+      stop = !Bad(line, "cluster", "\"" + vc + "\" is not a valid queue name (1-63 of [a-z0-9-], alphanumeric at both ends)");
+      return;
+    }
+    Workload& w = r.job.w;
+    w.id = "philly-" + std::to_string(line);
+    w.queue = vc;
+    ShapeFromTotal(gpus, opts_.gpus_per_node, &w.members, &w.per_member.gpus);
+    w.min_members = w.members;
+    w.workload_class = WorkloadClass::kTraining;
+    r.job.duration_s = static_cast<int64_t>(std::ceil(dur));
+    r.job.line = line;
+    r.raw_submit = *t;
+    rows->push_back(std::move(r));
+  });
+  if (!header_error.ok()) return header_error;
+  if (stop) return Failed();
+  return Status::Ok();
+}
+
+Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
+  static const std::set<std::string> kColumns = {"id",       "submit",   "duration", "gpus",        "members",
+                                                 "gpus_per_member", "min_members", "queue", "priority", "limit",
+                                                 "required", "preferred", "preemptible", "class"};
+  std::map<std::string, size_t> col;
+  size_t ncols = 0;
+  Status header_error;
+  bool stop = false;
+  std::set<std::string> ids;
+  std::vector<std::string> f;
+  bool have_header = false;
+  ForEachLine(text, [&](int64_t line, const std::string& l) {
+    if (stop || !header_error.ok()) return;
+    if (Trim(l).empty() || Trim(l)[0] == '#') return;  // blank lines and comments
+    if (!have_header) {
+      have_header = true;
+      SplitCsv(l, &f);
+      ncols = f.size();
+      for (size_t i = 0; i < f.size(); ++i) {
+        if (!kColumns.count(f[i])) {
+          std::string known;
+          for (const auto& k : kColumns) known += (known.empty() ? "" : ", ") + k;
+          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: unknown column \"" + f[i] +
+                                       "\" (accepted: " + known + ")");
+          return;
+        }
+        if (!col.emplace(f[i], i).second) {
+          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: column \"" + f[i] + "\" given twice");
+          return;
+        }
+      }
+      for (const char* need : {"submit", "duration"}) {
+        if (!col.count(need)) {
+          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: missing column \"" + std::string(need) + "\"");
+        }
+      }
+      if (!col.count("gpus") && !col.count("gpus_per_member")) {
+        header_error = Status::Error(file_ + ":" + std::to_string(line) +
+                                     ": header: needs a \"gpus\" column or \"members\" and \"gpus_per_member\"");
+      }
+      return;
+    }
+    ++trace_->rows;
+    if (!SplitCsv(l, &f)) {
+      stop = !Bad(line, "", "unterminated quote");
+      return;
+    }
+    if (f.size() != ncols) {
+      stop = !Bad(line, "", "expected " + std::to_string(ncols) + " fields, got " + std::to_string(f.size()));
+      return;
+    }
+    auto get = [&](const char* c) -> std::string { return col.count(c) ? f[col[c]] : std::string(); };
+    Row r;
+    Workload& w = r.job.w;
+    int64_t v = 0;
+    if (!ParseSeconds(get("submit"), &r.raw_submit)) {
+      stop = !Bad(line, "submit", "must be seconds >= 0 or a duration, got \"" + get("submit") + "\"");
+      return;
+    }
+    if (!ParseSeconds(get("duration"), &r.job.duration_s)) {
+      stop = !Bad(line, "duration", "must be seconds >= 0 or a duration, got \"" + get("duration") + "\"");
+      return;
+    }
+    const std::string gs = get("gpus"), ms = get("members"), gps = get("gpus_per_member");
+    int64_t gpus = -1, members = -1, per = -1;
+    if (!gs.empty() && (!ParseInt(gs, &gpus) || gpus < 0 || gpus > 1000000)) {
+      stop = !Bad(line, "gpus", "must be a whole number >= 0, got \"" + gs + "\"");
+      return;
+    }
+    if (!ms.empty() && (!ParseInt(ms, &members) || members < 1 || members > 1000000)) {
+      stop = !Bad(line, "members", "must be a whole number >= 1, got \"" + ms + "\"");
+      return;
+    }
+    if (!gps.empty() && (!ParseInt(gps, &per) || per < 0 || per > 1000000)) {
+      stop = !Bad(line, "gpus_per_member", "must be a whole number >= 0, got \"" + gps + "\"");
+      return;
+    }
+    if (per >= 0) {
+      w.per_member.gpus = per;
+      w.members = static_cast<int32_t>(members > 0 ? members : 1);
+      if (gpus >= 0 && gpus != per * w.members) {
+        stop = !Bad(line, "gpus", gs + " is not members x gpus_per_member (" + std::to_string(w.members) + " x " + gps + ")");
+        return;
+      }
+    } else if (gpus >= 1) {
+      if (members > 0) {
+        if (gpus % members != 0) {
+          stop = !Bad(line, "gpus", gs + " is not a multiple of members (" + ms + ")");
+          return;
+        }
+        w.members = static_cast<int32_t>(members);
+        w.per_member.gpus = gpus / members;
+      } else {
+        ShapeFromTotal(gpus, opts_.gpus_per_node, &w.members, &w.per_member.gpus);
+      }
+    } else {
+      stop = !Bad(line, "gpus", "needs gpus >= 1, or members and gpus_per_member");
+      return;
+    }
+    w.min_members = w.members;
+    if (const std::string s = get("min_members"); !s.empty()) {
+      if (!ParseInt(s, &v) || v < 1 || v > w.members) {
+        stop = !Bad(line, "min_members", "must be 1.." + std::to_string(w.members) + ", got \"" + s + "\"");
+        return;
+      }
+      w.min_members = static_cast<int32_t>(v);
+    }
+    w.id = get("id");
+    if (w.id.empty()) w.id = "job-" + std::to_string(line);
+    if (!ids.insert(w.id).second) {
+      stop = !Bad(line, "id", "duplicate job id \"" + w.id + "\"");
+      return;
+    }
+    w.queue = get("queue");
+    if (w.queue.empty()) w.queue = "default";
+    if (!ValidQueueName(w.queue)) {
+      stop = !Bad(line, "queue", "\"" + w.queue + "\" is not a valid queue name (1-63 of [a-z0-9-], alphanumeric at both ends)");
+      return;
+    }
+    if (const std::string s = get("priority"); !s.empty()) {
+      if (!ParseInt(s, &v) || v < -1000000000 || v > 1000000000) {
+        stop = !Bad(line, "priority", "must be a whole number, got \"" + s + "\"");
+        return;
+      }
+      w.priority = static_cast<int32_t>(v);
+    }
+    if (const std::string s = get("limit"); !s.empty()) {
+      if (!ParseSeconds(s, &w.runtime_limit_s) || w.runtime_limit_s <= 0) {
+        stop = !Bad(line, "limit", "must be seconds > 0 or a duration, got \"" + s + "\"");
+        return;
+      }
+    }
+    w.required_level = get("required");
+    w.preferred_level = get("preferred");
+    if (const std::string s = get("preemptible"); !s.empty()) {
+      if (s != "true" && s != "false") {
+        stop = !Bad(line, "preemptible", "must be true or false, got \"" + s + "\"");
+        return;
+      }
+      w.preemptible = s == "true";
+    }
+    w.workload_class = WorkloadClass::kTraining;
+    if (const std::string s = get("class"); !s.empty()) {
+      auto c = ParseWorkloadClass(s, "class");
+      if (!c.ok()) {
+        stop = !Bad(line, "", c.status().Message());
+        return;
+      }
+      w.workload_class = *c;
+    }
+    r.job.line = line;
+    rows->push_back(std::move(r));
+  });
+  if (!header_error.ok()) return header_error;
+  if (!have_header) return Status::Error(file_ + ": no header line (csv format: submit,duration,gpus,...)");
+  if (stop) return Failed();
+  return Status::Ok();
+}
+
+Status Reader::Json(const std::string& text, std::vector<Row>* rows) {
+  auto doc = ParseDocument(text, file_);
+  if (!doc.ok()) return doc.status();
+  const nlohmann::json* list = &doc->root;
+  std::string prefix;
+  if (doc->root.is_object()) {
+    if (!doc->root.contains("jobs") || doc->root.size() != 1) {
+      return doc->Locate(Status::Error("document: expected {jobs: [...]} or a list of jobs"));
+    }
+    list = &doc->root.at("jobs");
+    prefix = "jobs";
+  }
+  if (!list->is_array()) return doc->Locate(Status::Error((prefix.empty() ? "document" : prefix) + ": must be a list of jobs"));
+  std::set<std::string> ids;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string p = prefix + "[" + std::to_string(i) + "]";
+    const int64_t line = doc->LineOf(p);
+    ++trace_->rows;
+    auto bad = [&](const Status& s) {
+      BadRow b;
+      b.line = line;
+      b.message = doc->Locate(s).Message();
+      trace_->bad_rows.push_back(std::move(b));
+      return opts_.on_bad_row == TraceOptions::OnBadRow::kSkip;
+    };
+    nlohmann::json j = (*list)[i];
+    if (!j.is_object()) {
+      if (!bad(Status::Error(p + ": must be a mapping"))) return Failed();
+      continue;
+    }
+    Row r;
+    if (!j.contains("duration")) {
+      if (!bad(Status::Error(p + ".duration: required (actual run time)"))) return Failed();
+      continue;
+    }
+    const auto& d = j.at("duration");
+    const std::string ds = d.is_string() ? d.get<std::string>() : d.is_number() ? d.dump() : "";
+    if (!ParseSeconds(ds, &r.job.duration_s)) {
+      if (!bad(Status::Error(p + ".duration: must be seconds >= 0 or a duration"))) return Failed();
+      continue;
+    }
+    j.erase("duration");
+    auto w = DecodeWorkload(j, p);
+    if (!w.ok()) {
+      if (!bad(w.status())) return Failed();
+      continue;
+    }
+    if (!ids.insert(w->id).second) {
+      if (!bad(Status::Error(p + ".name: duplicate job \"" + w->id + "\""))) return Failed();
+      continue;
+    }
+    r.job.w = std::move(w).value();
+    r.job.line = line;
+    r.raw_submit = r.job.w.submit_time_s;
+    rows->push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void ShapeFromTotal(int64_t gpus, int64_t gpus_per_node, int32_t* members, int64_t* per_member) {
+  if (gpus_per_node <= 0 || gpus <= gpus_per_node) {
+    *members = 1;
+    *per_member = gpus;
+    return;
+  }
+  int64_t d = gpus_per_node;
+  while (d > 1 && gpus % d != 0) --d;
+  *members = static_cast<int32_t>(gpus / d);
+  *per_member = d;
+}
+
+StatusOr<int64_t> ParseTimestamp(const std::string& text) {
+  const std::string s = Trim(text);
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
+  char sep = ' ';
+  int n = 0;
+  const int got = std::sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &y, &mo, &d, &sep, &h, &mi, &se, &n);
+  bool ok = false;
+  if (got == 7 && static_cast<size_t>(n) == s.size() && (sep == ' ' || sep == 'T')) ok = true;
+  if (!ok) {
+    se = 0;
+    n = 0;
+    if (std::sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d%n", &y, &mo, &d, &sep, &h, &mi, &n) == 6 &&
+        static_cast<size_t>(n) == s.size() && (sep == ' ' || sep == 'T')) {
+      ok = true;
+    }
+  }
+  if (!ok) {
+    h = mi = se = 0;
+    n = 0;
+    if (std::sscanf(s.c_str(), "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && static_cast<size_t>(n) == s.size()) ok = true;
+  }
+  if (!ok || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || h < 0 || mi < 0 || se < 0) {
+    return Status::Error("invalid timestamp \"" + text + "\"");
+  }
+  static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (d > kDays[mo - 1] || (mo == 2 && d == 29 && !leap)) return Status::Error("invalid date \"" + text + "\"");
+  return DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 + mi * 60 + se;
+}
+
+StatusOr<int64_t> ParseWindowBound(const std::string& text, bool has_timestamps, int64_t origin_unix,
+                                   const std::string& flag) {
+  if (text.find('-') != std::string::npos && text.size() >= 10 && std::isdigit(static_cast<unsigned char>(text[0]))) {
+    if (!has_timestamps) return Status::Error(flag + ": a timestamp needs a trace with timestamps (philly); give seconds or a duration from the start");
+    auto t = ParseTimestamp(text);
+    if (!t.ok()) return Status::Error(flag + ": " + t.status().Message());
+    return *t - origin_unix;
+  }
+  int64_t s = 0;
+  if (!ParseSeconds(text, &s)) {
+    return Status::Error(flag + ": expected a timestamp (2017-10-01 or \"2017-10-01 12:00:00\") or a duration from the trace start (30d, 3600), got \"" + text + "\"");
+  }
+  return s;
+}
+
+StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, const TraceOptions& opts) {
+  if (!(opts.limit_factor >= 1.0) || opts.limit_factor > 1e6) {
+    return Status::Error("limit factor must be >= 1 (declared limit = actual x factor), got " + std::to_string(opts.limit_factor));
+  }
+  if (!(opts.load_scale > 0) || opts.load_scale > 1e6) {
+    return Status::Error("load scale must be > 0, got " + std::to_string(opts.load_scale));
+  }
+  Trace t;
+  t.file = file;
+  std::string fmt = opts.format;
+  if (fmt == "auto") {
+    const std::string head = text.substr(0, text.find('\n'));
+    if (head.rfind("timestamp,duration,num_gpus", 0) == 0) {
+      fmt = "philly";
+    } else if (file.size() >= 4 && file.substr(file.size() - 4) == ".csv") {
+      fmt = "csv";
+    } else {
+      fmt = "json";
+    }
+  }
+  t.format = fmt;
+  std::vector<Row> rows;
+  Reader reader(file, opts, &t);
+  Status s;
+  if (fmt == "philly") {
+    s = reader.Philly(text, &rows);
+  } else if (fmt == "csv") {
+    s = reader.Csv(text, &rows);
+  } else if (fmt == "json") {
+    s = reader.Json(text, &rows);
+  } else {
+    return Status::Error("unknown trace format \"" + fmt + "\" (accepted: auto, philly, csv, json)");
+  }
+  if (!s.ok()) return s;
+
+  // Trace time: philly rows are unix seconds, rebased to the earliest row; the others are already
+  // seconds on the replay clock.
+  const bool timestamps = fmt == "philly";
+  int64_t origin = 0;
+  if (timestamps && !rows.empty()) {
+    origin = rows.front().raw_submit;
+    for (const auto& r : rows) origin = std::min(origin, r.raw_submit);
+    t.origin_unix = origin;
+    const int64_t days = origin >= 0 ? origin / 86400 : (origin - 86399) / 86400;
+    const int64_t sec = origin - days * 86400;
+    // civil_from_days (H. Hinnant)
+    const int64_t z = days + 719468;
+    const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const unsigned doe = static_cast<unsigned>(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+    const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    const int64_t y = static_cast<int64_t>(yoe) + era * 400 + (m <= 2);
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%04lld-%02u-%02u %02lld:%02lld:%02lld", static_cast<long long>(y), m, d,
+                  static_cast<long long>(sec / 3600), static_cast<long long>(sec / 60 % 60),
+                  static_cast<long long>(sec % 60));
+    t.origin = buf;
+  }
+  int64_t from = INT64_MIN, to = INT64_MAX;
+  if (!opts.from.empty()) {
+    auto v = ParseWindowBound(opts.from, timestamps, origin, "--from");
+    if (!v.ok()) return v.status();
+    from = *v;
+  }
+  if (!opts.to.empty()) {
+    auto v = ParseWindowBound(opts.to, timestamps, origin, "--to");
+    if (!v.ok()) return v.status();
+    to = *v;
+  }
+  if (from != INT64_MIN && to != INT64_MAX && to <= from) return Status::Error("--to must be after --from");
+  const int64_t base = from == INT64_MIN ? 0 : from;
+  for (auto& r : rows) r.raw_submit -= origin;
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.raw_submit != b.raw_submit ? a.raw_submit < b.raw_submit : a.job.line < b.job.line;
+  });
+  for (auto& r : rows) {
+    if (r.raw_submit < from || r.raw_submit >= to) {
+      ++t.outside_window;
+      continue;
+    }
+    if (opts.max_jobs > 0 && static_cast<int64_t>(t.jobs.size()) >= opts.max_jobs) break;
+    SimJob j = std::move(r.job);
+    j.w.submit_time_s = static_cast<int64_t>(std::floor(static_cast<double>(r.raw_submit - base) / opts.load_scale));
+    if (j.w.runtime_limit_s <= 0) {
+      j.w.runtime_limit_s =
+          std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(j.duration_s) * opts.limit_factor)));
+    }
+    t.jobs.push_back(std::move(j));
+  }
+  return t;
+}
+
+StatusOr<Trace> LoadTrace(const std::string& path, const TraceOptions& opts) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error(path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseTrace(ss.str(), path, opts);
+}
+
+}  // namespace tidal::sim

@@ -1,0 +1,87 @@
+// Trace readers for the simulator: job tables in, SimJobs (Workload + actual duration) out.
+//
+// Formats (docs/simulator.md has the full reference):
+//   philly  the Philly job table derived by the Pollux authors (../shared/traces/philly-pollux):
+//           header `timestamp,duration,num_gpus,gpu_time,cluster`, rows in any order.
+//           timestamp "YYYY-MM-DD HH:MM:SS" (submit; trace time 0 = the earliest row),
+//           duration seconds (float; rounded UP to whole seconds), num_gpus total GPUs,
+//           gpu_time must equal duration x num_gpus, cluster = virtual cluster -> queue name.
+//   csv     generic CSV with a header naming its columns (any order):
+//             submit (required, seconds), duration (required, seconds), id, queue,
+//             gpus (total) and/or members + gpus_per_member, min_members, priority,
+//             limit (declared runtime limit, seconds), required, preferred (topology levels),
+//             preemptible (true/false), class.
+//   json    a YAML/JSON document {jobs: [...]} (or a top-level list): each entry is a workload as
+//           in workload files (core/io/workload_file.h: name, queue, members, request, ...,
+//           submitTime, runtimeLimit) plus `duration` (required).
+// Format "auto" picks philly for a header starting "timestamp,duration,num_gpus", csv for other
+// .csv files, json otherwise.
+//
+// GPU shape: a job of G total GPUs (philly, or csv with only `gpus`) becomes one member of G GPUs
+// when G fits on one node, else G/d members of d GPUs with d the largest divisor of G that fits on
+// a node (128 -> 16 x 8, 12 -> 2 x 6 on 8-GPU nodes). CPU and memory requests are zero: the traces
+// carry GPUs only.
+//
+// Runtime-estimate model: traces give actual durations only. A job without a declared limit gets
+// declared limit = ceil(actual x limit_factor) (limit_factor >= 1, default 2). Only schedulers see
+// the limit; a job runs for its actual duration (killed at the limit if it is shorter).
+//
+// Window and load scaling: jobs submitted in [from, to) of trace time are kept; their submit
+// times are rebased to the window start and divided by load_scale (time compression: 2 = twice
+// the arrival rate; durations unchanged).
+//
+// Malformed rows are never dropped silently: each is reported as "file:line: column: reason" in
+// Trace::bad_rows and skipped, or the whole read fails on the first one (OnBadRow::kFail).
+// Threading: plain functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/api/status.h"
+#include "sim/simulator.h"
+
+namespace tidal::sim {
+
+struct TraceOptions {
+  enum class OnBadRow { kSkip, kFail };
+  std::string format = "auto";  // auto | philly | csv | json
+  OnBadRow on_bad_row = OnBadRow::kSkip;
+  int64_t gpus_per_node = 8;    // for the GPU shape of total-GPU rows
+  double limit_factor = 2.0;    // declared limit = ceil(actual x factor) when a row declares none
+  // Window on trace time, each "" (open), a timestamp "2017-10-01[ 12:00[:00]]" (traces with
+  // timestamps) or a duration from the trace origin ("30d", "3600").
+  std::string from, to;
+  double load_scale = 1.0;      // submit times are divided by this
+  int64_t max_jobs = 0;         // 0 = all; else the first N jobs in submit order (after the window)
+};
+
+struct BadRow {
+  int64_t line = 0;
+  std::string message;  // "file:line: column: reason"
+};
+
+struct Trace {
+  std::string file, format;
+  std::vector<SimJob> jobs;      // by (submit time, line)
+  std::vector<BadRow> bad_rows;  // in file order
+  int64_t rows = 0;              // data rows read (good + bad)
+  int64_t outside_window = 0;
+  std::string origin;            // philly: the timestamp of trace time 0
+  int64_t origin_unix = 0;       // philly: trace time 0 as seconds since 1970 (timestamps read as UTC)
+};
+
+StatusOr<Trace> LoadTrace(const std::string& path, const TraceOptions& opts);
+StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, const TraceOptions& opts);
+
+// "YYYY-MM-DD HH:MM:SS" (or "YYYY-MM-DD", "YYYY-MM-DDTHH:MM[:SS]") as seconds since 1970, read as UTC.
+StatusOr<int64_t> ParseTimestamp(const std::string& text);
+// A window bound as trace time: a timestamp (only when `has_timestamps`; relative to
+// `origin_unix`) or a duration from the trace origin ("30d", "3600").
+StatusOr<int64_t> ParseWindowBound(const std::string& text, bool has_timestamps, int64_t origin_unix,
+                                   const std::string& flag);
+// The GPU shape of G total GPUs on nodes of `gpus_per_node` (see the header comment).
+void ShapeFromTotal(int64_t gpus, int64_t gpus_per_node, int32_t* members, int64_t* per_member);
+
+}  // namespace tidal::sim
