@@ -1,9 +1,18 @@
 # Tidal: `make test` and `make demo` set everything up on a fresh Debian 12 machine.
 #   make deps    install missing Debian packages (C++ toolchain deps, promtool)
 #   make build   configure + build every C++ target into build/ (binaries in build/bin/)
-#   make test    deps + build + every test (unit, plugin, scenario)
-#   make demo    deps + build + place the built-in sample workload on the built-in sample fabric
+#   make test    deps + build + every test (unit, plugin, scenario), then e2e
+#   make demo    the real thing: local cluster (128 fake GPU nodes), tidal-engine + tidal-scheduler,
+#                a mixed sample, a report of where it landed and why; stays up until Ctrl-C
+#                (make demo DEMO_ONCE=1 exits after the report)
+#   make demo-place  tidalctl place on the built-in sample fabric and workloads (no cluster)
 #   make bench   placement benchmarks (Google Benchmark), figures in docs/benchmarks.md
+#   make go-tools    Go binaries: etcd, kube-apiserver, kubectl, kube-controller-manager, kwok (build/tools/bin),
+#                    protoc-gen-go(-grpc), tidal-scheduler + tidal-explain (build/bin); cold ~8-10 min
+#   make shim        tidal-scheduler + tidal-explain only (generates shim/kube/gen from the proto first)
+#   make e2e         Go unit tests + end-to-end tests on a local control plane (test/e2e/run.sh)
+#   make bench-kube  pods/s of tidal-scheduler vs the default profile on 1024 KWOK nodes
+#                    -> build/bench/kube_throughput.json (a benchmark, not a test)
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= 2
@@ -16,7 +25,7 @@ APT_PACKAGES := build-essential cmake ninja-build ccache pkg-config \
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev \
   prometheus openssl curl python3-matplotlib
 
-.PHONY: all deps build test unit demo bench clean
+.PHONY: all deps build test unit demo demo-place bench clean go-tools shim e2e bench-kube
 all: build
 
 deps:
@@ -35,10 +44,28 @@ build: deps $(BUILD)/build.ninja
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-test: unit
+test: unit e2e
 
-demo: build
+# Go side (see test/e2e/README.md). GO_BUILD_JOBS: go build -p.
+GO_BUILD_JOBS ?= $(JOBS)
+go-tools: deps
+	GO_BUILD_JOBS=$(GO_BUILD_JOBS) hack/build-go-tools.sh
+
+shim: deps
+	GO_BUILD_JOBS=$(GO_BUILD_JOBS) hack/build-shim.sh
+
+e2e: build go-tools shim
+	TIDAL_E2E_SKIP_BUILD=1 test/e2e/run.sh
+
+DEMO_ONCE ?= 0
+demo: build go-tools shim
+	DEMO_ONCE=$(DEMO_ONCE) hack/demo.sh
+
+demo-place: build
 	$(BUILD)/bin/tidalctl place
+
+bench-kube: build go-tools shim
+	hack/bench-kube.sh
 
 bench: build
 	$(BUILD)/bin/tidal_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true

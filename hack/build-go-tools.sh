@@ -4,12 +4,16 @@
 #   build/tools/bin/etcd            go.etcd.io/etcd/server/v3        tools/etcd/go.mod
 #   build/tools/bin/kube-apiserver  k8s.io/kubernetes/cmd/...        tools/k8s/go.mod  (all staging repos replaced)
 #   build/tools/bin/kubectl         k8s.io/kubernetes/cmd/kubectl    tools/k8s/go.mod
+#   build/tools/bin/kube-controller-manager  (same module; the demo runs Deployments/ReplicaSets/Jobs with it)
 #   build/tools/bin/kwok            sigs.k8s.io/kwok/cmd/kwok        tools/kwok/go.mod
-#   build/bin/tidal-scheduler       kube-scheduler + Tidal plugin    shim/kube/go.mod  (hack/build-shim.sh)
+#   build/tools/bin/protoc-gen-go, protoc-gen-go-grpc   pinned `go install`s (hack/gen-go-proto.sh)
+#   build/bin/tidal-scheduler, tidal-explain   kube-scheduler + Tidal plugin, Explain client
+#                                   shim/kube/go.mod  (hack/build-shim.sh; generates shim/kube/gen first)
 #
-# Usage: hack/build-go-tools.sh [--force] [NAME...]   (NAME: etcd kube-apiserver kubectl kwok tidal-scheduler;
-#        default: all). Idempotent: a tool binary newer than its module's go.sum (and go.mod) is not rebuilt;
-#        tidal-scheduler is rebuilt when a non-test file under shim/kube is newer than it. --force rebuilds anyway.
+# Usage: hack/build-go-tools.sh [--force] [NAME...]   (NAME: etcd kube-apiserver kubectl kube-controller-manager
+#        kwok protoc-gen-go tidal-scheduler; default: all). Idempotent: a tool binary newer than its module's
+#        go.sum (and go.mod) is not rebuilt; tidal-scheduler is rebuilt when a non-test file under shim/kube (or
+#        the proto) is newer than it. --force rebuilds anyway.
 # Env:   GO_BUILD_JOBS (default 2: go build -p), TIDAL_TOOLS_BIN (default build/tools/bin),
 #        TIDAL_BIN (default build/bin).
 #
@@ -31,12 +35,12 @@ WANT=()
 for a in "$@"; do
   case $a in
     --force|-f) FORCE=1 ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    etcd|kube-apiserver|kubectl|kwok|tidal-scheduler) WANT+=("$a") ;;
+    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    etcd|kube-apiserver|kubectl|kube-controller-manager|kwok|protoc-gen-go|tidal-scheduler) WANT+=("$a") ;;
     *) echo "build-go-tools: unknown argument: $a" >&2; exit 2 ;;
   esac
 done
-[ ${#WANT[@]} -gt 0 ] || WANT=(etcd kube-apiserver kubectl kwok tidal-scheduler)
+[ ${#WANT[@]} -gt 0 ] || WANT=(etcd kube-apiserver kubectl kube-controller-manager kwok protoc-gen-go tidal-scheduler)
 
 command -v go >/dev/null || { echo "build-go-tools: 'go' not found on PATH (need Go >= 1.26)" >&2; exit 1; }
 mkdir -p "$TOOLS_BIN" "$BIN"
@@ -72,7 +76,7 @@ k8s_ldflags() {
 tool() {  # tool NAME MODDIR PKG
   local name=$1 dir=$ROOT/$2 pkg=$3 out=$TOOLS_BIN/$1 extra=""
   if up_to_date "$out" "$dir/go.sum" "$dir/go.mod"; then log "$name is up to date"; return 0; fi
-  case $name in kube-apiserver|kubectl) extra=$(k8s_ldflags "$dir") ;; esac
+  case $name in kube-apiserver|kubectl|kube-controller-manager) extra=$(k8s_ldflags "$dir") ;; esac
   gobuild "$name" "$dir" "$pkg" "$out" "$extra"
 }
 
@@ -82,8 +86,10 @@ for w in "${WANT[@]}"; do
     etcd)            tool etcd           tools/etcd go.etcd.io/etcd/server/v3 ;;
     kube-apiserver)  tool kube-apiserver tools/k8s  k8s.io/kubernetes/cmd/kube-apiserver ;;
     kubectl)         tool kubectl        tools/k8s  k8s.io/kubernetes/cmd/kubectl ;;
+    kube-controller-manager) tool kube-controller-manager tools/k8s k8s.io/kubernetes/cmd/kube-controller-manager ;;
     kwok)            tool kwok           tools/kwok sigs.k8s.io/kwok/cmd/kwok ;;
-    tidal-scheduler) GO_BUILD_JOBS=$JOBS TIDAL_BIN=$BIN FORCE=$FORCE "$ROOT/hack/build-shim.sh" ;;
+    protoc-gen-go)   FORCE=$FORCE TIDAL_TOOLS_BIN=$TOOLS_BIN "$ROOT/hack/gen-go-proto.sh" --tools-only ;;
+    tidal-scheduler) GO_BUILD_JOBS=$JOBS TIDAL_BIN=$BIN TIDAL_TOOLS_BIN=$TOOLS_BIN FORCE=$FORCE "$ROOT/hack/build-shim.sh" ;;
   esac
 done
 log "done in $((SECONDS - T0)) s"

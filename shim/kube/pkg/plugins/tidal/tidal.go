@@ -1,43 +1,323 @@
-// Package tidal is the kube-scheduler plugin that bridges to the Tidal engine.
+// Package tidal is the kube-scheduler plugin "Tidal": a thin bridge from kube-scheduler's extension
+// points to tidal-engine. It translates and forwards; every scheduling decision (is the gang
+// complete, where does it go, when may it bind, whom to preempt) is the engine's.
 //
-// For now it is a placeholder: it implements only PreFilter, which lets every
-// pod through unchanged (nil result = all nodes eligible, Success). The engine
-// client and the real extension points are added later.
+//	PreEnqueue  CheckPod: gang incomplete (WAIT) -> the pod is held out of the active queue; an
+//	            invalid tidal.dev/* label or annotation -> held, with a pod event naming the key
+//	            and the accepted values.
+//	PreFilter   PlanPod: the gang's first member obtains the whole gang's plan; every member gets
+//	            PreFilterResult.NodeNames = {its planned node}. Engine unreachable -> Unschedulable
+//	            ("tidal-engine unreachable ...") and a pod event; the pod stays pending.
+//	Filter      only the planned node passes;  Score: the planned node gets the maximum.
+//	Reserve     Reserve the member's slot;  Unreserve: the engine drops the whole gang's plan and
+//	            names the other members; those still waiting in Permit are rejected.
+//	Permit      engine WAIT -> framework Wait with the engine's timeout; SUCCESS -> every waiting
+//	            member of the gang is allowed at once (or, if one is gone, none is).
+//	PostFilter  Preempt: the engine chooses victims (maybe none); the shim evicts them (Eviction API).
+//	PostBind    Bound.
+//
+// Requeueing: gated and rejected pods are moved back by QueueingHints (pod and node events) and, to
+// close the race with the Sync stream, after the engine has acknowledged the changes that matter
+// (a gang member's pod, freed capacity, a resync after an engine restart): see onSynced.
+//
+// Threading: kube-scheduler calls PreEnqueue under its queue lock (so it never blocks long: a short
+// timeout, and no call at all while the engine is away), the scheduling-cycle points one pod at a
+// time, and Unreserve/PostBind from binding goroutines. The plugin's own bookkeeping (held, rejected
+// and waiting pods, reported events) is guarded by mu; hooks run on the engine client's goroutine.
 package tidal
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
+	"github.com/tidal-sched/tidal/shim/kube/pkg/engineclient"
 )
 
 // Name is the plugin name used in KubeSchedulerConfiguration profiles.
 const Name = "Tidal"
 
-// Plugin is the Tidal scheduler plugin.
+// Event reasons the plugin writes on pods (see docs/user-guide.md).
+const (
+	ReasonEngineUnreachable = "TidalEngineUnreachable"
+	ReasonInvalidSpec       = "TidalInvalidSpec"
+	ReasonRefused           = "TidalRefused"
+	ReasonPreempting        = "TidalPreempting"
+	ReasonGangReleased      = "TidalGangReleased"
+)
+
+// preEnqueueTimeout caps CheckPod: PreEnqueue runs under the scheduling queue's lock.
+const preEnqueueTimeout = 500 * time.Millisecond
+
+var (
+	_ fwk.PreEnqueuePlugin  = (*Plugin)(nil)
+	_ fwk.EnqueueExtensions = (*Plugin)(nil)
+	_ fwk.PreFilterPlugin   = (*Plugin)(nil)
+	_ fwk.FilterPlugin      = (*Plugin)(nil)
+	_ fwk.ScorePlugin       = (*Plugin)(nil)
+	_ fwk.ReservePlugin     = (*Plugin)(nil)
+	_ fwk.PermitPlugin      = (*Plugin)(nil)
+	_ fwk.PostFilterPlugin  = (*Plugin)(nil)
+	_ fwk.PostBindPlugin    = (*Plugin)(nil)
+)
+
+// Plugin is one profile's instance. Instances of several profiles share one engine client (one
+// Sync stream) per engine address.
 type Plugin struct {
-	handle fwk.Handle
+	handle  fwk.Handle
+	client  *engineclient.Client
+	args    Args
+	profile string
+	logger  klog.Logger
+	pods    corelisters.PodLister
+	nodes   corelisters.NodeLister
+
+	mu       sync.Mutex
+	held     map[types.UID]*v1.Pod   // gated by PreEnqueue: gang incomplete or pod not synced yet
+	rejected map[types.UID]rejection // refused by the engine at PreFilter (or its plan broke)
+	waiting  map[types.UID]string    // in Permit: pod -> gang
+	reported map[types.UID]string    // last event reason+note written per pod (no repeats)
 }
 
-var _ fwk.PreFilterPlugin = (*Plugin)(nil)
+type rejection struct {
+	pod          *v1.Pod
+	unresolvable bool // only a node change can help
+}
 
-// New is the plugin factory registered with app.WithPlugin. Plugin args, when
-// added, arrive in obj (decode them with frameworkruntime.DecodeInto).
-func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	klog.FromContext(ctx).Info("Tidal plugin initialized")
-	return &Plugin{handle: h}, nil
+// New is the plugin factory registered with app.WithPlugin.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	args, err := DecodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	client, err := engineclient.Shared(args.clientConfig(), logger)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plugin{
+		handle: h, client: client, args: args, logger: logger,
+		held: map[types.UID]*v1.Pod{}, rejected: map[types.UID]rejection{},
+		waiting: map[types.UID]string{}, reported: map[types.UID]string{},
+	}
+	if h != nil {
+		p.profile = h.ProfileName()
+		if f := h.SharedInformerFactory(); f != nil {
+			podInf := f.Core().V1().Pods()
+			p.pods = podInf.Lister()
+			p.nodes = f.Core().V1().Nodes().Lister()
+			if err := client.Watch(f.Core().V1().Nodes().Informer(), podInf.Informer()); err != nil {
+				return nil, err
+			}
+			if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: p.forgetDeleted}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	client.AddHooks(engineclient.Hooks{OnResync: p.onResync, OnSynced: p.onSynced, OnDisconnected: p.onDisconnected})
+	client.Start(ctx)
+	logger.Info("Tidal plugin initialized", "profile", p.profile, "engine", args.EngineAddress, "timeoutMs", args.TimeoutMs)
+	return p, nil
 }
 
 // Name implements fwk.Plugin.
 func (p *Plugin) Name() string { return Name }
 
-// PreFilter implements fwk.PreFilterPlugin. It does not restrict the node set.
-func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	return nil, fwk.NewStatus(fwk.Success)
+// --- bookkeeping and hooks ---------------------------------------------------------------------------
+
+func (p *Plugin) forgetDeleted(obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	delete(p.held, pod.UID)
+	delete(p.rejected, pod.UID)
+	delete(p.waiting, pod.UID)
+	delete(p.reported, pod.UID)
+	p.mu.Unlock()
 }
 
-// PreFilterExtensions implements fwk.PreFilterPlugin; there are none.
-func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+// onSynced runs after the engine acknowledged a Sync batch: it moves back the pods whose answer may
+// have changed now that the engine knows more.
+func (p *Plugin) onSynced(info engineclient.SyncedInfo) {
+	if p.handle == nil {
+		return
+	}
+	if info.Resync {
+		// Retry every pending pod of this profile against the rebuilt engine.
+		pending := p.pendingPods()
+		p.logger.Info("tidal-engine synced: retrying pending pods", "profile", p.profile, "pending", len(pending))
+		p.activate(pending, "resync")
+		return
+	}
+	// Each held or refused pod gets one such retry per refusal (it is forgotten here and recorded
+	// again if the engine still says no), so a busy cluster does not spin a pod that keeps failing.
+	batch := map[string]*v1.Pod{}
+	p.mu.Lock()
+	// A new unbound pod may complete a gang: its namespace's held pods (and those the engine
+	// refused, maybe for want of that member) get another try.
+	for uid, pod := range p.held {
+		if _, ok := info.PendingPodNamespaces[pod.Namespace]; ok {
+			batch[key(pod)] = pod
+			delete(p.held, uid)
+		}
+	}
+	for uid, r := range p.rejected {
+		_, sameNS := info.PendingPodNamespaces[r.pod.Namespace]
+		if (sameNS && !r.unresolvable) || (info.CapacityFreed && !r.unresolvable) || info.NodesChanged {
+			batch[key(r.pod)] = r.pod
+			delete(p.rejected, uid)
+		}
+	}
+	p.mu.Unlock()
+	p.activate(batch, "synced")
+}
+
+// onResync runs when a new Sync stream's snapshot is acknowledged, before the client reports
+// Synced: the engine rebuilt its state from the snapshot and holds no plans, so pods waiting in
+// Permit wait for plans that no longer exist. They are released (Unreserve, requeue).
+func (p *Plugin) onResync(info engineclient.SyncedInfo) {
+	if p.handle == nil {
+		return
+	}
+	why := "tidal-engine resynced"
+	if info.EngineRestarted {
+		why = "tidal-engine restarted (epoch " + info.Epoch + ")"
+	}
+	released := p.rejectWaiting(func(*v1.Pod) bool { return true }, why+": the gang's plan is gone; it will be planned again")
+	p.logger.Info("tidal-engine resync: released the pods waiting in Permit", "profile", p.profile,
+		"engineRestarted", info.EngineRestarted, "epoch", info.Epoch, "releasedFromPermit", len(released))
+}
+
+func (p *Plugin) onDisconnected(err error) {
+	p.logger.Info("tidal-engine Sync stream lost; pods stay pending until it is back", "engine", p.args.EngineAddress, "err", err)
+}
+
+func (p *Plugin) pendingPods() map[string]*v1.Pod {
+	out := map[string]*v1.Pod{}
+	if p.pods == nil {
+		return out
+	}
+	all, err := p.pods.List(labels.Everything())
+	if err != nil {
+		return out
+	}
+	for _, pod := range all {
+		if pod.Spec.NodeName == "" && pod.Spec.SchedulerName == p.profile && pod.DeletionTimestamp == nil {
+			out[key(pod)] = pod
+		}
+	}
+	return out
+}
+
+func (p *Plugin) activate(pods map[string]*v1.Pod, why string) {
+	if len(pods) == 0 || p.handle == nil {
+		return
+	}
+	p.logger.V(4).Info("activating pods", "count", len(pods), "why", why)
+	p.handle.Activate(p.logger, pods)
+}
+
+// rejectWaiting rejects this profile's pods waiting in Permit that match.
+func (p *Plugin) rejectWaiting(match func(*v1.Pod) bool, msg string) []*v1.Pod {
+	var victims []fwk.WaitingPod
+	p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		if pod := wp.GetPod(); pod.Spec.SchedulerName == p.profile && match(pod) {
+			victims = append(victims, wp)
+		}
+	})
+	var out []*v1.Pod
+	for _, wp := range victims {
+		if wp.Reject(Name, msg) {
+			out = append(out, wp.GetPod())
+		}
+	}
+	return out
+}
+
+func (p *Plugin) hold(pod *v1.Pod) {
+	p.mu.Lock()
+	p.held[pod.UID] = pod
+	p.mu.Unlock()
+}
+
+func (p *Plugin) reject(pod *v1.Pod, unresolvable bool) {
+	p.mu.Lock()
+	delete(p.held, pod.UID)
+	p.rejected[pod.UID] = rejection{pod: pod, unresolvable: unresolvable}
+	p.mu.Unlock()
+}
+
+func (p *Plugin) clear(uid types.UID) {
+	p.mu.Lock()
+	delete(p.held, uid)
+	delete(p.rejected, uid)
+	delete(p.reported, uid)
+	p.mu.Unlock()
+}
+
+// event writes a pod event, once per distinct reason+note (PreEnqueue and PreFilter run often).
+func (p *Plugin) event(pod *v1.Pod, eventType, reason, note string) {
+	if p.handle == nil || p.handle.EventRecorder() == nil {
+		return
+	}
+	p.mu.Lock()
+	dup := p.reported[pod.UID] == reason+"\x00"+note
+	p.reported[pod.UID] = reason + "\x00" + note
+	p.mu.Unlock()
+	if dup {
+		return
+	}
+	p.handle.EventRecorder().Eventf(pod, nil, eventType, reason, "Scheduling", "%s", note)
+}
+
+func key(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// reasons renders an engine status for kube-scheduler (never empty).
+func reasons(s *tidalv1.Status, fallback string) []string {
+	if s == nil || len(s.GetReasons()) == 0 {
+		return []string{fallback}
+	}
+	return s.GetReasons()
+}
+
+// gangOf is the gang a pod names itself (the same keys the engine reads; "" when none). It only
+// narrows which held pods an added pod may complete; the engine decides.
+func gangOf(pod *v1.Pod) string {
+	for _, k := range []string{"tidal.dev/gang", "scheduling.x-k8s.io/pod-group"} {
+		if v, ok := pod.Annotations[k]; ok {
+			return v
+		}
+		if v, ok := pod.Labels[k]; ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func joinRefs(refs []*tidalv1.PodRef) string {
+	var b strings.Builder
+	for i, r := range refs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s/%s", r.GetNamespace(), r.GetName())
+	}
+	return b.String()
+}

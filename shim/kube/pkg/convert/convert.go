@@ -1,0 +1,127 @@
+// Package convert turns Kubernetes objects into the engine's proto messages (tidal.v1). It is the
+// only place in the shim that knows how a Pod or Node maps onto the contract; it decides nothing.
+//
+//   - GPUs are the extended resource nvidia.com/gpu; CPU in millicores, memory in bytes.
+//   - A pod's request is what kube-scheduler itself charges: the sum over containers (plus sidecar
+//     init containers), raised to the largest regular init container where that is bigger, plus
+//     pod overhead; pod-level resources win when set (k8s.io/component-helpers/resource.PodRequests).
+//   - A node's capacity is its allocatable; it is ready when its Ready condition is True;
+//     unschedulable is spec.unschedulable (cordoned); the GPU model is the label
+//     nvidia.com/gpu.product (set by NVIDIA's GPU feature discovery).
+//   - A pod's priority is spec.priority (0 when unset, as the Priority admission plugin leaves it).
+//
+// Threading: pure functions; inputs are not modified (informer objects are shared).
+package convert
+
+import (
+	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
+)
+
+const (
+	// GPUResource is the extended resource that counts GPUs.
+	GPUResource v1.ResourceName = "nvidia.com/gpu"
+	// GPUModelLabel is the node label that names the GPU model.
+	GPUModelLabel = "nvidia.com/gpu.product"
+)
+
+// Resources converts a resource list (GPUs, CPU, memory; everything else is ignored).
+func Resources(rl v1.ResourceList) *tidalv1.Resources {
+	r := &tidalv1.Resources{}
+	if q, ok := rl[GPUResource]; ok {
+		r.Gpus = q.Value()
+	}
+	if q, ok := rl[v1.ResourceCPU]; ok {
+		r.CpuMilli = q.MilliValue()
+	}
+	if q, ok := rl[v1.ResourceMemory]; ok {
+		r.MemoryBytes = q.Value()
+	}
+	return r
+}
+
+// PodRequests is the pod's effective request: max(sum of containers, largest init container),
+// with sidecars and overhead as kube-scheduler counts them.
+func PodRequests(p *v1.Pod) v1.ResourceList {
+	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+}
+
+// Pod converts a pod (any scheduler's, bound or pending).
+func Pod(p *v1.Pod) *tidalv1.Pod {
+	out := &tidalv1.Pod{
+		Uid:           string(p.UID),
+		Namespace:     p.Namespace,
+		Name:          p.Name,
+		SchedulerName: p.Spec.SchedulerName,
+		NodeName:      p.Spec.NodeName,
+		Phase:         Phase(p.Status.Phase),
+		Request:       Resources(PodRequests(p)),
+		Labels:        copyMap(p.Labels),
+		Annotations:   copyMap(p.Annotations),
+		CreationUnix:  p.CreationTimestamp.Unix(),
+		Terminating:   p.DeletionTimestamp != nil,
+	}
+	if p.CreationTimestamp.IsZero() {
+		out.CreationUnix = 0
+	}
+	if p.Spec.Priority != nil {
+		out.Priority = *p.Spec.Priority
+	}
+	return out
+}
+
+// Phase maps a pod phase ("" and unknown values count as PENDING / UNKNOWN).
+func Phase(ph v1.PodPhase) tidalv1.Pod_Phase {
+	switch ph {
+	case v1.PodRunning:
+		return tidalv1.Pod_RUNNING
+	case v1.PodSucceeded:
+		return tidalv1.Pod_SUCCEEDED
+	case v1.PodFailed:
+		return tidalv1.Pod_FAILED
+	case v1.PodPending, "":
+		return tidalv1.Pod_PENDING
+	default:
+		return tidalv1.Pod_UNKNOWN
+	}
+}
+
+// Node converts a node.
+func Node(n *v1.Node) *tidalv1.Node {
+	return &tidalv1.Node{
+		Name:          n.Name,
+		Labels:        copyMap(n.Labels),
+		Capacity:      Resources(n.Status.Allocatable),
+		Ready:         NodeReady(n),
+		Unschedulable: n.Spec.Unschedulable,
+		GpuModel:      n.Labels[GPUModelLabel],
+	}
+}
+
+// NodeReady is true when the node's Ready condition is True.
+func NodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// PodRef names a pod for the unary RPCs.
+func PodRef(p *v1.Pod) *tidalv1.PodRef {
+	return &tidalv1.PodRef{Uid: string(p.UID), Namespace: p.Namespace, Name: p.Name}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,752 @@
+// Package engineclient is the shim's one connection to tidal-engine (proto/tidal/v1, generated into
+// gen/tidal/v1 at build time).
+//
+// It does two things and decides nothing:
+//
+//  1. Sync: streams every Node and every Pod (all schedulers' pods: they use capacity too) from the
+//     scheduler's shared informers to the engine. Changes are coalesced per object and flushed every
+//     FlushInterval or as soon as MaxBatch objects are pending. The first message(s) of every new
+//     stream are a full snapshot (resync=true, split into chunks of at most MaxMessageBytes when
+//     large; later chunks are plain upserts). When the stream breaks (engine restart, socket gone) it
+//     reconnects by itself with backoff and resyncs; the engine's epoch in the acks tells a restarted
+//     engine from a reconnect to the same one. Hooks run after each acknowledged batch, so whoever
+//     reacts to "the engine now knows X" (requeueing pods) never races the stream.
+//  2. Unary calls (CheckPod, PlanPod, Reserve, Unreserve, Permit, Preempt, Bound, Explain), each
+//     with a deadline (Timeout). Transport failures come back as errors; scheduling outcomes are
+//     the tidal.v1.Status inside the response.
+//
+// Threading: all methods are safe for concurrent use. Informer handlers only record the latest
+// version of each object under mu; one goroutine (started by Start) owns the stream, sends batches,
+// reads acks and calls the hooks (never with mu held).
+package engineclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
+	"github.com/tidal-sched/tidal/shim/kube/pkg/convert"
+)
+
+// Config of one engine connection. Zero values take the defaults.
+type Config struct {
+	// Address: unix:///ABSOLUTE/PATH, or HOST:PORT (default unix:///tmp/tidal-engine.sock, the
+	// engine's default --listen).
+	Address string
+	// Timeout of each unary call (default 2s).
+	Timeout time.Duration
+	// FlushInterval: pending Sync changes are sent at least this often (default 50ms).
+	FlushInterval time.Duration
+	// MaxBatch: a Sync message carries at most this many objects; reaching it flushes at once
+	// (default 500).
+	MaxBatch int
+	// MaxMessageBytes: snapshot chunks stay below this size (default 2 MiB; the engine's gRPC
+	// server accepts 4 MiB).
+	MaxMessageBytes int
+	// ReconnectMin / ReconnectMax bound the backoff between Sync stream attempts (100ms / 2s).
+	ReconnectMin, ReconnectMax time.Duration
+	// MaxInflight: Sync messages sent but not yet acknowledged before flushing pauses (default 16).
+	MaxInflight int
+}
+
+const DefaultAddress = "unix:///tmp/tidal-engine.sock"
+
+func (c *Config) defaults() {
+	if c.Address == "" {
+		c.Address = DefaultAddress
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 2 * time.Second
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = 50 * time.Millisecond
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 500
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 2 << 20
+	}
+	if c.ReconnectMin <= 0 {
+		c.ReconnectMin = 100 * time.Millisecond
+	}
+	if c.ReconnectMax <= 0 {
+		c.ReconnectMax = 2 * time.Second
+	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = 16
+	}
+}
+
+// Target turns an engine address into a gRPC target: unix:// stays as it is, HOST:PORT is dialled
+// directly (no DNS resolver round trip).
+func Target(addr string) string {
+	if strings.HasPrefix(addr, "unix:") || strings.Contains(addr, ":///") {
+		return addr
+	}
+	return "passthrough:///" + addr
+}
+
+// SyncedInfo tells the hooks what the engine has just acknowledged.
+type SyncedInfo struct {
+	// Resync: a full snapshot was acknowledged (a new stream). Plans the engine held are gone.
+	Resync bool
+	// EngineRestarted: the snapshot went to an engine with another epoch than the last one seen.
+	EngineRestarted bool
+	Epoch           string
+	// PendingPodNamespaces: namespaces of unbound pods added or changed in the batch (a gang may
+	// have become complete).
+	PendingPodNamespaces map[string]struct{}
+	// CapacityFreed: a bound pod went away or a node was added or changed in the batch.
+	CapacityFreed bool
+	// NodesChanged: a node was added, changed or deleted in the batch (or a resync).
+	NodesChanged bool
+}
+
+// Hooks are called on the stream goroutine, in order, never concurrently with each other.
+type Hooks struct {
+	// OnResync: the engine acknowledged a full snapshot; called before Synced turns true, so work
+	// released here (e.g. pods waiting on plans of the previous engine state) is never work that
+	// started against the new state.
+	OnResync func(SyncedInfo)
+	// OnSynced: after every acknowledged batch that matters (Resync, CapacityFreed, pending pods);
+	// for a resync, once Synced is true.
+	OnSynced       func(SyncedInfo)
+	OnDisconnected func(err error)
+}
+
+type podOp struct {
+	pod     *tidalv1.Pod // nil: delete
+	freed   bool         // this change frees capacity (a bound pod deleted)
+	pending bool         // an unbound pod upserted
+	ns      string
+}
+
+type inflight struct {
+	resync, last bool
+	info         SyncedInfo
+}
+
+// Client is one engine connection. Create with New (or Shared), attach informers with Watch,
+// then Start.
+type Client struct {
+	cfg    Config
+	conn   *grpc.ClientConn
+	api    tidalv1.EngineClient
+	logger klog.Logger
+
+	mu           sync.Mutex
+	pendingPods  map[string]podOp         // uid -> latest change
+	pendingNodes map[string]*tidalv1.Node // name -> latest (nil: delete)
+	nodeStore    cache.Store              // informer stores, for snapshots
+	podStore     cache.Store
+	hasSynced    []cache.InformerSynced
+	hooks        []Hooks
+	watching     bool
+	started      bool
+	connected    bool // stream open
+	synced       bool // snapshot acknowledged on the current stream
+	syncedCh     chan struct{}
+	epoch        string
+	generation   uint64
+	lastErr      error
+	kick         chan struct{}
+}
+
+// New dials lazily (no I/O until the first call or Start).
+func New(cfg Config, logger klog.Logger) (*Client, error) {
+	cfg.defaults()
+	conn, err := grpc.NewClient(Target(cfg.Address),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: time.Second,
+		}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20), grpc.MaxCallSendMsgSize(16<<20)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("tidal-engine address %q: %w", cfg.Address, err)
+	}
+	return &Client{
+		cfg: cfg, conn: conn, api: tidalv1.NewEngineClient(conn), logger: logger,
+		pendingPods: map[string]podOp{}, pendingNodes: map[string]*tidalv1.Node{},
+		syncedCh: make(chan struct{}), kick: make(chan struct{}, 1),
+	}, nil
+}
+
+var shared struct {
+	sync.Mutex
+	m map[string]*Client
+}
+
+// Shared returns the one client for cfg.Address in this process (created on first use with cfg), so
+// that several scheduler profiles using the plugin share one Sync stream.
+func Shared(cfg Config, logger klog.Logger) (*Client, error) {
+	cfg.defaults()
+	shared.Lock()
+	defer shared.Unlock()
+	if c, ok := shared.m[cfg.Address]; ok {
+		return c, nil
+	}
+	c, err := New(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if shared.m == nil {
+		shared.m = map[string]*Client{}
+	}
+	shared.m[cfg.Address] = c
+	return c, nil
+}
+
+// Address is the engine address this client dials.
+func (c *Client) Address() string { return c.cfg.Address }
+
+// Timeout is the unary call timeout.
+func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
+
+// AddHooks registers callbacks for acknowledged Sync batches and stream loss.
+func (c *Client) AddHooks(h Hooks) {
+	c.mu.Lock()
+	c.hooks = append(c.hooks, h)
+	c.mu.Unlock()
+}
+
+// Watch registers the Sync handlers on the node and pod informers (once per client; later calls
+// are no-ops). Call before the informers start, or at any time: the snapshot is taken from their
+// stores when a stream opens.
+func (c *Client) Watch(nodes, pods cache.SharedIndexInformer) error {
+	c.mu.Lock()
+	if c.watching {
+		c.mu.Unlock()
+		return nil
+	}
+	c.watching = true
+	c.nodeStore, c.podStore = nodes.GetStore(), pods.GetStore()
+	c.mu.Unlock()
+	nr, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if n, ok := obj.(*v1.Node); ok {
+				c.upsertNode(nil, n)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			o, _ := oldObj.(*v1.Node)
+			if n, ok := newObj.(*v1.Node); ok {
+				c.upsertNode(o, n)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if n, ok := obj.(*v1.Node); ok {
+				c.deleteNode(n.Name)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("node informer: %w", err)
+	}
+	pr, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if p, ok := obj.(*v1.Pod); ok {
+				c.upsertPod(nil, p)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			o, _ := oldObj.(*v1.Pod)
+			if p, ok := newObj.(*v1.Pod); ok {
+				c.upsertPod(o, p)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok {
+				c.deletePod(p)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("pod informer: %w", err)
+	}
+	c.mu.Lock()
+	c.hasSynced = append(c.hasSynced, nr.HasSynced, pr.HasSynced)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Client) upsertNode(old, n *v1.Node) {
+	msg := convert.Node(n)
+	if old != nil && proto.Equal(convert.Node(old), msg) {
+		return // heartbeats and other status noise the engine does not model
+	}
+	c.mu.Lock()
+	c.pendingNodes[n.Name] = msg
+	c.afterChangeLocked()
+	c.mu.Unlock()
+}
+
+func (c *Client) deleteNode(name string) {
+	c.mu.Lock()
+	c.pendingNodes[name] = nil
+	c.afterChangeLocked()
+	c.mu.Unlock()
+}
+
+func (c *Client) upsertPod(old, p *v1.Pod) {
+	msg := convert.Pod(p)
+	if old != nil && proto.Equal(convert.Pod(old), msg) {
+		return
+	}
+	uid := string(p.UID)
+	freed := old != nil && old.Spec.NodeName != "" &&
+		(p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed)
+	c.mu.Lock()
+	prev := c.pendingPods[uid]
+	c.pendingPods[uid] = podOp{pod: msg, freed: freed || prev.freed, pending: p.Spec.NodeName == "", ns: p.Namespace}
+	c.afterChangeLocked()
+	c.mu.Unlock()
+}
+
+func (c *Client) deletePod(p *v1.Pod) {
+	uid := string(p.UID)
+	c.mu.Lock()
+	prev := c.pendingPods[uid]
+	c.pendingPods[uid] = podOp{freed: p.Spec.NodeName != "" || prev.freed, ns: p.Namespace}
+	c.afterChangeLocked()
+	c.mu.Unlock()
+}
+
+func (c *Client) afterChangeLocked() {
+	if len(c.pendingPods)+len(c.pendingNodes) >= c.cfg.MaxBatch {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Start runs the Sync stream until ctx ends (once per client; later calls are no-ops). The
+// snapshot waits until the watched informers have synced.
+func (c *Client) Start(ctx context.Context) {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return
+	}
+	c.started = true
+	c.mu.Unlock()
+	go c.loop(ctx)
+}
+
+// Synced: a Sync stream is open, the engine has acknowledged its snapshot and the resync hooks
+// have run.
+func (c *Client) Synced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.synced
+}
+
+// WaitSynced blocks until Synced or ctx ends.
+func (c *Client) WaitSynced(ctx context.Context) error {
+	c.mu.Lock()
+	ch, ok := c.syncedCh, c.synced
+	c.mu.Unlock()
+	if ok {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Epoch is the engine epoch of the last acknowledged snapshot ("" before the first).
+func (c *Client) Epoch() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epoch
+}
+
+// LastError is why the last Sync stream ended (nil while none has).
+func (c *Client) LastError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+func (c *Client) loop(ctx context.Context) {
+	c.mu.Lock()
+	synced := append([]cache.InformerSynced(nil), c.hasSynced...)
+	c.mu.Unlock()
+	if len(synced) > 0 && !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return
+	}
+	delay := c.cfg.ReconnectMin
+	for {
+		began := time.Now()
+		err := c.runStream(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.mu.Lock()
+		wasSynced := c.synced
+		c.connected, c.synced, c.lastErr = false, false, err
+		if wasSynced {
+			c.syncedCh = make(chan struct{})
+		}
+		hooks := append([]Hooks(nil), c.hooks...)
+		c.mu.Unlock()
+		c.logger.Info("tidal-engine Sync stream ended; reconnecting", "engine", c.cfg.Address, "err", err, "retryIn", delay)
+		for _, h := range hooks {
+			if h.OnDisconnected != nil {
+				h.OnDisconnected(err)
+			}
+		}
+		if time.Since(began) > 10*time.Second || wasSynced {
+			delay = c.cfg.ReconnectMin
+		}
+		t := time.NewTimer(delay/2 + time.Duration(rand.Int64N(int64(delay/2)+1)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, c.cfg.ReconnectMax)
+	}
+}
+
+type recvResult struct {
+	ack *tidalv1.SyncAck
+	err error
+}
+
+func (c *Client) runStream(ctx context.Context) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// WaitForReady: while the engine is down the stream waits for the channel to (re)connect.
+	st, err := c.api.Sync(sctx, grpc.WaitForReady(true))
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.connected = true
+	msgs := c.snapshotLocked()
+	c.mu.Unlock()
+	var queue []inflight
+	for i, m := range msgs {
+		if err := st.Send(m); err != nil {
+			return fmt.Errorf("send snapshot: %w", err)
+		}
+		queue = append(queue, inflight{resync: true, last: i == len(msgs)-1})
+	}
+	c.logger.V(2).Info("tidal-engine Sync snapshot sent", "engine", c.cfg.Address, "messages", len(msgs))
+	acks := make(chan recvResult, 64)
+	go func() {
+		for {
+			a, err := st.Recv()
+			select {
+			case acks <- recvResult{a, err}:
+			case <-sctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	ticker := time.NewTicker(c.cfg.FlushInterval)
+	defer ticker.Stop()
+	flush := func() error {
+		if len(queue) >= c.cfg.MaxInflight {
+			return nil // back-pressure: keep coalescing until acks arrive
+		}
+		msgs, infos := c.takePending()
+		for i, m := range msgs {
+			if err := st.Send(m); err != nil {
+				return fmt.Errorf("send: %w", err)
+			}
+			queue = append(queue, inflight{info: *infos[i]})
+		}
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			_ = st.CloseSend()
+			return ctx.Err()
+		case r := <-acks:
+			if r.err != nil {
+				return fmt.Errorf("recv: %w", r.err)
+			}
+			if len(queue) == 0 {
+				return errors.New("engine sent an ack for no message")
+			}
+			head := queue[0]
+			queue = queue[1:]
+			if err := c.handleAck(r.ack, head); err != nil {
+				return err
+			}
+		case <-ticker.C:
+			if err := flush(); err != nil {
+				return err
+			}
+		case <-c.kick:
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (c *Client) handleAck(a *tidalv1.SyncAck, m inflight) error {
+	if s := a.GetStatus(); s != nil && s.GetCode() != tidalv1.Status_SUCCESS {
+		c.logger.Info("tidal-engine refused part of a Sync batch", "code", s.GetCode(), "reasons", s.GetReasons())
+	}
+	c.mu.Lock()
+	c.generation = a.GetGeneration()
+	info := m.info
+	if m.resync {
+		if !m.last {
+			c.mu.Unlock()
+			return nil
+		}
+		info.Resync = true
+		info.EngineRestarted = c.epoch != "" && c.epoch != a.GetEngineEpoch()
+		info.CapacityFreed = true
+		info.NodesChanged = true
+		c.epoch = a.GetEngineEpoch()
+	} else if a.GetEngineEpoch() != c.epoch {
+		c.mu.Unlock()
+		return fmt.Errorf("engine epoch changed mid-stream (%s -> %s)", c.epoch, a.GetEngineEpoch())
+	}
+	info.Epoch = c.epoch
+	hooks := append([]Hooks(nil), c.hooks...)
+	c.mu.Unlock()
+	if info.Resync {
+		c.logger.Info("tidal-engine synced", "engine", c.cfg.Address, "epoch", info.Epoch,
+			"engineRestarted", info.EngineRestarted, "generation", a.GetGeneration())
+	}
+	if info.Resync {
+		for _, h := range hooks {
+			if h.OnResync != nil {
+				h.OnResync(info)
+			}
+		}
+		c.mu.Lock()
+		c.synced = true
+		close(c.syncedCh)
+		c.mu.Unlock()
+	}
+	if info.Resync || info.CapacityFreed || len(info.PendingPodNamespaces) > 0 {
+		for _, h := range hooks {
+			if h.OnSynced != nil {
+				h.OnSynced(info)
+			}
+		}
+	}
+	return nil
+}
+
+// snapshotLocked drops the pending changes (the snapshot supersedes them) and lists every node and
+// pod from the informer stores, as one resync message or several chunks.
+func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
+	c.pendingPods = map[string]podOp{}
+	c.pendingNodes = map[string]*tidalv1.Node{}
+	first := &tidalv1.SyncRequest{Resync: true}
+	msgs := []*tidalv1.SyncRequest{first}
+	cur, size := first, 0
+	add := func(sz int) *tidalv1.SyncRequest {
+		if size > 0 && size+sz > c.cfg.MaxMessageBytes {
+			cur, size = &tidalv1.SyncRequest{}, 0
+			msgs = append(msgs, cur)
+		}
+		size += sz + 8
+		return cur
+	}
+	if c.nodeStore != nil {
+		for _, o := range c.nodeStore.List() {
+			if n, ok := o.(*v1.Node); ok {
+				m := convert.Node(n)
+				r := add(proto.Size(m))
+				r.UpsertNodes = append(r.UpsertNodes, m)
+			}
+		}
+	}
+	if c.podStore != nil {
+		for _, o := range c.podStore.List() {
+			if p, ok := o.(*v1.Pod); ok {
+				m := convert.Pod(p)
+				r := add(proto.Size(m))
+				r.UpsertPods = append(r.UpsertPods, m)
+			}
+		}
+	}
+	return msgs
+}
+
+// takePending empties the pending changes into messages of at most MaxBatch objects.
+func (c *Client) takePending() ([]*tidalv1.SyncRequest, []*SyncedInfo) {
+	c.mu.Lock()
+	pods, nodes := c.pendingPods, c.pendingNodes
+	if len(pods)+len(nodes) == 0 {
+		c.mu.Unlock()
+		return nil, nil
+	}
+	c.pendingPods, c.pendingNodes = map[string]podOp{}, map[string]*tidalv1.Node{}
+	c.mu.Unlock()
+	var msgs []*tidalv1.SyncRequest
+	var infos []*SyncedInfo
+	var cur *tidalv1.SyncRequest
+	var info *SyncedInfo
+	n := 0
+	next := func() {
+		if cur == nil || n >= c.cfg.MaxBatch {
+			cur, info = &tidalv1.SyncRequest{}, &SyncedInfo{}
+			msgs = append(msgs, cur)
+			infos = append(infos, info)
+			n = 0
+		}
+		n++
+	}
+	// Nodes first: pods may name a node that is new in this batch.
+	for name, node := range nodes {
+		next()
+		if node == nil {
+			cur.DeleteNodes = append(cur.DeleteNodes, name)
+		} else {
+			cur.UpsertNodes = append(cur.UpsertNodes, node)
+		}
+		info.CapacityFreed = true
+		info.NodesChanged = true
+	}
+	for uid, op := range pods {
+		next()
+		if op.pod == nil {
+			cur.DeletePods = append(cur.DeletePods, uid)
+		} else {
+			cur.UpsertPods = append(cur.UpsertPods, op.pod)
+		}
+		if op.freed {
+			info.CapacityFreed = true
+		}
+		if op.pending {
+			if info.PendingPodNamespaces == nil {
+				info.PendingPodNamespaces = map[string]struct{}{}
+			}
+			info.PendingPodNamespaces[op.ns] = struct{}{}
+		}
+	}
+	return msgs, infos
+}
+
+// --- unary calls -----------------------------------------------------------------------------------
+
+func (c *Client) ctx(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 || timeout > c.cfg.Timeout {
+		timeout = c.cfg.Timeout
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// CheckPod (PreEnqueue). timeout: at most the configured one (0: the configured one).
+func (c *Client) CheckPod(ctx context.Context, ref *tidalv1.PodRef, timeout time.Duration) (*tidalv1.CheckPodResponse, error) {
+	ctx, cancel := c.ctx(ctx, timeout)
+	defer cancel()
+	return c.api.CheckPod(ctx, ref)
+}
+
+// PlanPod (PreFilter).
+func (c *Client) PlanPod(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.PlanResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.PlanPod(ctx, ref)
+}
+
+// Reserve one member's slot.
+func (c *Client) Reserve(ctx context.Context, ref *tidalv1.PodRef, node string) (*tidalv1.ReserveResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Reserve(ctx, &tidalv1.ReserveRequest{Pod: ref, NodeName: node})
+}
+
+// Unreserve drops the whole gang's plan; the response names the other members released.
+func (c *Client) Unreserve(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.UnreserveResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Unreserve(ctx, ref)
+}
+
+// Permit asks whether the gang is complete.
+func (c *Client) Permit(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.PermitResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Permit(ctx, ref)
+}
+
+// Preempt asks the engine for victims (PostFilter).
+func (c *Client) Preempt(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.PreemptResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Preempt(ctx, ref)
+}
+
+// Bound reports a binding (PostBind).
+func (c *Client) Bound(ctx context.Context, ref *tidalv1.PodRef, node string) (*tidalv1.BoundResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Bound(ctx, &tidalv1.ReserveRequest{Pod: ref, NodeName: node})
+}
+
+// Explain asks why a gang ("ns/gang") or pod ("ns/name") is where it is.
+func (c *Client) Explain(ctx context.Context, workload string) (*tidalv1.ExplainResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Explain(ctx, &tidalv1.ExplainRequest{Workload: workload})
+}
+
+// Close ends the connection (the Sync loop ends with its context).
+func (c *Client) Close() error { return c.conn.Close() }
+
+// IsTransport reports whether err is a transport failure (engine down, unreachable, too slow) as
+// opposed to a malformed request.
+func IsTransport(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown, codes.Internal, codes.ResourceExhausted:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// Describe renders a call error for users: "tidal-engine unreachable at ADDR: WHY".
+func (c *Client) Describe(err error) string {
+	msg := err.Error()
+	if s, ok := status.FromError(err); ok {
+		msg = s.Code().String() + ": " + s.Message()
+	}
+	return fmt.Sprintf("tidal-engine unreachable at %s (%s)", c.cfg.Address, msg)
+}

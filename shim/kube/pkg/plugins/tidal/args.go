@@ -1,0 +1,100 @@
+package tidal
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/tidal-sched/tidal/shim/kube/pkg/engineclient"
+)
+
+// Args are the plugin's arguments (KubeSchedulerConfiguration pluginConfig, name: Tidal):
+//
+//	pluginConfig:
+//	- name: Tidal
+//	  args:
+//	    engineAddress: unix:///run/tidal/engine.sock   # or HOST:PORT
+//	    timeoutMs: 2000                                # each engine call
+//	    syncFlushMs: 50                                # Sync batching interval
+//	    syncBatch: 500                                 # objects per Sync message
+type Args struct {
+	EngineAddress string `json:"engineAddress,omitempty"`
+	TimeoutMs     int    `json:"timeoutMs,omitempty"`
+	SyncFlushMs   int    `json:"syncFlushMs,omitempty"`
+	SyncBatch     int    `json:"syncBatch,omitempty"`
+}
+
+var argKeys = []string{"engineAddress", "timeoutMs", "syncFlushMs", "syncBatch"}
+
+// DecodeArgs reads the plugin arguments (nil: all defaults), refusing unknown keys and values out
+// of range, each error naming the field.
+func DecodeArgs(obj runtime.Object) (Args, error) {
+	var a Args
+	if err := frameworkruntime.DecodeInto(obj, &a); err != nil {
+		return a, fmt.Errorf("%s args: %w", Name, err)
+	}
+	if u, ok := obj.(*runtime.Unknown); ok && len(u.Raw) > 0 {
+		var raw map[string]json.RawMessage
+		if err := yaml.Unmarshal(u.Raw, &raw); err == nil {
+			var unknown []string
+			for k := range raw {
+				if !contains(argKeys, k) {
+					unknown = append(unknown, k)
+				}
+			}
+			if len(unknown) > 0 {
+				sort.Strings(unknown)
+				return a, fmt.Errorf("%s args: unknown field(s) %s (accepted: %s)", Name,
+					strings.Join(unknown, ", "), strings.Join(argKeys, ", "))
+			}
+		}
+	}
+	if a.EngineAddress == "" {
+		a.EngineAddress = engineclient.DefaultAddress
+	}
+	if a.TimeoutMs == 0 {
+		a.TimeoutMs = 2000
+	}
+	if a.SyncFlushMs == 0 {
+		a.SyncFlushMs = 50
+	}
+	if a.SyncBatch == 0 {
+		a.SyncBatch = 500
+	}
+	switch {
+	case a.TimeoutMs < 1 || a.TimeoutMs > 60000:
+		return a, fmt.Errorf("%s args: timeoutMs: must be 1..60000, got %d", Name, a.TimeoutMs)
+	case a.SyncFlushMs < 1 || a.SyncFlushMs > 10000:
+		return a, fmt.Errorf("%s args: syncFlushMs: must be 1..10000, got %d", Name, a.SyncFlushMs)
+	case a.SyncBatch < 1 || a.SyncBatch > 100000:
+		return a, fmt.Errorf("%s args: syncBatch: must be 1..100000, got %d", Name, a.SyncBatch)
+	case !strings.HasPrefix(a.EngineAddress, "unix://") && !strings.Contains(a.EngineAddress, ":"):
+		return a, fmt.Errorf("%s args: engineAddress: %q is neither unix:///PATH nor HOST:PORT", Name, a.EngineAddress)
+	}
+	return a, nil
+}
+
+func (a Args) clientConfig() engineclient.Config {
+	return engineclient.Config{
+		Address:       a.EngineAddress,
+		Timeout:       time.Duration(a.TimeoutMs) * time.Millisecond,
+		FlushInterval: time.Duration(a.SyncFlushMs) * time.Millisecond,
+		MaxBatch:      a.SyncBatch,
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
