@@ -55,9 +55,12 @@ struct PlacementConstraints {
   int preferred_level = -1;  // index into TopologyLevels; -1 = none
   int32_t members = 0;       // how many members this attempt must place (members, or min_members)
   int32_t within = -1;       // a topology vertex the placement must stay inside; -1 = anywhere
-  // Backfill: reserved_from[node] is the earliest start of a reservation holding that node
-  // (INT64_MAX = none). A workload expected to end after it may not use the node. nullptr = none.
+  // Backfill: reserved_from[node] is the earliest start of a reservation on that node (INT64_MAX =
+  // none). A workload expected to end after it may only use what the reservations leave free.
   const std::vector<int64_t>* reserved_from = nullptr;
+  // GPUs those reservations need on each node: a workload that would run past a reservation's
+  // start may still use a reserved node's GPUs beyond that amount (the reservation keeps its share).
+  const std::vector<int64_t>* reserved_gpus = nullptr;
   int64_t ends_at = 0;       // expected end of this workload if it started now
 };
 

@@ -37,10 +37,13 @@ int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   };
   if (!PoolAdmits(node.pool, ctx.w.front_door)) return refuse(ctx.refused_pool);
   if (!ctx.w.gpu_model.empty() && node.gpu_model != ctx.w.gpu_model) return refuse(ctx.refused_model);
+  Resources free = node.Free();
   if (ctx.c->reserved_from != nullptr && ctx.c->ends_at > (*ctx.c->reserved_from)[static_cast<size_t>(n)]) {
-    return refuse(ctx.refused_reserved);
+    // It would still run when a reservation on this node starts: leave the reserved GPUs free.
+    free.gpus -= ctx.c->reserved_gpus != nullptr ? (*ctx.c->reserved_gpus)[static_cast<size_t>(n)] : free.gpus;
+    if (free.CopiesOf(ctx.w.per_member) <= 0) return refuse(ctx.refused_reserved);
   }
-  const int64_t fit = node.Free().CopiesOf(ctx.w.per_member);
+  const int64_t fit = free.CopiesOf(ctx.w.per_member);
   if (fit <= 0) return refuse(ctx.refused_resources);
   if (profile_.has_filters()) {
     Status st = profile_.RunFilter(ctx.cs, ctx.w, node);

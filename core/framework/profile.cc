@@ -39,6 +39,11 @@ StatusOr<ProfileSpec> ProfileSpec::FromJson(const nlohmann::json& j, const std::
             return Status::Error(field + ".backfill.depth: must be -1 (all), 0 (off) or 1..100000");
           }
           p.backfill.depth = bv.get<int>();
+        } else if (bk == "minGpus") {
+          if (!bv.is_number_integer() || bv.get<int64_t>() < 0) {
+            return Status::Error(field + ".backfill.minGpus: must be a non-negative integer (0 = one node's GPUs)");
+          }
+          p.backfill.min_gpus = bv.get<int64_t>();
         } else if (bk == "defaultRuntime") {
           if (!bv.is_object()) return Status::Error(field + ".backfill.defaultRuntime: must be a mapping class: duration");
           for (const auto& [cls, dur] : bv.items()) {
@@ -59,7 +64,7 @@ StatusOr<ProfileSpec> ProfileSpec::FromJson(const nlohmann::json& j, const std::
             p.backfill.default_runtime_s[static_cast<int>(*c)] = secs;
           }
         } else {
-          return Status::Error(field + ".backfill." + bk + ": unknown field (accepted: depth, defaultRuntime)");
+          return Status::Error(field + ".backfill." + bk + ": unknown field (accepted: depth, minGpus, defaultRuntime)");
         }
       }
     } else if (k == "plugins") {

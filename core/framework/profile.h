@@ -31,6 +31,10 @@ struct PluginSpec {
 // starts now only where it does not delay one. depth: 0 = off, 1 = EASY, N, -1 = all (conservative).
 struct BackfillSpec {
   int depth = 16;
+  // Only workloads asking for at least this many GPUs get reservations (0 = one whole node's
+  // worth): smaller ones start in any GPUs that free up and never starve, while reserving for them
+  // would only lock the queue order in for no gain.
+  int64_t min_gpus = 0;
   // Expected run time when a workload declares no runtime limit, by class.
   int64_t default_runtime_s[4] = {24 * 3600, 7 * 24 * 3600, 3600, 8 * 3600};  // training, inference, batch, interactive
   int64_t RuntimeOf(const Workload& w) const {

@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <unordered_set>
 
 #include "core/framework/placement.h"
 #include "core/state/transaction.h"
@@ -114,7 +115,8 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<Workload> pendi
 // into it. Time only moves forward, so later reservations never start before earlier ones.
 class Scheduler::Backfill {
  public:
-  Backfill(const Profile& profile, int64_t now) : profile_(profile), now_(now) {}
+  Backfill(const Profile& profile, int64_t now, const std::map<std::string, Reservation>& kept)
+      : profile_(profile), now_(now), kept_(kept) {}
 
   bool Enabled(size_t made) const {
     const int d = profile_.backfill().depth;
@@ -125,6 +127,7 @@ class Scheduler::Backfill {
   }
   void MirrorPlacement(const Allocation& a) {
     if (!future_) return;
+    (void)future_->RemoveRunning("reservation:" + a.workload.id);  // its kept reservation, if any
     if (future_->AddRunning(a).ok()) releases_.emplace(ExpectedEnd(a), a.workload.id);
   }
   void Invalidate() { future_.reset(); }
@@ -137,6 +140,15 @@ class Scheduler::Backfill {
       releases_.clear();
       for (const auto& [id, a] : future_->running()) releases_.emplace(ExpectedEnd(a), id);
       cursor_ = now_;
+      // Kept reservations are held from now on: no new reservation may take their nodes.
+      for (const auto& [id, r] : kept_) {
+        if (state.running().count(id)) continue;
+        Workload held;
+        held.id = "reservation:" + id;
+        held.per_member = r.per_member;
+        for (const auto& a : r.assignments) held.members += a.members;
+        (void)future_->AddRunning(Allocation{held, r.assignments, r.start_s});
+      }
     }
     c.reserved_from = nullptr;
     c.within = -1;
@@ -154,7 +166,7 @@ class Scheduler::Backfill {
         releases_.erase(releases_.begin());
       }
     }
-    Reservation r{w.id, cursor_, out.front().assignments};
+    Reservation r{w.id, cursor_, out.front().assignments, w.per_member};
     Workload held = w;
     held.id = "reservation:" + w.id;
     held.members = c.members;
@@ -165,6 +177,7 @@ class Scheduler::Backfill {
  private:
   const Profile& profile_;
   int64_t now_;
+  const std::map<std::string, Reservation>& kept_;
   std::optional<ClusterState> future_;
   std::multimap<int64_t, std::string> releases_;
   int64_t cursor_ = 0;
@@ -175,46 +188,131 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
   CycleResult r;
   r.decisions.reserve(pending.size());
   ShapeCache cache;
-  Backfill backfill(*profile_, now_s);
-  std::vector<int64_t> reserved_from;
+  // Reservations kept from earlier cycles: workloads still pending, nodes still schedulable.
+  std::map<std::string, Reservation> kept;
+  std::unordered_set<std::string> ids;
+  for (const Workload* w : pending) ids.insert(w->id);
+  if (!sticky_->empty()) {
+    for (auto& [id, res] : *sticky_) {
+      if (!ids.count(id)) continue;
+      bool valid = true;
+      for (const auto& a : res.assignments) {
+        valid = valid && a.node >= 0 && a.node < state.node_count() && state.node(a.node).Schedulable();
+      }
+      if (valid) kept.emplace(id, res);
+    }
+  }
+  Backfill backfill(*profile_, now_s, kept);
+  // reserved_from[node]: earliest reservation start on the node; by_node lists them all so one
+  // workload's own reservation can be lifted while it is considered.
+  std::vector<int64_t> reserved_from, reserved_gpus;
+  struct Entry {
+    int64_t start;
+    std::string id;
+    int64_t gpus;
+  };
+  std::unordered_map<NodeId, std::vector<Entry>> by_node;
   BackfillView view;
+  auto recompute = [&](NodeId n, const std::string& except) {
+    int64_t m = INT64_MAX, g = 0;
+    for (const auto& e : by_node[n]) {
+      if (e.id == except) continue;
+      m = std::min(m, e.start);
+      g += e.gpus;
+    }
+    reserved_from[static_cast<size_t>(n)] = m;
+    reserved_gpus[static_cast<size_t>(n)] = g;
+  };
+  auto add_reservation = [&](const Reservation& res) {
+    if (reserved_from.empty()) {
+      reserved_from.assign(static_cast<size_t>(state.node_count()), INT64_MAX);
+      reserved_gpus.assign(static_cast<size_t>(state.node_count()), 0);
+    }
+    for (const auto& a : res.assignments) {
+      by_node[a.node].push_back(Entry{res.start_s, res.workload, res.per_member.gpus * a.members});
+      recompute(a.node, "");
+    }
+    view.reserved_from = &reserved_from;
+    view.reserved_gpus = &reserved_gpus;
+    view.latest_start = std::max(view.latest_start, res.start_s);
+  };
+  for (const auto& [id, res] : kept) add_reservation(res);
+  auto describe = [&](Decision& d, const Reservation& res) {
+    d.reserved = true;
+    d.eta_s = res.start_s;
+    d.explanation += "; reserved to start at t=" + std::to_string(res.start_s) + " (in " +
+                     std::to_string(res.start_s - now_s) + "s) on " + std::to_string(res.assignments.size()) + " node(s)";
+  };
   for (const Workload* w : pending) {
-    Decision d = ScheduleOne(state, *w, now_s, &cache, view.reserved_from ? &view : nullptr);
+    auto own = kept.find(w->id);
+    if (own != kept.end()) {
+      for (const auto& a : own->second.assignments) recompute(a.node, w->id);
+    }
+    // A workload with its own reservation sees the cluster differently: no shared memo for it.
+    ShapeCache* c = own != kept.end() ? nullptr : &cache;
+    const std::vector<MemberAssignment>* at =
+        own != kept.end() && own->second.start_s <= now_s ? &own->second.assignments : nullptr;
+    Decision d = ScheduleOne(state, *w, now_s, c, view.reserved_from ? &view : nullptr, at);
     if (!d.preemption.victims.empty() || !d.preemption.shrinks.empty()) {
       if (options_.apply_preemptions && d.outcome == Outcome::kPending) {
         ApplyPreemption(state, d.preemption);
         cache.Clear();
         backfill.Invalidate();
         PostFilterResult applied = d.preemption;
-        d = ScheduleOne(state, *w, now_s, &cache, view.reserved_from ? &view : nullptr);
+        d = ScheduleOne(state, *w, now_s, c, view.reserved_from ? &view : nullptr);
         d.preemption = std::move(applied);
         if (d.outcome == Outcome::kPlaced) d.explanation += "; after preempting " + std::to_string(d.preemption.victims.size()) + " workload(s)";
       }
     }
-    if (d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting) {
+    const bool placed = d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting;
+    if (own != kept.end()) {
+      // Lift the workload's own reservation for good if it started, else put it back.
+      for (const auto& a : own->second.assignments) {
+        if (placed) {
+          auto& v = by_node[a.node];
+          v.erase(std::remove_if(v.begin(), v.end(), [&](const Entry& e) { return e.id == w->id; }), v.end());
+        }
+        recompute(a.node, "");
+      }
+    }
+    if (placed) {
       auto it = state.running().find(w->id);
       if (it != state.running().end()) backfill.MirrorPlacement(it->second);
-    } else if (d.outcome == Outcome::kPending && d.placement_failed && d.preemption.victims.empty() &&
-               backfill.Enabled(r.reservations.size())) {
-      CycleState cs;
-      if (auto res = backfill.Reserve(state, cs, *w, d.constraints)) {
-        if (reserved_from.empty()) reserved_from.assign(static_cast<size_t>(state.node_count()), INT64_MAX);
-        for (const auto& a : res->assignments) {
-          auto& slot = reserved_from[static_cast<size_t>(a.node)];
-          slot = std::min(slot, res->start_s);
+    } else if (d.outcome == Outcome::kPending && d.placement_failed && d.preemption.victims.empty()) {
+      if (own != kept.end()) {
+        describe(d, own->second);
+        r.reservations.push_back(own->second);
+      } else if (backfill.Enabled(r.reservations.size() + kept.size()) &&
+                 w->TotalGpus() >= (profile_->backfill().min_gpus > 0 ? profile_->backfill().min_gpus
+                                                                       : state.max_gpus_per_node())) {
+        CycleState cs;
+        if (auto res = backfill.Reserve(state, cs, *w, d.constraints)) {
+          if (res->start_s <= now_s) {
+            // Its earliest start is now: the future view found room on these nodes alongside every
+            // reservation, so it starts there at once.
+            Decision now_d = ScheduleOne(state, *w, now_s, nullptr, nullptr, &res->assignments);
+            if (now_d.outcome == Outcome::kPlaced) {
+              auto it = state.running().find(w->id);
+              if (it != state.running().end()) backfill.MirrorPlacement(it->second);
+              r.decisions.push_back(std::move(now_d));
+              continue;
+            }
+          }
+          add_reservation(*res);
+          describe(d, *res);
+          r.reservations.push_back(std::move(*res));
         }
-        view.reserved_from = &reserved_from;
-        view.latest_start = std::max(view.latest_start, res->start_s);
-        d.reserved = true;
-        d.eta_s = res->start_s;
-        d.explanation += "; reserved to start at t=" + std::to_string(res->start_s) + " (in " +
-                         std::to_string(res->start_s - now_s) + "s) on " + std::to_string(res->assignments.size()) +
-                         " node(s)";
-        r.reservations.push_back(std::move(*res));
       }
     }
     r.decisions.push_back(std::move(d));
   }
+  // Next cycle's commitments: this cycle's reservations, plus those of workloads this cycle did not
+  // see (a caller may pass part of the queue) unless long past.
+  for (auto it = sticky_->begin(); it != sticky_->end();) {
+    const bool seen = ids.count(it->first) > 0;
+    it = seen || it->second.start_s < now_s - 86400 ? sticky_->erase(it) : std::next(it);
+  }
+  for (const auto& res : r.reservations) (*sticky_)[res.workload] = res;
   r.shape_cache_hits = cache.hits();
   return r;
 }
@@ -242,7 +340,7 @@ Outcome OutcomeFor(const Status& s) {
 }  // namespace
 
 Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache,
-                                const BackfillView* bf) const {
+                                const BackfillView* bf, const std::vector<MemberAssignment>* at) const {
   Decision d;
   d.workload_id = w.id;
   auto fail = [&](Status s) {
@@ -260,6 +358,7 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
   int64_t ends_bucket = 0;
   if (bf != nullptr && bf->reserved_from != nullptr) {
     c.reserved_from = bf->reserved_from;
+    c.reserved_gpus = bf->reserved_gpus;
     ends_bucket = c.ends_at > bf->latest_start ? INT64_MAX : c.ends_at;
   }
   d.constraints = c;
@@ -300,7 +399,27 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
   }
   PlacementSearch search(state, *profile_);
   std::vector<Candidate> candidates;
-  Status found = search.Find(cs, w, c, candidates);
+  Status found = Status::Unschedulable("not searched");
+  if (at != nullptr) {
+    // The reserved nodes, if they hold every member now (capacity was kept for exactly this).
+    Candidate cand;
+    cand.domain = "reservation";
+    cand.assignments = *at;
+    cand.spans.assign(static_cast<size_t>(state.levels().size()), 0);
+    bool fits = true;
+    int32_t members = 0;
+    for (const auto& a : *at) {
+      const Node& n = state.node(a.node);
+      fits = fits && n.Schedulable() && n.Free().CopiesOf(w.per_member) >= a.members;
+      members += a.members;
+    }
+    if (fits && members >= w.min_members && members <= c.members) {
+      c.members = members;
+      candidates.push_back(std::move(cand));
+      found = Status::Ok();
+    }
+  }
+  if (!found.ok()) found = search.Find(cs, w, c, candidates);
   if (!found.ok() && w.Elastic() && found.code() != StatusCode::kError && c.members > w.min_members) {
     // Elastic gang: the largest size in [min_members, members) that fits, by bisection.
     PlacementConstraints trial = c;

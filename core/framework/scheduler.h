@@ -20,6 +20,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -51,6 +52,7 @@ struct Reservation {
   std::string workload;
   int64_t start_s = 0;
   std::vector<MemberAssignment> assignments;
+  Resources per_member;
 };
 
 struct CycleResult {
@@ -70,6 +72,9 @@ struct SchedulerOptions {
   // a shape that found no victims is not retried for a workload of the same queue and no higher
   // priority. Keeps deep queues cheap; the rest wait for the next cycle.
   int max_postfilter_attempts = 64;
+  // Where kept reservations live (see Scheduler::sticky_); schedulers that take turns over the
+  // same queue (the simulator's) share one. nullptr = the scheduler's own.
+  std::shared_ptr<std::map<std::string, Reservation>> reservations;
 };
 
 // Within one cycle capacity only shrinks (placements) and restrictions only grow (reservations),
@@ -111,13 +116,16 @@ class ShapeCache {
 // Reservations made so far in a cycle, as the search sees them.
 struct BackfillView {
   const std::vector<int64_t>* reserved_from = nullptr;  // per node; INT64_MAX = free
+  const std::vector<int64_t>* reserved_gpus = nullptr;  // per node: GPUs the reservations need
   int64_t latest_start = INT64_MIN;                       // latest reservation start so far
 };
 
 class Scheduler {
  public:
   explicit Scheduler(std::unique_ptr<Profile> profile, SchedulerOptions options = {})
-      : profile_(std::move(profile)), options_(std::move(options)) {}
+      : profile_(std::move(profile)), options_(std::move(options)) {
+    sticky_ = options_.reservations ? options_.reservations : std::make_shared<std::map<std::string, Reservation>>();
+  }
 
   const Profile& profile() const { return *profile_; }
 
@@ -127,8 +135,9 @@ class Scheduler {
   CycleResult RunCycle(ClusterState& state, std::vector<const Workload*> pending, int64_t now_s) const;
   // One workload: the body of the cycle loop. `cache` memoizes failed shapes; `bf` the cycle's
   // reservations (both optional).
+  // `at` (optional): place exactly there if it fits now (a reservation whose time has come).
   Decision ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache = nullptr,
-                       const BackfillView* bf = nullptr) const;
+                       const BackfillView* bf = nullptr, const std::vector<MemberAssignment>* at = nullptr) const;
   // Sorts with the profile's QueueSort (stable, ties by id).
   void SortQueue(std::vector<Workload>& pending) const;
   void SortQueue(std::vector<const Workload*>& pending) const;
@@ -140,6 +149,11 @@ class Scheduler {
                                 const Candidate& cand, size_t alternatives) const;
   std::unique_ptr<Profile> profile_;
   SchedulerOptions options_;
+  // Reservations are commitments: once made they are kept, on the same nodes and start, in later
+  // cycles while the workload stays pending and its nodes stay schedulable, so nothing placed later
+  // (backfill, or a newcomer's reservation) can delay them. Owned by the scheduler's one user
+  // thread; RunCycle replaces it each cycle.
+  std::shared_ptr<std::map<std::string, Reservation>> sticky_;
 };
 
 }  // namespace tidal

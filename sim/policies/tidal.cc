@@ -17,6 +17,10 @@ StatusOr<std::unique_ptr<TidalPolicy>> TidalPolicy::Create(const ProfileSpec& sp
   if (!profile.ok()) return profile.status();
   SchedulerOptions opts;
   opts.apply_preemptions = true;
+  auto book = std::make_shared<std::map<std::string, Reservation>>();  // shared by both schedulers
+  p->keeps_reservations_ = spec.backfill.depth != 0;
+  p->shortcuts_ = !p->keeps_reservations_;
+  opts.reservations = book;
   TidalPolicy* self = p.get();
   opts.on_evict = [self](const std::string& id, int32_t members) { self->OnEvict(id, members); };
   p->scheduler_ = std::make_unique<Scheduler>(std::move(profile).value(), std::move(opts));
@@ -26,6 +30,7 @@ StatusOr<std::unique_ptr<TidalPolicy>> TidalPolicy::Create(const ProfileSpec& sp
   if (!quiet.ok()) return quiet.status();
   SchedulerOptions qopts;
   qopts.apply_preemptions = true;
+  qopts.reservations = book;
   qopts.max_postfilter_attempts = 0;
   qopts.on_evict = [self](const std::string& id, int32_t members) { self->OnEvict(id, members); };
   p->inert_scheduler_ = std::make_unique<Scheduler>(std::move(quiet).value(), std::move(qopts));

@@ -68,7 +68,9 @@ class TidalPolicy final : public Policy {
 
   // Turns the exact shortcuts off (every cycle over the whole queue, with PostFilter), e.g. to
   // check them.
-  void set_shortcuts(bool on) { shortcuts_ = on; }
+  // The prefix shortcut is exact only without kept reservations (core/framework/scheduler.h):
+  // Create turns it off when the profile's backfill reserves (depth != 0).
+  void set_shortcuts(bool on) { shortcuts_ = on && !keeps_reservations_; }
   const Scheduler& scheduler() const { return *scheduler_; }
   int64_t shape_cache_hits() const { return shape_cache_hits_; }
 
@@ -100,6 +102,7 @@ class TidalPolicy final : public Policy {
   QuotaLedger* ledger_;
   Simulator* sim_ = nullptr;
   bool shortcuts_ = true;
+  bool keeps_reservations_ = false;
   bool postfilter_known_ = false;  // the only PostFilter plugin (if any) is `preemption`
   std::vector<std::string> doomed_;  // per job: why the core rejects it on any state ("" = it does not)
   bool any_doomed_ = false;

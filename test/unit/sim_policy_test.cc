@@ -236,10 +236,9 @@ TEST(SimPolicy, TidalShortcutsGiveTheSameDecisions) {
     }
     std::cerr << "decisions with the shortcuts " << fast.replay.sim->stats().decisions << ", without "
               << full.replay.sim->stats().decisions << "\n";
-    // With mostly single-GPU jobs (Philly's mix) the shortcut engages: far fewer decisions.
-    if (small) {
-      EXPECT_LT(fast.replay.sim->stats().decisions * 3, full.replay.sim->stats().decisions);
-    }
+    // The default profile keeps reservations across cycles, where the prefix shortcut is not
+    // exact, so TidalPolicy::Create turns it off: both runs make the same number of decisions.
+    EXPECT_EQ(fast.replay.sim->stats().decisions, full.replay.sim->stats().decisions);
   }
 }
 
