@@ -205,6 +205,9 @@ class Engine {
   void DropPlanLocked(Gang& g);
   void ExpirePlansLocked();
   std::string PlanId(const Gang& g) const { return "plan:" + g.key; }
+  // The gang key for "ns/gang" or a pod "ns/name" (`name` itself when unknown); a pod that belongs
+  // to no Tidal gang sets *lone_pod and returns "".
+  std::string GangKeyForLocked(const std::string& name, const PodInfo** lone_pod) const;
   // The workload a gang's pending pods make (nullopt when nothing is left to place).
   std::optional<Workload> GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound) const;
   Node ToNode(const NodeInfo& n) const;

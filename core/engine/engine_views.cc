@@ -113,21 +113,23 @@ PreemptResult Engine::Preempt(const std::string& uid) {
   return out;
 }
 
+std::string Engine::GangKeyForLocked(const std::string& name, const PodInfo** lone_pod) const {
+  if (gangs_.count(name)) return name;
+  for (const auto& [uid, p] : pods_) {
+    if (p.Key() != name) continue;
+    auto g = pod_gang_.find(uid);
+    if (g != pod_gang_.end()) return g->second;
+    if (lone_pod != nullptr) *lone_pod = &p;  // a pod Tidal does not schedule
+    return "";
+  }
+  return name;
+}
+
 StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
   std::string text;
   if (Status s = Explain(name, &text); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
-  // Resolve to a gang key.
-  std::string key = name;
-  if (!gangs_.count(key)) {
-    for (const auto& [uid, p] : pods_) {
-      if (p.Key() == name) {
-        auto g = pod_gang_.find(uid);
-        if (g != pod_gang_.end()) key = g->second;
-        break;
-      }
-    }
-  }
+  const std::string key = GangKeyForLocked(name, nullptr);
   nlohmann::json j{{"workload", key}, {"text", text}};
   auto git = gangs_.find(key);
   if (git == gangs_.end()) return j;
@@ -197,20 +199,12 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
 
 Status Engine::Explain(const std::string& name, std::string* text) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string key = name;
-  if (!gangs_.count(key)) {
-    for (const auto& [uid, p] : pods_) {
-      if (p.Key() == name) {
-        auto g = pod_gang_.find(uid);
-        key = g == pod_gang_.end() ? "" : g->second;
-        if (key.empty()) {
-          *text = "pod " + name + (p.node_name.empty() ? " is pending" : " is bound to " + p.node_name) +
-                  " and is not scheduled by " + cfg_.scheduler_name;
-          return Status::Ok();
-        }
-        break;
-      }
-    }
+  const PodInfo* lone = nullptr;
+  const std::string key = GangKeyForLocked(name, &lone);
+  if (lone != nullptr) {
+    *text = "pod " + name + (lone->node_name.empty() ? " is pending" : " is bound to " + lone->node_name) +
+            " and is not scheduled by " + cfg_.scheduler_name;
+    return Status::Ok();
   }
   auto g = gangs_.find(key);
   if (g == gangs_.end()) return Status::Error("no gang or pod named " + name, "engine");
