@@ -130,6 +130,11 @@ class Scheduler::Backfill {
     (void)future_->RemoveRunning("reservation:" + a.workload.id);  // its kept reservation, if any
     if (future_->AddRunning(a).ok()) releases_.emplace(ExpectedEnd(a), a.workload.id);
   }
+  // A kept reservation lifted without a placement (its workload no longer waits for room).
+  void Drop(const std::string& id) {
+    dropped_.insert(id);
+    if (future_) (void)future_->RemoveRunning("reservation:" + id);
+  }
   void Invalidate() { future_.reset(); }
 
   // Earliest start of `w` under constraints `c` (with no backfill restrictions), or nullopt.
@@ -140,14 +145,15 @@ class Scheduler::Backfill {
       releases_.clear();
       for (const auto& [id, a] : future_->running()) releases_.emplace(ExpectedEnd(a), id);
       cursor_ = now_;
-      // Kept reservations are held from now on: no new reservation may take their nodes.
+      // Kept reservations are held from now until their expected end: a new reservation may take
+      // their nodes only after that.
       for (const auto& [id, r] : kept_) {
-        if (state.running().count(id)) continue;
+        if (state.running().count(id) || dropped_.count(id)) continue;
         Workload held;
         held.id = "reservation:" + id;
         held.per_member = r.per_member;
         for (const auto& a : r.assignments) held.members += a.members;
-        (void)future_->AddRunning(Allocation{held, r.assignments, r.start_s});
+        if (future_->AddRunning(Allocation{held, r.assignments, r.start_s}).ok()) releases_.emplace(r.end_s, held.id);
       }
     }
     c.reserved_from = nullptr;
@@ -166,11 +172,12 @@ class Scheduler::Backfill {
         releases_.erase(releases_.begin());
       }
     }
-    Reservation r{w.id, cursor_, out.front().assignments, w.per_member};
+    Reservation r{w.id, cursor_, out.front().assignments, w.per_member, cursor_ + profile_.backfill().RuntimeOf(w)};
+    // Held from now until its expected end: later reservations may follow it on the same nodes.
     Workload held = w;
     held.id = "reservation:" + w.id;
     held.members = c.members;
-    (void)future_->AddRunning(Allocation{held, r.assignments, cursor_});
+    if (future_->AddRunning(Allocation{held, r.assignments, cursor_}).ok()) releases_.emplace(r.end_s, held.id);
     return r;
   }
 
@@ -178,6 +185,7 @@ class Scheduler::Backfill {
   const Profile& profile_;
   int64_t now_;
   const std::map<std::string, Reservation>& kept_;
+  std::unordered_set<std::string> dropped_;
   std::optional<ClusterState> future_;
   std::multimap<int64_t, std::string> releases_;
   int64_t cursor_ = 0;
@@ -237,6 +245,9 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
     view.latest_start = std::max(view.latest_start, res.start_s);
   };
   for (const auto& [id, res] : kept) add_reservation(res);
+  // Reservations in force: the kept ones not yet started or dropped, plus those made this cycle.
+  // `backfill.depth` bounds this count.
+  size_t held = kept.size();
   auto describe = [&](Decision& d, const Reservation& res) {
     d.reserved = true;
     d.eta_s = res.start_s;
@@ -265,10 +276,14 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
       }
     }
     const bool placed = d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting;
+    // A reservation holds while its workload waits for room only: lift it for good when the
+    // workload started, or waits for another reason (admission, a victim), or is rejected.
+    const bool waits_for_room = d.outcome == Outcome::kPending && d.placement_failed && d.preemption.victims.empty();
     if (own != kept.end()) {
-      // Lift the workload's own reservation for good if it started, else put it back.
+      if (!waits_for_room) --held;
+      if (!waits_for_room && !placed) backfill.Drop(w->id);
       for (const auto& a : own->second.assignments) {
-        if (placed) {
+        if (!waits_for_room) {
           auto& v = by_node[a.node];
           v.erase(std::remove_if(v.begin(), v.end(), [&](const Entry& e) { return e.id == w->id; }), v.end());
         }
@@ -278,11 +293,11 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
     if (placed) {
       auto it = state.running().find(w->id);
       if (it != state.running().end()) backfill.MirrorPlacement(it->second);
-    } else if (d.outcome == Outcome::kPending && d.placement_failed && d.preemption.victims.empty()) {
+    } else if (waits_for_room) {
       if (own != kept.end()) {
         describe(d, own->second);
         r.reservations.push_back(own->second);
-      } else if (backfill.Enabled(r.reservations.size() + kept.size()) &&
+      } else if (backfill.Enabled(held) &&
                  w->TotalGpus() >= (profile_->backfill().min_gpus > 0 ? profile_->backfill().min_gpus
                                                                        : state.max_gpus_per_node())) {
         CycleState cs;
@@ -299,6 +314,7 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
             }
           }
           add_reservation(*res);
+          ++held;
           describe(d, *res);
           r.reservations.push_back(std::move(*res));
         }

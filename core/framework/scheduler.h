@@ -53,12 +53,13 @@ struct Reservation {
   int64_t start_s = 0;
   std::vector<MemberAssignment> assignments;
   Resources per_member;
+  int64_t end_s = 0;  // expected end: start + the workload's expected run time
 };
 
 struct CycleResult {
   uint64_t generation = 0;
   std::vector<Decision> decisions;  // in queue order
-  std::vector<Reservation> reservations;
+  std::vector<Reservation> reservations;  // in force at the end of the cycle (kept and new)
   int64_t shape_cache_hits = 0;
 };
 
@@ -128,6 +129,8 @@ class Scheduler {
   }
 
   const Profile& profile() const { return *profile_; }
+  // The reservation book (kept reservations), shared with SchedulerOptions::reservations.
+  const std::shared_ptr<std::map<std::string, Reservation>>& reservation_book() const { return sticky_; }
 
   // Places what it can of `pending` on `state` (placed workloads become running allocations).
   CycleResult RunCycle(ClusterState& state, std::vector<Workload> pending, int64_t now_s) const;
@@ -150,8 +153,9 @@ class Scheduler {
   std::unique_ptr<Profile> profile_;
   SchedulerOptions options_;
   // Reservations are commitments: once made they are kept, on the same nodes and start, in later
-  // cycles while the workload stays pending and its nodes stay schedulable, so nothing placed later
-  // (backfill, or a newcomer's reservation) can delay them. Owned by the scheduler's one user
+  // cycles while the workload waits for room (pending because no placement fits, not for
+  // admission or a victim) and its nodes stay schedulable, so nothing placed later (backfill, or a
+  // newcomer's reservation) can delay them. At most `backfill.depth` are in force at once. Owned by the scheduler's one user
   // thread; RunCycle replaces it each cycle.
   std::shared_ptr<std::map<std::string, Reservation>> sticky_;
 };

@@ -18,8 +18,7 @@ StatusOr<std::unique_ptr<TidalPolicy>> TidalPolicy::Create(const ProfileSpec& sp
   SchedulerOptions opts;
   opts.apply_preemptions = true;
   auto book = std::make_shared<std::map<std::string, Reservation>>();  // shared by both schedulers
-  p->keeps_reservations_ = spec.backfill.depth != 0;
-  p->shortcuts_ = !p->keeps_reservations_;
+  p->book_ = book;
   opts.reservations = book;
   TidalPolicy* self = p.get();
   opts.on_evict = [self](const std::string& id, int32_t members) { self->OnEvict(id, members); };
@@ -134,30 +133,48 @@ bool TidalPolicy::PostFilterInert(const Simulator& sim) const {
 
 TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
   const ClusterState& state = sim.mutable_state();
-  const int depth = scheduler_->profile().backfill().depth;
-  size_t reserved = 0;
-  for (const Decision& d : r.decisions) reserved += d.reserved ? 1 : 0;
-  // An excluded job could still get a reservation if the prefix left one.
-  if (depth != 0 && reserved < static_cast<size_t>(depth)) return Check::kGrow;
+  const BackfillSpec& bf = scheduler_->profile().backfill();
+  active_.clear();
   free_after_prefix_ = state.FreeGpus(state.root());
-  // Nodes reserved by the prefix: earliest reservation start per node.
+  reserve_room_ = 0;
+  // Holders after the prefix were in the batch. If one started or lost its reservation, the
+  // reservations in force changed after some excluded jobs' turn: the prefix must reach it.
+  for (size_t i = prefix_; i < r.decisions.size(); ++i) {
+    const Decision& d = r.decisions[i];
+    if (d.outcome == Outcome::kPending && d.reserved) continue;
+    for (size_t k = prefix_; k < items_.size(); ++k) {
+      if (items_[k].holder) active_.push_back(items_[k]);
+    }
+    return Check::kAddActive;
+  }
+  // The reservations in force after the cycle are those every excluded job would have seen at its
+  // turn in the whole-queue cycle (only the batch changed them). Below the depth, an excluded job
+  // big enough to reserve would take one: such jobs must be in the prefix.
+  const bool can_reserve = bf.depth < 0 || r.reservations.size() < static_cast<size_t>(bf.depth);
+  const int64_t reserve_from = bf.min_gpus > 0 ? bf.min_gpus : state.max_gpus_per_node();
+  reserve_room_ = can_reserve && bf.depth > 0 ? bf.depth - static_cast<int64_t>(r.reservations.size()) : 0;
+  // Reserved nodes: earliest reservation start and GPUs reserved (all reservations) per node.
   reserved_nodes_.clear();
   for (const auto& res : r.reservations) {
-    for (const auto& a : res.assignments) reserved_nodes_.emplace_back(a.node, res.start_s);
+    for (const auto& a : res.assignments) reserved_nodes_.push_back({a.node, res.start_s, res.per_member.gpus * a.members});
   }
-  std::sort(reserved_nodes_.begin(), reserved_nodes_.end());
+  std::sort(reserved_nodes_.begin(), reserved_nodes_.end(),
+            [](const ReservedNode& a, const ReservedNode& b) { return a.node < b.node; });
   size_t u = 0;
   for (size_t i = 0; i < reserved_nodes_.size();) {
-    const NodeId n = reserved_nodes_[i].first;
-    int64_t start = reserved_nodes_[i].second;
-    for (; i < reserved_nodes_.size() && reserved_nodes_[i].first == n; ++i) start = std::min(start, reserved_nodes_[i].second);
-    reserved_nodes_[u++] = {n, start};
+    ReservedNode m = reserved_nodes_[i];
+    for (++i; i < reserved_nodes_.size() && reserved_nodes_[i].node == m.node; ++i) {
+      m.start = std::min(m.start, reserved_nodes_[i].start);
+      m.gpus += reserved_nodes_[i].gpus;
+    }
+    reserved_nodes_[u++] = m;
   }
   reserved_nodes_.resize(u);
   // Per member size g: members of g GPUs that fit after the prefix (GPU-only upper bound, as the
-  // search's own pruning), split into nodes without a reservation (`base`) and reserved nodes by
-  // reservation start (descending, running sums). A job may use a reserved node only if it ends
-  // (now + expected run time, the core's backfill rule) no later than the reservation starts.
+  // search's own pruning). A job that would still run when a node's earliest reservation starts
+  // (now + expected run time, the core's backfill rule) may use only the node's GPUs beyond those
+  // reserved; one that ends before may use them all. `base` counts the members usable by any job,
+  // `by_start` the extra members on reserved nodes by reservation start (descending, running sums).
   caps_.clear();
   auto cap_for = [&](int64_t g) -> const GpuCaps& {
     for (const auto& c : caps_) {
@@ -166,20 +183,29 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
     GpuCaps c;
     c.g = g;
     c.base = state.MemberCapacity(state.root(), g);
-    for (const auto& [n, start] : reserved_nodes_) {
-      const int64_t m = std::max<int64_t>(0, state.node(n).FreeGpus()) / g;
+    for (const auto& rn : reserved_nodes_) {
+      const int64_t free = std::max<int64_t>(0, state.node(rn.node).FreeGpus());
+      const int64_t m = free / g - std::max<int64_t>(0, free - rn.gpus) / g;
       if (m <= 0) continue;
       c.base -= m;
-      c.by_start.emplace_back(start, m);
+      c.by_start.emplace_back(rn.start, m);
     }
+    // Members that fit on the empty fabric: the most a reservation search (which releases all
+    // running work and every reservation by its expected end) can find.
+    auto e = std::find_if(empty_caps_.begin(), empty_caps_.end(), [g](const auto& x) { return x.first == g; });
+    if (e == empty_caps_.end()) {
+      int64_t m = 0;
+      for (const auto& n : state.nodes()) m += n.Schedulable() ? n.capacity.gpus / g : 0;
+      e = empty_caps_.insert(empty_caps_.end(), {g, m});
+    }
+    c.reservable = e->second;
     std::sort(c.by_start.begin(), c.by_start.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t i = 1; i < c.by_start.size(); ++i) c.by_start[i].second += c.by_start[i - 1].second;
     caps_.push_back(std::move(c));
     return caps_.back();
   };
-  const BackfillSpec& bf = scheduler_->profile().backfill();
-  active_.clear();
   for (size_t i = prefix_; i < items_.size(); ++i) {
+    if (items_[i].holder) continue;  // in the batch
     const Workload& w = *items_[i].w;
     const int64_t g = w.per_member.gpus;
     if (g <= 0) {
@@ -187,6 +213,10 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
       continue;
     }
     const GpuCaps& c = cap_for(g);
+    if (can_reserve && w.TotalGpus() >= reserve_from && c.reservable >= std::max(1, w.min_members)) {
+      active_.push_back(items_[i]);
+      continue;
+    }
     const int64_t ends_at = sim.now() + bf.RuntimeOf(w);
     auto it = std::partition_point(c.by_start.begin(), c.by_start.end(), [&](const auto& x) { return x.first >= ends_at; });
     const int64_t usable = c.base + (it == c.by_start.begin() ? 0 : std::prev(it)->second);
@@ -271,11 +301,19 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
   // gives one for every workload, else Less; ties by id.
   QueueSortPlugin& qs = scheduler_->profile().queue_sort();
   qs.PrepareSort();
+  // Jobs holding a kept reservation: always in the batch, so that the cycle honours the same
+  // reservations from its start, and counts them against the depth, as the whole-queue cycle would.
+  holders_.clear();
+  for (const auto& [id, res] : *book_) {
+    const JobId j = sim.Find(id);
+    if (j != SIZE_MAX && sim.record(j).state == JobState::kPending) holders_.push_back(j);
+  }
+  std::sort(holders_.begin(), holders_.end());
   items_.clear();
   bool keyed = true;
   for (JobId j : pending) {
     if (sim.record(j).state != JobState::kPending) continue;
-    Item it{{}, &sim.job(j).w, j};
+    Item it{{}, &sim.job(j).w, j, std::binary_search(holders_.begin(), holders_.end(), j)};
     if (keyed && !qs.SortKey(*it.w, &it.key)) keyed = false;
     items_.push_back(it);
   }
@@ -301,21 +339,23 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
     prefix_ = k;
     batch_.clear();
     for (size_t i = 0; i < k; ++i) batch_.push_back(items_[i].w);
+    for (size_t i = k; i < items_.size(); ++i) {
+      if (items_[i].holder) batch_.push_back(items_[i].w);  // sorted after the prefix by the cycle
+    }
     evicted_unstarted_.clear();
+    book_before_ = *book_;
     CycleResult r = (inert_scheduler_ ? *inert_scheduler_ : *scheduler_).RunCycle(state, batch_, sim.now());
-    const Check c = Verify(sim, r);
-    if (c == Check::kInert) {
+    if (Verify(sim, r) == Check::kInert) {
       Apply(sim, r, true);
       return;
     }
     Undo(sim, r);
-    if (c == Check::kGrow) {
-      k *= 4;
-      continue;
-    }
-    // Some excluded jobs could still be placed. Extend the prefix up to the first few of them in
-    // queue order (at most the free GPUs' worth can be placed; the next check sees the rest).
-    const size_t chunk = std::min(active_.size(), static_cast<size_t>(std::max<int64_t>(free_after_prefix_, 0)) + 8);
+    *book_ = book_before_;
+    // Some excluded jobs could still be placed or reserve. Extend the prefix up to the first few of
+    // them in queue order (at most the free GPUs' worth can be placed and the depth's room
+    // reserved; the next check sees the rest).
+    const size_t chunk =
+        std::min(active_.size(), static_cast<size_t>(std::max<int64_t>(free_after_prefix_, 0) + reserve_room_) + 8);
     std::nth_element(active_.begin(), active_.begin() + static_cast<std::ptrdiff_t>(chunk - 1), active_.end(), before);
     const Item pivot = active_[chunk - 1];
     size_t extra = 0;

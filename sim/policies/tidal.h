@@ -39,6 +39,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -58,7 +59,7 @@ class TidalPolicy final : public Policy {
   // Over a prebuilt Scheduler: evictions happen only if it was built to apply them and report to
   // this policy (use Create for that).
   TidalPolicy(std::unique_ptr<Scheduler> scheduler, QuotaLedger* ledger)
-      : scheduler_(std::move(scheduler)), ledger_(ledger) {}
+      : scheduler_(std::move(scheduler)), ledger_(ledger), book_(scheduler_->reservation_book()) {}
 
   std::string_view Name() const override { return "tidal"; }
   Status Prepare(Simulator& sim) override;
@@ -68,29 +69,34 @@ class TidalPolicy final : public Policy {
 
   // Turns the exact shortcuts off (every cycle over the whole queue, with PostFilter), e.g. to
   // check them.
-  // The prefix shortcut is exact only without kept reservations (core/framework/scheduler.h):
-  // Create turns it off when the profile's backfill reserves (depth != 0).
-  void set_shortcuts(bool on) { shortcuts_ = on && !keeps_reservations_; }
+  void set_shortcuts(bool on) { shortcuts_ = on; }
   const Scheduler& scheduler() const { return *scheduler_; }
   int64_t shape_cache_hits() const { return shape_cache_hits_; }
 
  private:
   explicit TidalPolicy(QuotaLedger* ledger) : ledger_(ledger) {}
-  enum class Check { kInert, kAddActive, kGrow };
+  enum class Check { kInert, kAddActive };
   struct Item {
     std::array<int64_t, 3> key;  // the QueueSort plugin's sort key, when it gives one
     const Workload* w;
     JobId job;
+    bool holder = false;  // holds a kept reservation: always in the batch
+  };
+  struct ReservedNode {
+    NodeId node;
+    int64_t start;  // earliest reservation start on the node
+    int64_t gpus;   // GPUs all its reservations need
   };
   struct GpuCaps {
     int64_t g = 0, base = 0;
+    int64_t reservable = 0;  // members that fit on the empty fabric
     std::vector<std::pair<int64_t, int64_t>> by_start;  // (reservation start, running sum of members)
   };
   void OnEvict(const std::string& id, int32_t members);
   bool PostFilterInert(const Simulator& sim) const;
   void FindDoomed(Simulator& sim);
-  // After a cycle over the first prefix_ items: are the other items inert? kGrow: a reservation
-  // was left, so any of them might take it; kAddActive: active_ may still be placed.
+  // After a cycle over the first prefix_ items (and the holders): are the other items inert?
+  // kAddActive: active_ may still be placed or reserve, or a holder after the prefix changed.
   Check Verify(Simulator& sim, const CycleResult& r);
   void Undo(Simulator& sim, const CycleResult& r);
   void Apply(Simulator& sim, CycleResult& r, bool prefix_order);
@@ -102,7 +108,6 @@ class TidalPolicy final : public Policy {
   QuotaLedger* ledger_;
   Simulator* sim_ = nullptr;
   bool shortcuts_ = true;
-  bool keeps_reservations_ = false;
   bool postfilter_known_ = false;  // the only PostFilter plugin (if any) is `preemption`
   std::vector<std::string> doomed_;  // per job: why the core rejects it on any state ("" = it does not)
   bool any_doomed_ = false;
@@ -111,8 +116,15 @@ class TidalPolicy final : public Policy {
   int64_t free_after_prefix_ = 0;
   std::vector<const Workload*> batch_;
   std::vector<JobId> evicted_unstarted_;
-  std::vector<std::pair<NodeId, int64_t>> reserved_nodes_;
+  std::vector<ReservedNode> reserved_nodes_;
+  int64_t reserve_room_ = 0;  // reservations the depth still allows after the prefix's cycle
+  // The reservation book both schedulers share (kept reservations), and a copy to restore when a
+  // prefix's cycle is undone.
+  std::shared_ptr<std::map<std::string, Reservation>> book_;
+  std::map<std::string, Reservation> book_before_;
+  std::vector<JobId> holders_;
   std::vector<GpuCaps> caps_;
+  std::vector<std::pair<int64_t, int64_t>> empty_caps_;  // (member GPUs, members on the empty fabric)
   int64_t shape_cache_hits_ = 0;
 };
 

@@ -72,6 +72,7 @@ class MakeGang {
   MakeGang& Preferred(std::string l) { return w_.preferred_level = std::move(l), *this; }
   MakeGang& Priority(int32_t p) { return w_.priority = p, *this; }
   MakeGang& Submitted(int64_t t) { return w_.submit_time_s = t, *this; }
+  MakeGang& Limit(int64_t s) { return w_.runtime_limit_s = s, *this; }
   MakeGang& Queue(std::string q) { return w_.queue = std::move(q), *this; }
   MakeGang& Model(std::string m) { return w_.gpu_model = std::move(m), *this; }
   MakeGang& Door(FrontDoor d) { return w_.front_door = d, *this; }
