@@ -140,32 +140,56 @@ class Scheduler::Backfill {
   // Earliest start of `w` under constraints `c` (with no backfill restrictions), or nullopt.
   std::optional<Reservation> Reserve(const ClusterState& state, const CycleState& cs, const Workload& w,
                                      PlacementConstraints c) {
-    if (!future_) {
-      future_.emplace(state);
-      releases_.clear();
-      for (const auto& [id, a] : future_->running()) releases_.emplace(ExpectedEnd(a), id);
-      cursor_ = now_;
-      // Kept reservations are held from now until their expected end: a new reservation may take
-      // their nodes only after that.
-      for (const auto& [id, r] : kept_) {
-        if (state.running().count(id) || dropped_.count(id)) continue;
-        Workload held;
-        held.id = "reservation:" + id;
-        held.per_member = r.per_member;
-        for (const auto& a : r.assignments) held.members += a.members;
-        if (future_->AddRunning(Allocation{held, r.assignments, r.start_s}).ok()) releases_.emplace(r.end_s, held.id);
+    Build(state);
+    return Search(cs, w, std::move(c), INT64_MAX);
+  }
+  // A kept reservation moved earlier if the future view now has room for it before its start
+  // (work ended sooner than expected); nullopt keeps it as it is. Reservations never move later.
+  std::optional<Reservation> Replan(const ClusterState& state, const CycleState& cs, const Workload& w,
+                                    PlacementConstraints c, const Reservation& old) {
+    Build(state);
+    if (cursor_ >= old.start_s || !future_->RemoveRunning("reservation:" + w.id).ok()) return std::nullopt;
+    auto moved = Search(cs, w, std::move(c), old.start_s - 1);
+    if (!moved) (void)future_->AddRunning(Allocation{Held(old), old.assignments, old.start_s});
+    return moved;
+  }
+
+ private:
+  static Workload Held(const Reservation& r) {
+    Workload held;
+    held.id = "reservation:" + r.workload;
+    held.per_member = r.per_member;
+    for (const auto& a : r.assignments) held.members += a.members;
+    return held;
+  }
+  void Build(const ClusterState& state) {
+    if (future_) return;
+    future_.emplace(state);
+    releases_.clear();
+    for (const auto& [id, a] : future_->running()) releases_.emplace(ExpectedEnd(a), id);
+    cursor_ = now_;
+    // Kept reservations are held from now until their expected end: a new reservation may take
+    // their nodes only after that.
+    for (const auto& [id, r] : kept_) {
+      if (state.running().count(id) || dropped_.count(id)) continue;
+      if (future_->AddRunning(Allocation{Held(r), r.assignments, r.start_s}).ok()) {
+        releases_.emplace(r.end_s, "reservation:" + id);
       }
     }
+  }
+  // The earliest time, no later than `until`, at which `w` fits on the future view; held there.
+  std::optional<Reservation> Search(const CycleState& cs, const Workload& w, PlacementConstraints c, int64_t until) {
     c.reserved_from = nullptr;
     c.within = -1;
     PlacementSearch search(*future_, profile_);
     std::vector<Candidate> out;
     while (true) {
+      if (cursor_ > until) return std::nullopt;
       if (future_->MemberCapacity(future_->root(), w.per_member.gpus) >= c.members &&
           search.Find(cs, w, c, out).ok()) {
         break;
       }
-      if (releases_.empty()) return std::nullopt;
+      if (releases_.empty() || releases_.begin()->first > until) return std::nullopt;
       cursor_ = std::max(cursor_, releases_.begin()->first);
       while (!releases_.empty() && releases_.begin()->first <= cursor_) {
         (void)future_->RemoveRunning(releases_.begin()->second);
@@ -173,7 +197,7 @@ class Scheduler::Backfill {
       }
     }
     Reservation r{w.id, cursor_, out.front().assignments, w.per_member, cursor_ + profile_.backfill().RuntimeOf(w)};
-    // Held from now until its expected end: later reservations may follow it on the same nodes.
+    // Held from its start until its expected end: later reservations may follow it on the same nodes.
     Workload held = w;
     held.id = "reservation:" + w.id;
     held.members = c.members;
@@ -181,7 +205,6 @@ class Scheduler::Backfill {
     return r;
   }
 
- private:
   const Profile& profile_;
   int64_t now_;
   const std::map<std::string, Reservation>& kept_;
@@ -294,30 +317,44 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
       auto it = state.running().find(w->id);
       if (it != state.running().end()) backfill.MirrorPlacement(it->second);
     } else if (waits_for_room) {
+      // A kept reservation may move earlier (work ended sooner than expected); a workload big
+      // enough to reserve gets one while the depth allows.
+      std::optional<Reservation> res;
+      CycleState cs;
       if (own != kept.end()) {
-        describe(d, own->second);
-        r.reservations.push_back(own->second);
+        if (own->second.start_s > now_s) res = backfill.Replan(state, cs, *w, d.constraints, own->second);
+        if (res) {
+          for (const auto& a : own->second.assignments) {
+            auto& v = by_node[a.node];
+            v.erase(std::remove_if(v.begin(), v.end(), [&](const Entry& e) { return e.id == w->id; }), v.end());
+            recompute(a.node, "");
+          }
+          --held;
+        }
       } else if (backfill.Enabled(held) &&
                  w->TotalGpus() >= (profile_->backfill().min_gpus > 0 ? profile_->backfill().min_gpus
                                                                        : state.max_gpus_per_node())) {
-        CycleState cs;
-        if (auto res = backfill.Reserve(state, cs, *w, d.constraints)) {
-          if (res->start_s <= now_s) {
-            // Its earliest start is now: the future view found room on these nodes alongside every
-            // reservation, so it starts there at once.
-            Decision now_d = ScheduleOne(state, *w, now_s, nullptr, nullptr, &res->assignments);
-            if (now_d.outcome == Outcome::kPlaced) {
-              auto it = state.running().find(w->id);
-              if (it != state.running().end()) backfill.MirrorPlacement(it->second);
-              r.decisions.push_back(std::move(now_d));
-              continue;
-            }
-          }
-          add_reservation(*res);
-          ++held;
-          describe(d, *res);
-          r.reservations.push_back(std::move(*res));
+        res = backfill.Reserve(state, cs, *w, d.constraints);
+      }
+      if (res && res->start_s <= now_s) {
+        // Its earliest start is now: the future view found room on these nodes alongside every
+        // reservation, so it starts there at once.
+        Decision now_d = ScheduleOne(state, *w, now_s, nullptr, nullptr, &res->assignments);
+        if (now_d.outcome == Outcome::kPlaced) {
+          auto it = state.running().find(w->id);
+          if (it != state.running().end()) backfill.MirrorPlacement(it->second);
+          r.decisions.push_back(std::move(now_d));
+          continue;
         }
+      }
+      if (res) {
+        add_reservation(*res);
+        ++held;
+        describe(d, *res);
+        r.reservations.push_back(std::move(*res));
+      } else if (own != kept.end()) {
+        describe(d, own->second);
+        r.reservations.push_back(own->second);
       }
     }
     r.decisions.push_back(std::move(d));

@@ -137,11 +137,15 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
   active_.clear();
   free_after_prefix_ = state.FreeGpus(state.root());
   reserve_room_ = 0;
-  // Holders after the prefix were in the batch. If one started or lost its reservation, the
-  // reservations in force changed after some excluded jobs' turn: the prefix must reach it.
+  // Holders after the prefix were in the batch. If one started, lost its reservation or moved it
+  // earlier, the reservations in force changed after some excluded jobs' turn: the prefix must
+  // reach it.
   for (size_t i = prefix_; i < r.decisions.size(); ++i) {
     const Decision& d = r.decisions[i];
-    if (d.outcome == Outcome::kPending && d.reserved) continue;
+    auto was = book_before_.find(d.workload_id);
+    if (d.outcome == Outcome::kPending && d.reserved && was != book_before_.end() && was->second.start_s == d.eta_s) {
+      continue;
+    }
     for (size_t k = prefix_; k < items_.size(); ++k) {
       if (items_[k].holder) active_.push_back(items_[k]);
     }
@@ -293,7 +297,16 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
     RunWhole(sim);
     return;
   }
-  if (!changes.arrived && free < sim.MinPendingGpus()) {
+  // Capacity freed since the last cycle may move a kept reservation earlier (Scheduler: they move
+  // only earlier): then the cycle must run.
+  bool may_move = false;
+  if (changes.freed) {
+    for (const auto& [id, res] : *book_) {
+      const JobId j = res.start_s > sim.now() ? sim.Find(id) : SIZE_MAX;
+      may_move = may_move || (j != SIZE_MAX && sim.record(j).state == JobState::kPending);
+    }
+  }
+  if (!changes.arrived && !may_move && free < sim.MinPendingGpus()) {
     sim.CountSkip();
     return;
   }

@@ -1,6 +1,6 @@
 // Kept reservations (core/framework/scheduler.h): a reservation made in one cycle holds its nodes
-// and start in the next, starts there when due, and `backfill.depth` bounds the reservations in
-// force (kept ones count once; one that started frees its place at once).
+// and start in the next (it may only move earlier), starts there when due, and `backfill.depth`
+// bounds the reservations in force (kept ones count once; one that started frees its place at once).
 #include <string>
 #include <vector>
 
@@ -87,6 +87,33 @@ TEST(KeptReservationTest, NewcomerCannotTakeAKeptReservationsNodes) {
   CycleResult r1 = sched.RunCycle(s, q, 100);
   EXPECT_EQ(Of(r1, "a").outcome, Outcome::kPlaced);
   EXPECT_EQ(Of(r1, "urgent").outcome, Outcome::kPending);
+}
+
+TEST(KeptReservationTest, MovesEarlierWhenWorkEndsSoonerNeverLater) {
+  ProfileSpec spec = ProfileSpec::Default();
+  spec.backfill.depth = 1;
+  Scheduler sched = DefaultScheduler(spec);
+  ClusterState s = Busy();
+  const std::vector<Workload> q = {MakeGang("pair").Members(2).Gpus(8).Limit(1000).Obj()};
+  CycleResult r0 = sched.RunCycle(s, q, 0);
+  ASSERT_TRUE(Of(r0, "pair").reserved);
+  EXPECT_EQ(Of(r0, "pair").eta_s, 200);  // nodes 0 and 1
+  // run-1 (expected to end at 200) ends at 50: node 0 frees at 100, so the pair can start then.
+  ASSERT_TRUE(s.RemoveRunning("run-1").ok());
+  CycleResult r1 = sched.RunCycle(s, q, 50);
+  ASSERT_EQ(Of(r1, "pair").outcome, Outcome::kPending);
+  EXPECT_TRUE(Of(r1, "pair").reserved);
+  EXPECT_EQ(Of(r1, "pair").eta_s, 100);
+  // A job that would delay it cannot start on node 1 meanwhile; the reservation stays at 100.
+  std::vector<Workload> q2 = q;
+  q2.push_back(MakeGang("long").Gpus(8).Priority(-1).Limit(5000).Obj());
+  CycleResult r2 = sched.RunCycle(s, q2, 60);
+  EXPECT_EQ(Of(r2, "pair").eta_s, 100);
+  EXPECT_EQ(Of(r2, "long").outcome, Outcome::kPending);
+  // At 100 it starts on its nodes.
+  ASSERT_TRUE(s.RemoveRunning("run-0").ok());
+  CycleResult r3 = sched.RunCycle(s, q2, 100);
+  EXPECT_EQ(Of(r3, "pair").outcome, Outcome::kPlaced);
 }
 
 }  // namespace
