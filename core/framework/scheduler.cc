@@ -147,6 +147,7 @@ class Scheduler::Backfill {
   // (work ended sooner than expected); nullopt keeps it as it is. Reservations never move later.
   std::optional<Reservation> Replan(const ClusterState& state, const CycleState& cs, const Workload& w,
                                     PlacementConstraints c, const Reservation& old) {
+    if (old.start_s <= now_) return std::nullopt;
     Build(state);
     if (cursor_ >= old.start_s || !future_->RemoveRunning("reservation:" + w.id).ok()) return std::nullopt;
     auto moved = Search(cs, w, std::move(c), old.start_s - 1);
@@ -282,8 +283,9 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
     if (own != kept.end()) {
       for (const auto& a : own->second.assignments) recompute(a.node, w->id);
     }
-    // A workload with its own reservation sees the cluster differently: no shared memo for it.
-    ShapeCache* c = own != kept.end() ? nullptr : &cache;
+    // A workload with its own reservation sees the cluster differently: no shape memo for it.
+    ShapeCache* c = &cache;
+    cache.memo_shapes = own == kept.end();
     const std::vector<MemberAssignment>* at =
         own != kept.end() && own->second.start_s <= now_s ? &own->second.assignments : nullptr;
     Decision d = ScheduleOne(state, *w, now_s, c, view.reserved_from ? &view : nullptr, at);
@@ -442,7 +444,7 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
       if (cache != nullptr) cache->SetNoVictims(key, queue_key, w.priority);
     }
   };
-  if (cache != nullptr) {
+  if (cache != nullptr && cache->memo_shapes) {
     if (const Status* failed = cache->Find(key)) {
       Status again = *failed;
       postfilter(again);
@@ -497,7 +499,7 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
     }
   }
   if (!found.ok()) {
-    if (cache != nullptr && found.code() != StatusCode::kError) cache->Insert(key, found);
+    if (cache != nullptr && cache->memo_shapes && found.code() != StatusCode::kError) cache->Insert(key, found);
     d.placement_failed = true;
     postfilter(found);
     return fail(std::move(found));

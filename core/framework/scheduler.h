@@ -102,7 +102,11 @@ class ShapeCache {
   // Preemption memo: (shape, queue) -> highest priority for which no victims were found.
   bool NoVictims(const Key& k, int32_t queue, int32_t priority) const;
   void SetNoVictims(const Key& k, int32_t queue, int32_t priority);
-  int postfilter_attempts = 0;
+  int postfilter_attempts = 0;  // the cycle's victim searches, bounded by max_postfilter_attempts
+  // Off while a workload with its own reservation is considered: it sees the cluster differently,
+  // so shapes are neither answered from nor added to the memo (the victim-search budget and memo
+  // still apply: victim searches ignore reservations).
+  bool memo_shapes = true;
   int64_t hits() const { return hits_; }
 
  private:
