@@ -222,8 +222,13 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
   ShapeCache cache;
   // Reservations kept from earlier cycles: workloads still pending, nodes still schedulable.
   std::map<std::string, Reservation> kept;
+  // Book entries whose workload is in this batch (the book is small; the batch may be 100k).
   std::unordered_set<std::string> ids;
-  for (const Workload* w : pending) ids.insert(w->id);
+  if (!sticky_->empty()) {
+    for (const Workload* w : pending) {
+      if (sticky_->count(w->id)) ids.insert(w->id);
+    }
+  }
   if (!sticky_->empty()) {
     for (auto& [id, res] : *sticky_) {
       if (!ids.count(id)) continue;

@@ -1,6 +1,7 @@
 #include "core/state/queues.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <set>
 
@@ -216,7 +217,13 @@ int32_t QuotaLedger::MaxAdmissibleMembers(int leaf, const ResVec& per_member, in
   return lo;
 }
 
+uint64_t QuotaLedger::NextVersion() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 void QuotaLedger::Apply(int leaf, const ResVec& r, int sign, bool borrowed) {
+  version_ = NextVersion();
   for (int a = leaf; a >= 0; a = a == 0 ? -1 : tree_->Parent(a)) {
     for (size_t i = 0; i < r.size(); ++i) alloc_[static_cast<size_t>(a)][i] += sign * r[i];
   }

@@ -106,7 +106,13 @@ class QuotaLedger {
   // Swaps in a new tree (hot reload), keeping allocation and usage of queues that keep their name.
   void Reconfigure(std::shared_ptr<const QueueTree> tree);
   // Total cluster capacity per resource, for normalising shares.
-  void SetCapacity(ResVec capacity) { capacity_ = std::move(capacity); }
+  void SetCapacity(ResVec capacity) {
+    capacity_ = std::move(capacity);
+    version_ = NextVersion();
+  }
+  // Changes whenever an input of CheckAdmission changes (allocations, capacity, the tree), and is
+  // never reused by another state: callers may memoize admission answers per version.
+  uint64_t version() const { return version_; }
 
   AdmissionResult CheckAdmission(int leaf, const ResVec& req) const;
   // The largest count in [0, max_count] of `per_member` that admission would accept.
@@ -143,6 +149,7 @@ class QuotaLedger {
   int64_t now() const { return now_; }
 
  private:
+  static uint64_t NextVersion();
   int64_t Lendable(int q, int r) const;
   void Apply(int leaf, const ResVec& r, int sign, bool borrowed);
   std::shared_ptr<const QueueTree> tree_;
@@ -154,6 +161,7 @@ class QuotaLedger {
   std::vector<int> depth_;
   int64_t now_ = 0;
   bool started_ = false;
+  uint64_t version_ = NextVersion();
 };
 
 }  // namespace tidal

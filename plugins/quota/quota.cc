@@ -22,8 +22,14 @@ Status Quota::Admit(CycleState& state, const Workload& w) {
                                 " (leaf queues: " + leaves + ")");
   }
   const ResVec need = t.Request(w.per_member * w.min_members, w.gpu_model);
+  if (refused_version_ != ledger_->version()) {
+    refused_.clear();
+    refused_version_ = ledger_->version();
+  }
+  auto key = std::make_pair(q, need);
+  if (auto it = refused_.find(key); it != refused_.end()) return it->second;
   AdmissionResult r = ledger_->CheckAdmission(q, need);
-  if (!r.status.ok()) return r.status;
+  if (!r.status.ok()) return refused_.emplace(std::move(key), r.status).first->second;
   auto data = std::make_unique<QuotaCycleData>();
   data->leaf = q;
   state.Write(kName, std::move(data));

@@ -7,11 +7,14 @@
 // PreFilter: caps the members to place at what quota admits (elastic gangs shrink to fit quota).
 // Reserve: charges the placed members to the queue, marked borrowed when the queue goes above its
 //   nominal quota (preemption reclaims borrowed work first); Unreserve releases the charge.
-// Without a ledger or with no queues configured, every workload is admitted.
+// Without a ledger or with no queues configured, every workload is admitted. Refusals are memoized
+// while the ledger's version (core/state/queues.h) is unchanged.
 // Threading: cycle thread only; the ledger is owned by the state owner.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +39,10 @@ class Quota final : public AdmitPlugin, public PreFilterPlugin, public ReservePl
  private:
   bool Active() const { return ledger_ != nullptr && ledger_->tree().size() > 1; }
   QuotaLedger* ledger_;
+  // Refusals by (leaf, request) while the ledger's version is unchanged: in a deep queue most
+  // workloads of a queue over quota ask for the same few shapes.
+  std::map<std::pair<int, ResVec>, Status> refused_;
+  uint64_t refused_version_ = 0;
 };
 
 }  // namespace tidal::plugins

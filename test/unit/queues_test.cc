@@ -6,6 +6,7 @@
 
 #include "core/engine/engine.h"
 #include "core/state/queues.h"
+#include "plugins/quota/quota.h"
 
 namespace tidal {
 namespace {
@@ -237,6 +238,31 @@ TEST(Config, ReportsEveryProblemNotJustTheFirst) {
   auto cfg = ParseEngineConfig("queues:\n  - name: a\n    parent: ghost\n  - name: b\n    nominal: {gpus: -3}\n", "t.yaml");
   ASSERT_FALSE(cfg.ok());
   EXPECT_EQ(cfg.status().reasons().size(), 2u);
+}
+
+}  // namespace
+}  // namespace tidal
+
+namespace tidal {
+namespace {
+
+TEST(QuotaPlugin, RefusalsAreMemoizedOnlyWhileTheLedgerIsUnchanged) {
+  QuotaLedger l = MakeLedger({Q("a", "", 8, 0)}, 64);  // nominal 8 GPUs, no borrowing
+  plugins::Quota quota(&l);
+  Workload w;
+  w.id = "w";
+  w.queue = "a";
+  w.per_member.gpus = 8;
+  ASSERT_TRUE(l.Charge("x", l.tree().Find("a"), G(8), false).ok());
+  CycleState c1, c2, c3;
+  const Status first = quota.Admit(c1, w);
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.Message().find("queue a"), std::string::npos) << first.ToString();
+  EXPECT_EQ(quota.Admit(c2, w).ToString(), first.ToString());
+  const uint64_t v = l.version();
+  l.Uncharge("x");
+  EXPECT_NE(l.version(), v);
+  EXPECT_TRUE(quota.Admit(c3, w).ok()) << "the refusal must not outlive the charge that caused it";
 }
 
 }  // namespace
