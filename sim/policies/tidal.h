@@ -16,19 +16,24 @@
 //   0. doomed jobs: whether the core rejects a job (unresolvable) does not depend on the state, so
 //      Prepare asks it once per distinct request on an empty copy of the fabric; such jobs are
 //      rejected at their first cycle, as the core would, and the shortcuts never need them.
-//   1. skip: when no job arrived and the free GPUs are fewer than the smallest pending request,
-//      nothing can be placed and no reservation matters: the cycle is not run.
+//   1. skip: when no job arrived, the free GPUs are fewer than the smallest pending request, and
+//      no kept reservation can move earlier (nothing was freed, or no pending job holds one that
+//      starts later), nothing can change: the cycle is not run.
 //   2. verified prefix: the cycle runs on the first K jobs of the queue, in the order
-//      Scheduler::SortQueue uses (the QueueSort plugin's sort keys, or Less; then id). A cycle is
-//      a sequential walk of that order, so the prefix gets exactly the decisions the whole-queue
-//      cycle gives it. It is accepted if every job after it is provably inert: the prefix took
-//      all `backfill.depth` reservations (none is left for it) and it cannot be placed: its
-//      members do not fit (GPU histogram bound) in the free GPUs it may use after the prefix,
-//      those on nodes without a reservation plus those on reserved nodes whose reservation starts
-//      no earlier than it would end (now + expected run time: the core's backfill rule).
-//      Otherwise the prefix's placements are undone (ClusterState::RemoveRunning,
-//      QuotaLedger::Uncharge) and the prefix grows: 4x if a reservation was left, else up to the
-//      first (free GPUs + 8) jobs that were not inert; up to the whole queue.
+//      Scheduler::SortQueue uses (the QueueSort plugin's sort keys, or Less; then id), plus every
+//      pending job holding a kept reservation (book_, shared by both schedulers). A cycle is a
+//      sequential walk of that order and honours the kept reservations from its start, so the
+//      prefix gets exactly the decisions the whole-queue cycle gives it. It is accepted if no
+//      holder after the prefix started, lost or moved its reservation, and every other job after
+//      it is provably inert: it cannot reserve (the reservations in force fill the depth, or it
+//      is under backfill.minGpus, or its members do not fit on the empty fabric) and cannot be
+//      placed: its members do not fit (GPU histogram bound) in the free GPUs it may use after the
+//      prefix: on nodes without a reservation, plus on reserved nodes the GPUs beyond those
+//      reserved, or all of them if it would end (now + expected run time) by the node's earliest
+//      reservation start (the core's backfill rule). Otherwise the prefix's placements are undone
+//      (ClusterState::RemoveRunning, QuotaLedger::Uncharge), the book restored, and the prefix
+//      grows up to the first (free GPUs + reservations left + 8) jobs that were not inert; up to
+//      the whole queue.
 //   3. no futile victim searches: such cycles run on a second Scheduler over the same profile
 //      spec and ledger with SchedulerOptions::max_postfilter_attempts = 0; PostFilter could only
 //      have failed, so the decisions are the same.
