@@ -260,14 +260,45 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
   }
   ChargePodLocked(p, borrowed);
   charged_[p.uid] = {p.node_name, p.request};
+  if (!bound_since_.count(p.uid)) {
+    BoundSince b{clock_(), 0, WorkloadClass::kBatch};
+    if (auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels); sp.ok()) {
+      b.runtime_limit_s = sp->runtime_limit_s;
+      b.workload_class = sp->workload_class;
+    }
+    bound_since_[p.uid] = b;
+  }
   if (state_) {
     const NodeId n = state_->FindNode(p.node_name);
     if (n != kNoNode) state_->Allocate(n, p.request);
   }
 }
 
+ClusterState Engine::TimelineLocked() {
+  EnsureStateLocked();
+  ClusterState t = *state_;
+  for (const auto& [uid, c] : charged_) {
+    const NodeId n = t.FindNode(c.first);
+    if (n == kNoNode) continue;
+    auto b = bound_since_.find(uid);
+    Allocation a;
+    a.workload.id = "pod:" + uid;
+    a.workload.per_member = c.second;
+    a.workload.members = 1;
+    a.workload.min_members = 1;
+    a.workload.runtime_limit_s = b != bound_since_.end() ? b->second.runtime_limit_s : 0;
+    a.workload.workload_class = b != bound_since_.end() ? b->second.workload_class : WorkloadClass::kBatch;
+    a.assignments = {{n, 1}};
+    a.start_time_s = b != bound_since_.end() ? b->second.since_s : clock_();
+    t.Release(n, c.second);
+    if (!t.AddRunning(std::move(a)).ok()) t.Allocate(n, c.second);
+  }
+  return t;
+}
+
 void Engine::ReleaseBoundLocked(const std::string& uid) {
   ledger_.Uncharge(uid);
+  bound_since_.erase(uid);
   auto it = charged_.find(uid);
   if (it == charged_.end()) return;
   if (state_) {
@@ -398,6 +429,12 @@ Status Engine::Sync(const SyncBatch& b, uint64_t* generation) {
     if (Status s = UpsertPodLocked(p); !s.ok()) result = s;
   }
   for (const auto& uid : b.delete_pods) DeletePodLocked(uid);
+  if (b.resync) {
+    // Bound times survive a resync for pods still bound; the others are gone.
+    for (auto it = bound_since_.begin(); it != bound_since_.end();) {
+      it = charged_.count(it->first) ? std::next(it) : bound_since_.erase(it);
+    }
+  }
   ExpirePlansLocked();
   *generation = ++generation_;
   return result;

@@ -200,6 +200,9 @@ class Engine {
   void DeletePodLocked(const std::string& uid);
   std::string GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const;
   void EnsureStateLocked();
+  // A copy of state_ in which every bound pod is a running allocation ("pod:<uid>") from its
+  // bound time, so a future view can release it at its expected end.
+  ClusterState TimelineLocked();
   void ApplyBoundLocked(const PodInfo& p);   // charge a bound pod, releasing its slot if any
   void ReleaseBoundLocked(const std::string& uid);
   void DropPlanLocked(Gang& g);
@@ -227,6 +230,15 @@ class Engine {
   std::unordered_map<std::string, std::string> pod_gang_;   // uid -> gang key (Tidal pods only)
   std::map<std::string, Gang> gangs_;
   std::unordered_map<std::string, std::pair<std::string, Resources>> charged_;  // uid -> node, request
+  // Bound pods on the timeline: when the engine first saw each bound (after a restart, when it
+  // learned of it) and its declared run time (0: the class default), so dry runs can release
+  // them in order of expected end (ETAs, reservations).
+  struct BoundSince {
+    int64_t since_s = 0;
+    int64_t runtime_limit_s = 0;
+    WorkloadClass workload_class = WorkloadClass::kBatch;
+  };
+  std::unordered_map<std::string, BoundSince> bound_since_;
   std::optional<ClusterState> state_;  // rebuilt lazily when nodes change
   QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
 };

@@ -170,7 +170,7 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
     if (!sp.ok()) continue;
     if (auto w = GangWorkloadLocked(g, *sp, nullptr)) pending_ws.push_back(std::move(*w));
   }
-  ClusterState dry = *state_;
+  ClusterState dry = TimelineLocked();  // bound pods end at their expected end
   QuotaLedger dry_ledger = ledger_;
   ProfileSpec ps = cfg_.profile;
   if (ps.backfill.depth >= 0) ps.backfill.depth = -1;  // every pending gang gets an ETA

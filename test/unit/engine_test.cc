@@ -278,3 +278,37 @@ TEST_F(EngineTest, PreemptNeverTakesNonPreemptibleOrOtherSchedulersPods) {
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+TEST_F(EngineTest, ExplainEtaReleasesBoundPodsAtTheirDeclaredEnd) {
+  // Every node is full with a bound 8-GPU pod: node i's ends 1 h x (i + 1) after it was bound
+  // (runtime-limit annotation). A pending 2 x 8-GPU gang can start when the second one ends.
+  std::vector<PodInfo> bound;
+  for (int i = 0; i < 8; ++i) {
+    PodInfo p = GangPod("busy" + std::to_string(i), "", 1);
+    p.annotations[kLabelRuntimeLimit] = std::to_string(i + 1) + "h";
+    p.node_name = "n" + std::to_string(i);
+    p.phase = PodPhase::kRunning;
+    bound.push_back(p);
+  }
+  ASSERT_TRUE(AddPods(bound).ok());
+  now_ = 1600;  // the bound times stay those the engine first saw (1000)
+  ASSERT_TRUE(AddPods({GangPod("t0", "pair", 2), GangPod("t1", "pair", 2)}).ok());
+  auto j = engine_->ExplainJson("team/pair");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ((*j)["state"], "pending") << j->dump();
+  ASSERT_TRUE((*j)["eta_unix"].is_number()) << j->dump();
+  EXPECT_EQ((*j)["eta_unix"].get<int64_t>(), 1000 + 2 * 3600) << j->dump();
+  // A pod's departure is its end: with busy1 gone, the pair can start when busy0 ends at 1000+1h.
+  SyncBatch gone;
+  gone.delete_pods = {"uid-busy1"};
+  ASSERT_TRUE(Sync(gone).ok());
+  j = engine_->ExplainJson("team/pair");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["eta_unix"].get<int64_t>(), 1000 + 3600) << j->dump();
+}
+
+}  // namespace
+}  // namespace tidal
