@@ -114,6 +114,7 @@ Status Engine::BuildSchedulerLocked() {
   auto profile = Profile::Build(cfg_.profile, registry, PluginContext{cfg_.levels, &ledger_});
   if (!profile.ok()) return profile.status();
   sched_ = std::make_unique<Scheduler>(std::move(profile).value());
+  book_->clear();
   return Status::Ok();
 }
 
@@ -184,6 +185,7 @@ void Engine::EnsureStateLocked() {
     built = ClusterState::Build(cfg_.levels, {});
   }
   state_ = std::move(built).value();
+  book_->clear();  // its NodeIds were those of the old state
   ResVec capacity(static_cast<size_t>(ledger_.tree().resources()), 0);
   for (const auto& n : state_->nodes()) {
     const ResVec c = ledger_.tree().Request(n.capacity, n.gpu_model);
@@ -272,6 +274,43 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
     const NodeId n = state_->FindNode(p.node_name);
     if (n != kNoNode) state_->Allocate(n, p.request);
   }
+}
+
+std::vector<Workload> Engine::PendingGangWorkloadsLocked() const {
+  std::vector<Workload> out;
+  for (const auto& [k, g] : gangs_) {
+    if (g.plan || g.pods.empty()) continue;
+    const PodInfo& p = pods_.at(*g.pods.begin());
+    auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+    if (!sp.ok()) continue;
+    if (auto w = GangWorkloadLocked(g, *sp, nullptr)) out.push_back(std::move(*w));
+  }
+  return out;
+}
+
+void Engine::PruneBookLocked() {
+  for (auto it = book_->begin(); it != book_->end();) {
+    auto g = it->first.rfind("plan:", 0) == 0 ? gangs_.find(it->first.substr(5)) : gangs_.end();
+    it = g == gangs_.end() || g->second.plan ? book_->erase(it) : std::next(it);
+  }
+}
+
+void Engine::RefreshReservationsLocked() {
+  if (cfg_.profile.backfill.depth == 0) return;
+  if (book_generation_ == generation_ && clock_() - book_refreshed_s_ < 1) return;
+  book_generation_ = generation_;
+  book_refreshed_s_ = clock_();
+  PruneBookLocked();
+  // A dry cycle over every pending gang on copies of the cluster (bound pods on their timeline)
+  // and the ledger, sharing the live book: it keeps, moves earlier and adds reservations there.
+  ClusterState dry = TimelineLocked();
+  QuotaLedger dry_ledger = ledger_;
+  auto profile = Profile::Build(cfg_.profile, plugins::DefaultRegistry(), PluginContext{cfg_.levels, &dry_ledger});
+  if (!profile.ok()) return;
+  SchedulerOptions opts;
+  opts.reservations = book_;
+  Scheduler dry_sched(std::move(profile).value(), std::move(opts));
+  (void)dry_sched.RunCycle(dry, PendingGangWorkloadsLocked(), clock_());
 }
 
 ClusterState Engine::TimelineLocked() {
@@ -508,7 +547,45 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   const int64_t submitted = w.submit_time_s;
   EnsureStateLocked();
   const auto t0 = std::chrono::steady_clock::now();
-  Decision d = sched_->ScheduleOne(*state_, w, clock_());
+  // Honour the reservations of other gangs (start now only where none is delayed); a gang whose
+  // own reservation is due starts on its reserved nodes when they hold it.
+  PruneBookLocked();
+  std::vector<int64_t> reserved_from, reserved_gpus;
+  BackfillView view;
+  const std::vector<MemberAssignment>* at = nullptr;
+  for (const auto& [id, res] : *book_) {
+    if (id == w.id) {
+      if (res.start_s <= clock_()) at = &res.assignments;
+      continue;
+    }
+    if (reserved_from.empty()) {
+      reserved_from.assign(static_cast<size_t>(state_->node_count()), INT64_MAX);
+      reserved_gpus.assign(static_cast<size_t>(state_->node_count()), 0);
+    }
+    for (const auto& a : res.assignments) {
+      if (a.node < 0 || a.node >= state_->node_count()) continue;
+      auto& from = reserved_from[static_cast<size_t>(a.node)];
+      from = std::min(from, res.start_s);
+      reserved_gpus[static_cast<size_t>(a.node)] += res.per_member.gpus * a.members;
+    }
+    view.latest_start = std::max(view.latest_start, res.start_s);
+  }
+  if (!reserved_from.empty()) {
+    view.reserved_from = &reserved_from;
+    view.reserved_gpus = &reserved_gpus;
+  }
+  Decision d = sched_->ScheduleOne(*state_, w, clock_(), nullptr, view.reserved_from ? &view : nullptr, at);
+  if (d.outcome == Outcome::kPlaced) {
+    book_->erase(w.id);
+  } else if (d.outcome == Outcome::kPending && d.placement_failed) {
+    RefreshReservationsLocked();
+    if (auto own = book_->find(w.id); own != book_->end()) {
+      d.explanation += "; reserved to start at t=" + std::to_string(own->second.start_s) + " (in " +
+                       std::to_string(own->second.start_s - clock_()) + "s) on " +
+                       std::to_string(own->second.assignments.size()) + " node(s)";
+      d.status.AddReason("reserved to start at t=" + std::to_string(own->second.start_s));
+    }
+  }
   const std::string klass(WorkloadClassName(w.workload_class));
   const std::string size = SizeBucket(w.TotalGpus());
   if (metrics_ != nullptr) {

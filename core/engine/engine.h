@@ -203,6 +203,11 @@ class Engine {
   // A copy of state_ in which every bound pod is a running allocation ("pod:<uid>") from its
   // bound time, so a future view can release it at its expected end.
   ClusterState TimelineLocked();
+  // Workloads of every pending gang without a plan (dry runs).
+  std::vector<Workload> PendingGangWorkloadsLocked() const;
+  // Drops reservations of gangs that are gone or planned; refreshes the book (see book_).
+  void PruneBookLocked();
+  void RefreshReservationsLocked();
   void ApplyBoundLocked(const PodInfo& p);   // charge a bound pod, releasing its slot if any
   void ReleaseBoundLocked(const std::string& uid);
   void DropPlanLocked(Gang& g);
@@ -239,6 +244,14 @@ class Engine {
     WorkloadClass workload_class = WorkloadClass::kBatch;
   };
   std::unordered_map<std::string, BoundSince> bound_since_;
+  // Backfill reservations of pending gangs, keyed by plan id: kept across planning attempts,
+  // refreshed by a dry cycle over every pending gang when a gang does not fit (at most once per
+  // sync generation and second), and honoured by every plan: nothing planned may delay them
+  // (core/framework/scheduler.h). NodeIds of state_: cleared whenever state_ is rebuilt or the
+  // profile changes.
+  std::shared_ptr<std::map<std::string, Reservation>> book_ = std::make_shared<std::map<std::string, Reservation>>();
+  uint64_t book_generation_ = UINT64_MAX;
+  int64_t book_refreshed_s_ = INT64_MIN;
   std::optional<ClusterState> state_;  // rebuilt lazily when nodes change
   QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
 };

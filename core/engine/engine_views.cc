@@ -162,14 +162,8 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
   // Position and ETA: one dry-run cycle over every pending gang on copies of the cluster and the
   // ledger (nothing of the live state changes).
   EnsureStateLocked();
-  std::vector<Workload> pending_ws;
-  for (const auto& [k, g] : gangs_) {
-    if (g.plan || g.pods.empty()) continue;
-    const PodInfo& p = pods_.at(*g.pods.begin());
-    auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
-    if (!sp.ok()) continue;
-    if (auto w = GangWorkloadLocked(g, *sp, nullptr)) pending_ws.push_back(std::move(*w));
-  }
+  PruneBookLocked();
+  std::vector<Workload> pending_ws = PendingGangWorkloadsLocked();
   ClusterState dry = TimelineLocked();  // bound pods end at their expected end
   QuotaLedger dry_ledger = ledger_;
   ProfileSpec ps = cfg_.profile;
@@ -177,7 +171,9 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
   const Registry registry = plugins::DefaultRegistry();
   auto profile = Profile::Build(ps, registry, PluginContext{cfg_.levels, &dry_ledger});
   if (!profile.ok()) return j;
-  Scheduler dry_sched(std::move(profile).value());
+  SchedulerOptions opts;
+  opts.reservations = std::make_shared<std::map<std::string, Reservation>>(*book_);  // kept ones, on a copy
+  Scheduler dry_sched(std::move(profile).value(), std::move(opts));
   CycleResult cr = dry_sched.RunCycle(dry, pending_ws, clock_());
   j["queue_length"] = cr.decisions.size();
   for (size_t i = 0; i < cr.decisions.size(); ++i) {

@@ -1,6 +1,8 @@
 // Engine: the gang protocol behind the shim's extension points, on plain domain types.
 #include "core/engine/engine.h"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 namespace tidal {
@@ -308,6 +310,66 @@ TEST_F(EngineTest, ExplainEtaReleasesBoundPodsAtTheirDeclaredEnd) {
   j = engine_->ExplainJson("team/pair");
   ASSERT_TRUE(j.ok());
   EXPECT_EQ((*j)["eta_unix"].get<int64_t>(), 1000 + 3600) << j->dump();
+}
+
+}  // namespace
+}  // namespace tidal
+
+namespace tidal {
+namespace {
+
+// Every node full with a bound 8-GPU pod; node i's pod ends 1 h x (i + 1) after t=1000.
+std::vector<PodInfo> FullCluster() {
+  std::vector<PodInfo> bound;
+  for (int i = 0; i < 8; ++i) {
+    PodInfo p = GangPod("busy" + std::to_string(i), "", 1);
+    p.annotations[kLabelRuntimeLimit] = std::to_string(i + 1) + "h";
+    p.node_name = "n" + std::to_string(i);
+    p.phase = PodPhase::kRunning;
+    bound.push_back(p);
+  }
+  return bound;
+}
+
+TEST_F(EngineTest, GangThatDoesNotFitGetsAReservationThatLaterPlansHonour) {
+  ASSERT_TRUE(AddPods(FullCluster()).ok());
+  PodInfo a = GangPod("p0", "pair", 2), b = GangPod("p1", "pair", 2);
+  a.annotations[kLabelRuntimeLimit] = b.annotations[kLabelRuntimeLimit] = "1h";
+  ASSERT_TRUE(AddPods({a, b}).ok());
+  // Nothing is free: the pair waits, with a reservation when n0 and n1 are both free (1000 + 2 h).
+  PlanResult r = engine_->PlanPod("uid-p0");
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.ToString().find("reserved to start at t=8200"), std::string::npos) << r.status.ToString();
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/pair", &text).ok());
+  EXPECT_NE(text.find("reserved to start at t=8200"), std::string::npos) << text;
+
+  // busy0 leaves at 1600: n0 is free, but it is held for the pair from 8200. A pod that would
+  // still run then may not take it; one that ends before may.
+  now_ = 1600;
+  SyncBatch gone;
+  gone.delete_pods = {"uid-busy0"};
+  ASSERT_TRUE(Sync(gone).ok());
+  PodInfo longer = GangPod("long", "", 1, 1), shorter = GangPod("short", "", 1, 1);
+  longer.annotations[kLabelRuntimeLimit] = "10h";
+  shorter.annotations[kLabelRuntimeLimit] = "30m";
+  ASSERT_TRUE(AddPods({longer, shorter}).ok());
+  PlanResult l = engine_->PlanPod("uid-long");
+  EXPECT_FALSE(l.status.ok()) << "took " << l.node << ": it would delay the pair's reservation";
+  PlanResult s = engine_->PlanPod("uid-short");
+  ASSERT_TRUE(s.status.ok()) << s.status.ToString();
+  EXPECT_EQ(s.node, "n0");
+
+  // At 8200 busy1 has left and short is done: the pair starts on its reserved nodes.
+  now_ = 8200;
+  SyncBatch done;
+  done.delete_pods = {"uid-busy1", "uid-short"};
+  ASSERT_TRUE(Sync(done).ok());
+  PlanResult p0 = engine_->PlanPod("uid-p0");
+  ASSERT_TRUE(p0.status.ok()) << p0.status.ToString();
+  PlanResult p1 = engine_->PlanPod("uid-p1");
+  ASSERT_TRUE(p1.status.ok()) << p1.status.ToString();
+  EXPECT_EQ(std::set<std::string>({p0.node, p1.node}), (std::set<std::string>{"n0", "n1"}));
 }
 
 }  // namespace
