@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -12,6 +13,24 @@
 #include "plugins/registry.h"
 
 namespace tidal {
+
+namespace {
+// "in 29m59s (2026-11-29T23:12:59Z)": a reserved start for people reading events (unix clock).
+std::string ReservedStart(int64_t start_s, int64_t now_s) {
+  int64_t left = std::max<int64_t>(0, start_s - now_s);
+  std::string in;
+  for (auto [unit, secs] : {std::pair<const char*, int64_t>{"d", 86400}, {"h", 3600}, {"m", 60}}) {
+    if (left >= secs) in += std::to_string(left / secs) + unit;
+    left %= secs;
+  }
+  if (left > 0 || in.empty()) in += std::to_string(left) + "s";
+  const std::time_t t = static_cast<std::time_t>(start_s);
+  std::tm tm{};
+  char iso[32] = "";
+  if (gmtime_r(&t, &tm) != nullptr) std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return "in " + in + " (" + iso + ")";
+}
+}  // namespace
 namespace {
 
 std::string RandomEpoch() {
@@ -580,10 +599,9 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   } else if (d.outcome == Outcome::kPending && d.placement_failed) {
     RefreshReservationsLocked();
     if (auto own = book_->find(w.id); own != book_->end()) {
-      d.explanation += "; reserved to start at t=" + std::to_string(own->second.start_s) + " (in " +
-                       std::to_string(own->second.start_s - clock_()) + "s) on " +
-                       std::to_string(own->second.assignments.size()) + " node(s)";
-      d.status.AddReason("reserved to start at t=" + std::to_string(own->second.start_s));
+      const std::string when = ReservedStart(own->second.start_s, clock_());
+      d.explanation += "; reserved to start " + when + " on " + std::to_string(own->second.assignments.size()) + " node(s)";
+      d.status.AddReason("reserved to start " + when);
     }
   }
   const std::string klass(WorkloadClassName(w.workload_class));

@@ -13,6 +13,10 @@
 #   default     (d) default-scheduler pods fill 3 leaves; Tidal's gang lands in the 4th and never hits them
 #   preempt     four preemptible leaf gangs fill the cluster; a higher-priority leaf gang arrives: the engine
 #               picks one whole gang as victims (PostFilter), the shim evicts it, the new gang runs there
+#   backfill    leaf-0's nodes run pods declared to end in 30 m, the rest 10 h: a 16-node gang that does
+#               not fit gets a reservation on leaf-0; when one leaf-0 node frees, a 1-GPU pod declared for
+#               10 h may not take it (it would delay the gang), one declared for 5 m may; the gang runs
+#               in leaf-0 once it frees
 #   kill        (e) kill -9 tidal-engine while gangs are being scheduled: no partial gang, an event
 #               "tidal-engine unreachable" meanwhile, scheduling resumes after the restart
 #   invalid     (f) tidal.dev/gang-size: many -> a pod event naming the key and the accepted values; others unaffected
@@ -29,7 +33,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pods.sh"
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt kill invalid deploy)
+ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt backfill kill invalid deploy)
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
 for c in "${CASES[@]}"; do
@@ -257,6 +261,41 @@ case_preempt() {
     esac
   done
   check "exactly one low gang was evicted, whole ($gone); the other three are untouched" test "$whole" -eq 3
+  cleanup_ns $ns
+}
+
+case_backfill() {
+  local ns=e2e-backfill t0 leaf n0 l
+  new_ns $ns
+  t0=$(e2e_now_ms)
+  for leaf in 0 1 2 3; do
+    l=10h; [ $leaf = 0 ] && l=30m
+    pods $ns "fill-l$leaf" 16 8 tidal-scheduler "{\"leaf\": \"$leaf\"}" "{\"tidal.dev/runtime-limit\": \"$l\"}" \
+      "{\"topology.tidal.dev/leaf\": \"leaf-$leaf\"}" | k create -f - >/dev/null
+  done
+  check "64 fill pods run (leaf-0's declared for 30 m, the others for 10 h)" until_true "$TIDAL_E2E_TIMEOUT" all_running $ns 64
+  sleep 0.5  # the engine hears of the bindings through the Sync stream
+  e2e_gang $ns big 16 8 "" '"tidal.dev/runtime-limit": "1h"' | k create -f - >/dev/null
+  check "the 16-node gang waits with a reservation (FailedScheduling says when)" \
+    until_true "$TIDAL_E2E_TIMEOUT" has_event $ns FailedScheduling "big-" "reserved to start in"
+  events $ns FailedScheduling | grep big- | head -n 1 | cut -f3 | cut -c1-200 | sed 's/^/    event: /' >&2
+  n0=$(pod_field $ns fill-l0-0 '{.spec.nodeName}')
+  k delete pod -n $ns fill-l0-0 --wait=false >/dev/null
+  sleep 0.5
+  pods $ns long 1 1 tidal-scheduler '{}' '{"tidal.dev/runtime-limit": "10h"}' | k create -f - >/dev/null
+  check "a 1-GPU pod declared for 10 h is refused the free node $n0 (held for the gang)" \
+    until_true "$TIDAL_E2E_TIMEOUT" has_event $ns FailedScheduling "long-0"
+  check "and is not bound" test -z "$(pod_field $ns long-0 '{.spec.nodeName}')"
+  pods $ns short 1 1 tidal-scheduler '{}' '{"tidal.dev/runtime-limit": "5m"}' | k create -f - >/dev/null
+  check "a 1-GPU pod declared for 5 m backfills onto $n0" until_true "$TIDAL_E2E_TIMEOUT" pod_field_is $ns short-0 '{.spec.nodeName}' "$n0"
+  t0=$(e2e_now_ms)
+  k delete pods -n $ns -l leaf=0 --wait=false >/dev/null
+  k delete pod -n $ns short-0 --wait=false >/dev/null
+  check "once leaf-0 frees, the gang runs whole" until_true "$TIDAL_E2E_TIMEOUT" all_running $ns 16 tidal.dev/gang=big
+  timings+=("reserved-gang16-running=$(ms_since "$t0")ms")
+  l=$(leaves $ns tidal.dev/gang=big)
+  check "in leaf-0 (got: $(echo "$l" | tr '\n' ' '))" test "$l" = leaf-0
+  check "the 10 h pod is still not bound" test -z "$(pod_field $ns long-0 '{.spec.nodeName}')"
   cleanup_ns $ns
 }
 

@@ -339,10 +339,10 @@ TEST_F(EngineTest, GangThatDoesNotFitGetsAReservationThatLaterPlansHonour) {
   // Nothing is free: the pair waits, with a reservation when n0 and n1 are both free (1000 + 2 h).
   PlanResult r = engine_->PlanPod("uid-p0");
   ASSERT_FALSE(r.status.ok());
-  EXPECT_NE(r.status.ToString().find("reserved to start at t=8200"), std::string::npos) << r.status.ToString();
+  EXPECT_NE(r.status.ToString().find("reserved to start in 2h (1970-01-01T02:16:40Z)"), std::string::npos) << r.status.ToString();
   std::string text;
   ASSERT_TRUE(engine_->Explain("team/pair", &text).ok());
-  EXPECT_NE(text.find("reserved to start at t=8200"), std::string::npos) << text;
+  EXPECT_NE(text.find("reserved to start in 2h (1970-01-01T02:16:40Z)"), std::string::npos) << text;
 
   // busy0 leaves at 1600: n0 is free, but it is held for the pair from 8200. A pod that would
   // still run then may not take it; one that ends before may.
