@@ -11,6 +11,8 @@
 //   gets its slot's node) -> Reserve -> Permit (allow when every member is reserved) -> Bound.
 //   Unreserve of any member drops the whole plan, so nothing is ever bound half-way by the engine's
 //   choice; plans not completed within plan_ttl are dropped.
+// Reservations: a gang that does not fit gets a backfill reservation (book_, refreshed by a dry
+//   cycle over every pending gang); every later plan honours the book (docs/scheduling.md).
 // Restart: the engine keeps nothing on disk for this; the shim's first Sync message is a full
 // snapshot, from which nodes, bound pods and gangs are rebuilt. Plans in flight are lost; their
 // members time out in Permit and are retried.
