@@ -316,8 +316,8 @@ void Engine::PruneBookLocked() {
 
 void Engine::RefreshReservationsLocked() {
   if (cfg_.profile.backfill.depth == 0) return;
-  if (book_generation_ == generation_ && clock_() - book_refreshed_s_ < 1) return;
-  book_generation_ = generation_;
+  // At most once a second: one dry cycle covers every pending gang (about 250 ms at 100k pending).
+  if (clock_() - book_refreshed_s_ < 1) return;
   book_refreshed_s_ = clock_();
   PruneBookLocked();
   // A dry cycle over every pending gang on copies of the cluster (bound pods on their timeline)

@@ -247,12 +247,11 @@ class Engine {
   };
   std::unordered_map<std::string, BoundSince> bound_since_;
   // Backfill reservations of pending gangs, keyed by plan id: kept across planning attempts,
-  // refreshed by a dry cycle over every pending gang when a gang does not fit (at most once per
-  // sync generation and second), and honoured by every plan: nothing planned may delay them
+  // refreshed by a dry cycle over every pending gang when a gang does not fit (at most once a
+  // second), and honoured by every plan: nothing planned may delay them
   // (core/framework/scheduler.h). NodeIds of state_: cleared whenever state_ is rebuilt or the
   // profile changes.
   std::shared_ptr<std::map<std::string, Reservation>> book_ = std::make_shared<std::map<std::string, Reservation>>();
-  uint64_t book_generation_ = UINT64_MAX;
   int64_t book_refreshed_s_ = INT64_MIN;
   std::optional<ClusterState> state_;  // rebuilt lazily when nodes change
   QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
