@@ -114,6 +114,7 @@ struct EngineGauges {
   };
   std::vector<Row> gpus;            // state, pool
   std::vector<Row> pending;         // queue, class
+  std::vector<Row> reservations;    // queue: pending gangs holding a backfill reservation
   std::vector<Row> queue_usage, queue_nominal, queue_borrowed;  // queue, resource
   std::vector<Row> fair_share;      // queue
   std::vector<Row> largest_gang;    // level (GPUs of the largest whole-node gang placeable now)

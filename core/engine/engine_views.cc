@@ -256,6 +256,8 @@ EngineGauges Engine::Gauges() {
   for (const auto& [k, v] : gpus) out.gpus.push_back({{k.first, k.second}, v});
   // Pending gangs by queue and class; smallest pending member shape for fragmentation.
   std::map<std::pair<std::string, std::string>, double> pending;
+  std::map<std::string, double> reserved_by_queue;  // pending gangs holding a backfill reservation
+  PruneBookLocked();
   int64_t smallest = INT64_MAX;
   for (const auto& [key, g] : gangs_) {
     if (g.plan) continue;
@@ -273,8 +275,10 @@ EngineGauges Engine::Gauges() {
     auto spec = ParsePodSchedulingSpec(sample->labels, sample->annotations, cfg_.levels);
     if (!spec.ok()) continue;
     pending[{spec->queue, std::string(WorkloadClassName(spec->workload_class))}] += 1;
+    if (book_->count(PlanId(g))) reserved_by_queue[spec->queue] += 1;
   }
   for (const auto& [k, v] : pending) out.pending.push_back({{k.first, k.second}, v});
+  for (const auto& [q, v] : reserved_by_queue) out.reservations.push_back({{q}, v});
   if (smallest != INT64_MAX) {
     for (const auto& node : state_->nodes()) {
       const int64_t f = node.FreeGpus();

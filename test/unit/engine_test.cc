@@ -343,6 +343,9 @@ TEST_F(EngineTest, GangThatDoesNotFitGetsAReservationThatLaterPlansHonour) {
   std::string text;
   ASSERT_TRUE(engine_->Explain("team/pair", &text).ok());
   EXPECT_NE(text.find("reserved to start in 2h (1970-01-01T02:16:40Z)"), std::string::npos) << text;
+  const EngineGauges held = engine_->Gauges();
+  ASSERT_EQ(held.reservations.size(), 1u);
+  EXPECT_EQ(held.reservations[0].value, 1);
 
   // busy0 leaves at 1600: n0 is free, but it is held for the pair from 8200. A pod that would
   // still run then may not take it; one that ends before may.
@@ -370,6 +373,7 @@ TEST_F(EngineTest, GangThatDoesNotFitGetsAReservationThatLaterPlansHonour) {
   PlanResult p1 = engine_->PlanPod("uid-p1");
   ASSERT_TRUE(p1.status.ok()) << p1.status.ToString();
   EXPECT_EQ(std::set<std::string>({p0.node, p1.node}), (std::set<std::string>{"n0", "n1"}));
+  EXPECT_TRUE(engine_->Gauges().reservations.empty()) << "a planned gang holds no reservation";
 }
 
 }  // namespace

@@ -110,6 +110,9 @@ int main(int argc, char** argv) {
                         {"state", "pool"}, rows(&tidal::EngineGauges::gpus, eng));
   metrics.CallbackGauge("tidal_pending_workloads", "Pending workloads (gangs) by queue and class.", {"queue", "class"},
                         rows(&tidal::EngineGauges::pending, eng));
+  metrics.CallbackGauge("tidal_backfill_reservations",
+                        "Pending gangs holding a backfill reservation (nodes held for their earliest start), by queue.",
+                        {"queue"}, rows(&tidal::EngineGauges::reservations, eng));
   metrics.CallbackGauge("tidal_queue_usage", "Current allocation of each queue (subtree), by resource.",
                         {"queue", "resource"}, rows(&tidal::EngineGauges::queue_usage, eng));
   metrics.CallbackGauge("tidal_queue_nominal", "Nominal quota of each queue, by resource.", {"queue", "resource"},
