@@ -302,11 +302,15 @@ case_backfill() {
 case_kill() {
   local ns=e2e-kill t0 g pid rest
   new_ns $ns
-  { gang $ns g1 16 leaf; gang $ns g2 16 leaf; gang $ns g3 16 leaf; } | k create -f - >/dev/null
   # Mid-run: as soon as a gang's plan is partly reserved (members wait in Permit for the others),
-  # kill -9 the engine.
-  local mid
-  mid=$("$TIDAL_E2E_BIN/tidal-explain" --engine "unix://$BASE/run/engine.sock" --wait-partial 30s $ns/g1 $ns/g2 $ns/g3 2>&1 | grep '^plan:' || true)
+  # kill -9 the engine. The watcher starts before the gangs exist, so it cannot miss the window.
+  local mid watch=$BASE/kill-watch.txt
+  "$TIDAL_E2E_BIN/tidal-explain" --engine "unix://$BASE/run/engine.sock" --wait-partial 30s $ns/g1 $ns/g2 $ns/g3 >"$watch" 2>&1 &
+  local watcher=$!
+  sleep 0.3
+  { gang $ns g1 16 leaf; gang $ns g2 16 leaf; gang $ns g3 16 leaf; } | k create -f - >/dev/null
+  wait "$watcher" || true
+  mid=$(grep '^plan:' "$watch" || true)
   read -r pid rest <"$BASE/run/tidal-engine.pid"
   kill -KILL "$pid"
   t0=$(e2e_now_ms)
