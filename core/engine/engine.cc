@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -14,23 +13,6 @@
 
 namespace tidal {
 
-namespace {
-// "in 29m59s (2026-11-29T23:12:59Z)": a reserved start for people reading events (unix clock).
-std::string ReservedStart(int64_t start_s, int64_t now_s) {
-  int64_t left = std::max<int64_t>(0, start_s - now_s);
-  std::string in;
-  for (auto [unit, secs] : {std::pair<const char*, int64_t>{"d", 86400}, {"h", 3600}, {"m", 60}}) {
-    if (left >= secs) in += std::to_string(left / secs) + unit;
-    left %= secs;
-  }
-  if (left > 0 || in.empty()) in += std::to_string(left) + "s";
-  const std::time_t t = static_cast<std::time_t>(start_s);
-  std::tm tm{};
-  char iso[32] = "";
-  if (gmtime_r(&t, &tm) != nullptr) std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return "in " + in + " (" + iso + ")";
-}
-}  // namespace
 namespace {
 
 std::string RandomEpoch() {
@@ -295,65 +277,6 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
   }
 }
 
-std::vector<Workload> Engine::PendingGangWorkloadsLocked() const {
-  std::vector<Workload> out;
-  for (const auto& [k, g] : gangs_) {
-    if (g.plan || g.pods.empty()) continue;
-    const PodInfo& p = pods_.at(*g.pods.begin());
-    auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
-    if (!sp.ok()) continue;
-    if (auto w = GangWorkloadLocked(g, *sp, nullptr)) out.push_back(std::move(*w));
-  }
-  return out;
-}
-
-void Engine::PruneBookLocked() {
-  for (auto it = book_->begin(); it != book_->end();) {
-    auto g = it->first.rfind("plan:", 0) == 0 ? gangs_.find(it->first.substr(5)) : gangs_.end();
-    it = g == gangs_.end() || g->second.plan ? book_->erase(it) : std::next(it);
-  }
-}
-
-void Engine::RefreshReservationsLocked() {
-  if (cfg_.profile.backfill.depth == 0) return;
-  // At most once a second: one dry cycle covers every pending gang (about 250 ms at 100k pending).
-  if (clock_() - book_refreshed_s_ < 1) return;
-  book_refreshed_s_ = clock_();
-  PruneBookLocked();
-  // A dry cycle over every pending gang on copies of the cluster (bound pods on their timeline)
-  // and the ledger, sharing the live book: it keeps, moves earlier and adds reservations there.
-  ClusterState dry = TimelineLocked();
-  QuotaLedger dry_ledger = ledger_;
-  auto profile = Profile::Build(cfg_.profile, plugins::DefaultRegistry(), PluginContext{cfg_.levels, &dry_ledger});
-  if (!profile.ok()) return;
-  SchedulerOptions opts;
-  opts.reservations = book_;
-  Scheduler dry_sched(std::move(profile).value(), std::move(opts));
-  (void)dry_sched.RunCycle(dry, PendingGangWorkloadsLocked(), clock_());
-}
-
-ClusterState Engine::TimelineLocked() {
-  EnsureStateLocked();
-  ClusterState t = *state_;
-  for (const auto& [uid, c] : charged_) {
-    const NodeId n = t.FindNode(c.first);
-    if (n == kNoNode) continue;
-    auto b = bound_since_.find(uid);
-    Allocation a;
-    a.workload.id = "pod:" + uid;
-    a.workload.per_member = c.second;
-    a.workload.members = 1;
-    a.workload.min_members = 1;
-    a.workload.runtime_limit_s = b != bound_since_.end() ? b->second.runtime_limit_s : 0;
-    a.workload.workload_class = b != bound_since_.end() ? b->second.workload_class : WorkloadClass::kBatch;
-    a.assignments = {{n, 1}};
-    a.start_time_s = b != bound_since_.end() ? b->second.since_s : clock_();
-    t.Release(n, c.second);
-    if (!t.AddRunning(std::move(a)).ok()) t.Allocate(n, c.second);
-  }
-  return t;
-}
-
 void Engine::ReleaseBoundLocked(const std::string& uid) {
   ledger_.Uncharge(uid);
   bound_since_.erase(uid);
@@ -568,40 +491,16 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   const auto t0 = std::chrono::steady_clock::now();
   // Honour the reservations of other gangs (start now only where none is delayed); a gang whose
   // own reservation is due starts on its reserved nodes when they hold it.
-  PruneBookLocked();
-  std::vector<int64_t> reserved_from, reserved_gpus;
-  BackfillView view;
-  const std::vector<MemberAssignment>* at = nullptr;
-  for (const auto& [id, res] : *book_) {
-    if (id == w.id) {
-      if (res.start_s <= clock_()) at = &res.assignments;
-      continue;
-    }
-    if (reserved_from.empty()) {
-      reserved_from.assign(static_cast<size_t>(state_->node_count()), INT64_MAX);
-      reserved_gpus.assign(static_cast<size_t>(state_->node_count()), 0);
-    }
-    for (const auto& a : res.assignments) {
-      if (a.node < 0 || a.node >= state_->node_count()) continue;
-      auto& from = reserved_from[static_cast<size_t>(a.node)];
-      from = std::min(from, res.start_s);
-      reserved_gpus[static_cast<size_t>(a.node)] += res.per_member.gpus * a.members;
-    }
-    view.latest_start = std::max(view.latest_start, res.start_s);
-  }
-  if (!reserved_from.empty()) {
-    view.reserved_from = &reserved_from;
-    view.reserved_gpus = &reserved_gpus;
-  }
-  Decision d = sched_->ScheduleOne(*state_, w, clock_(), nullptr, view.reserved_from ? &view : nullptr, at);
+  ReservationView rv;
+  ReservationViewLocked(w.id, rv);
+  Decision d = sched_->ScheduleOne(*state_, w, clock_(), nullptr, rv.get(), rv.at);
   if (d.outcome == Outcome::kPlaced) {
     book_->erase(w.id);
   } else if (d.outcome == Outcome::kPending && d.placement_failed) {
     RefreshReservationsLocked();
-    if (auto own = book_->find(w.id); own != book_->end()) {
-      const std::string when = ReservedStart(own->second.start_s, clock_());
-      d.explanation += "; reserved to start " + when + " on " + std::to_string(own->second.assignments.size()) + " node(s)";
-      d.status.AddReason("reserved to start " + when);
+    if (std::string when = ReservedStartLocked(w.id); !when.empty()) {
+      d.explanation += "; " + when;
+      d.status.AddReason(std::move(when));
     }
   }
   const std::string klass(WorkloadClassName(w.workload_class));

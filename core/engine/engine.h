@@ -211,6 +211,20 @@ class Engine {
   // Drops reservations of gangs that are gone or planned; refreshes the book (see book_).
   void PruneBookLocked();
   void RefreshReservationsLocked();
+  // What a plan for workload `own` must honour: every other reservation in the book, and its own
+  // reserved nodes once due (filled in place: the view points into the struct).
+  struct ReservationView {
+    std::vector<int64_t> from, gpus;
+    BackfillView view;
+    const std::vector<MemberAssignment>* at = nullptr;
+    const BackfillView* get() const { return view.reserved_from ? &view : nullptr; }
+    ReservationView() = default;
+    ReservationView(const ReservationView&) = delete;
+    ReservationView& operator=(const ReservationView&) = delete;
+  };
+  void ReservationViewLocked(const std::string& own, ReservationView& rv) const;
+  // "reserved to start in 2h (1970-01-01T02:16:40Z) on 2 node(s)", or "" without a reservation.
+  std::string ReservedStartLocked(const std::string& id) const;
   void ApplyBoundLocked(const PodInfo& p);   // charge a bound pod, releasing its slot if any
   void ReleaseBoundLocked(const std::string& uid);
   void DropPlanLocked(Gang& g);
