@@ -5,11 +5,12 @@
 //   2. for each, in order, through the WHOLE queue: Admit -> PreFilter -> PlacementSearch (all
 //      members, or for an elastic gang the largest size down to min_members) -> Score -> apply the
 //      best candidate in a Transaction -> Reserve -> Permit -> Commit, or Discard on any refusal;
-//   3. when nothing fits: PostFilter (preemption) may propose victims; otherwise, for the first
-//      `backfill.depth` blocked workloads, a reservation at their earliest start (computed by
-//      releasing running work in order of expected end on a future view of the cluster). Later
-//      workloads start now only on nodes whose reservations they would not delay (they end before
-//      the reservation starts);
+//   3. when nothing fits: PostFilter (preemption) may propose victims; otherwise, while fewer than
+//      `backfill.depth` reservations are in force, a reservation at the earliest start (computed
+//      by releasing running work and reservations in order of expected end on a future view of
+//      the cluster). Reservations are kept across cycles and only move earlier. Later workloads
+//      start now only where they would not delay a reservation (they end before it starts, or use
+//      GPUs it does not need);
 //   4. return one Decision per workload: where it landed and why, or why it waits and when it is
 //      expected to start.
 // A gang is never half-placed: every member's allocation goes through one Transaction.
