@@ -144,13 +144,16 @@ class Scheduler::Backfill {
     return Search(cs, w, std::move(c), INT64_MAX);
   }
   // A kept reservation moved earlier if the future view now has room for it before its start
-  // (work ended sooner than expected); nullopt keeps it as it is. Reservations never move later.
+  // (work ended sooner than expected); nullopt keeps it as it is. A reservation never moves later
+  // unless it is overdue (see below).
   std::optional<Reservation> Replan(const ClusterState& state, const CycleState& cs, const Workload& w,
                                     PlacementConstraints c, const Reservation& old) {
-    if (old.start_s <= now_) return std::nullopt;
+    // Due but not startable (its nodes are still busy: work outran its declared runtime, or
+    // another scheduler took them): re-planned from now, wherever and whenever it fits next.
+    const bool overdue = old.start_s <= now_;
     Build(state);
-    if (cursor_ >= old.start_s || !future_->RemoveRunning("reservation:" + w.id).ok()) return std::nullopt;
-    auto moved = Search(cs, w, std::move(c), old.start_s - 1);
+    if ((!overdue && cursor_ >= old.start_s) || !future_->RemoveRunning("reservation:" + w.id).ok()) return std::nullopt;
+    auto moved = Search(cs, w, std::move(c), overdue ? INT64_MAX : old.start_s - 1);
     if (!moved) (void)future_->AddRunning(Allocation{Held(old), old.assignments, old.start_s});
     return moved;
   }
@@ -329,7 +332,7 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
       std::optional<Reservation> res;
       CycleState cs;
       if (own != kept.end()) {
-        if (own->second.start_s > now_s) res = backfill.Replan(state, cs, *w, d.constraints, own->second);
+        res = backfill.Replan(state, cs, *w, d.constraints, own->second);
         if (res) {
           for (const auto& a : own->second.assignments) {
             auto& v = by_node[a.node];

@@ -8,7 +8,8 @@
 //   3. when nothing fits: PostFilter (preemption) may propose victims; otherwise, while fewer than
 //      `backfill.depth` reservations are in force, a reservation at the earliest start (computed
 //      by releasing running work and reservations in order of expected end on a future view of
-//      the cluster). Reservations are kept across cycles and only move earlier. Later workloads
+//      the cluster). Reservations are kept across cycles and move only earlier (or, overdue and
+//      unable to start, to their next earliest start). Later workloads
 //      start now only where they would not delay a reservation (they end before it starts, or use
 //      GPUs it does not need);
 //   4. return one Decision per workload: where it landed and why, or why it waits and when it is

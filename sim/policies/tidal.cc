@@ -297,14 +297,13 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
     RunWhole(sim);
     return;
   }
-  // Capacity freed since the last cycle may move a kept reservation earlier (Scheduler: they move
-  // only earlier): then the cycle must run.
+  // A kept reservation may move (Scheduler::RunCycle): earlier when capacity was freed, or from
+  // now on when it is overdue. Then the cycle must run.
   bool may_move = false;
-  if (changes.freed) {
-    for (const auto& [id, res] : *book_) {
-      const JobId j = res.start_s > sim.now() ? sim.Find(id) : SIZE_MAX;
-      may_move = may_move || (j != SIZE_MAX && sim.record(j).state == JobState::kPending);
-    }
+  for (const auto& [id, res] : *book_) {
+    if (may_move || (!changes.freed && res.start_s > sim.now())) continue;
+    const JobId j = sim.Find(id);
+    may_move = j != SIZE_MAX && sim.record(j).state == JobState::kPending;
   }
   if (!changes.arrived && !may_move && free < sim.MinPendingGpus()) {
     sim.CountSkip();

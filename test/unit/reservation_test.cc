@@ -1,6 +1,7 @@
 // Kept reservations (core/framework/scheduler.h): a reservation made in one cycle holds its nodes
-// and start in the next (it may only move earlier), starts there when due, and `backfill.depth`
-// bounds the reservations in force (kept ones count once; one that started frees its place at once).
+// and start in the next (it may only move earlier, unless it is overdue and cannot start), starts
+// there when due, and `backfill.depth` bounds the reservations in force (kept ones count once; one
+// that started frees its place at once).
 #include <string>
 #include <vector>
 
@@ -114,6 +115,27 @@ TEST(KeptReservationTest, MovesEarlierWhenWorkEndsSoonerNeverLater) {
   ASSERT_TRUE(s.RemoveRunning("run-0").ok());
   CycleResult r3 = sched.RunCycle(s, q2, 100);
   EXPECT_EQ(Of(r3, "pair").outcome, Outcome::kPlaced);
+}
+
+TEST(KeptReservationTest, OverdueReservationWhoseNodesAreTakenIsReplannedLater) {
+  ProfileSpec spec = ProfileSpec::Default();
+  spec.backfill.depth = 1;
+  Scheduler sched = DefaultScheduler(spec);
+  ClusterState s = Busy();
+  const std::vector<Workload> q = {MakeGang("a").Gpus(8).Limit(1000).Obj()};
+  CycleResult r0 = sched.RunCycle(s, q, 0);
+  ASSERT_EQ(Of(r0, "a").eta_s, 100);  // node 0
+  // At 100 node 0's job is gone, but work this scheduler did not place (another scheduler, or a
+  // pod past its declared runtime) holds node 0 until 600. Node 1 frees at 200.
+  ASSERT_TRUE(s.RemoveRunning("run-0").ok());
+  Workload other = MakeGang("other").Gpus(8).Limit(500).Obj();
+  ASSERT_TRUE(s.AddRunning(Allocation{other, {{0, 1}}, 100}).ok());
+  CycleResult r1 = sched.RunCycle(s, q, 100);
+  ASSERT_EQ(Of(r1, "a").outcome, Outcome::kPending);
+  EXPECT_TRUE(Of(r1, "a").reserved);
+  EXPECT_EQ(Of(r1, "a").eta_s, 200) << "an overdue reservation that cannot start is re-planned";
+  ASSERT_EQ(r1.reservations.size(), 1u);
+  EXPECT_EQ(r1.reservations[0].assignments.front().node, 1);
 }
 
 }  // namespace
