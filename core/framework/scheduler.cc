@@ -231,8 +231,6 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
     for (const Workload* w : pending) {
       if (sticky_->count(w->id)) ids.insert(w->id);
     }
-  }
-  if (!sticky_->empty()) {
     for (auto& [id, res] : *sticky_) {
       if (!ids.count(id)) continue;
       bool valid = true;
@@ -277,6 +275,14 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
     view.latest_start = std::max(view.latest_start, res.start_s);
   };
   for (const auto& [id, res] : kept) add_reservation(res);
+  // Lifts a reservation from its nodes for good.
+  auto lift = [&](const Reservation& res) {
+    for (const auto& a : res.assignments) {
+      auto& v = by_node[a.node];
+      v.erase(std::remove_if(v.begin(), v.end(), [&](const Entry& e) { return e.id == res.workload; }), v.end());
+      recompute(a.node, "");
+    }
+  };
   // Reservations in force: the kept ones not yet started or dropped, plus those made this cycle.
   // `backfill.depth` bounds this count.
   size_t held = kept.size();
@@ -292,18 +298,17 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
       for (const auto& a : own->second.assignments) recompute(a.node, w->id);
     }
     // A workload with its own reservation sees the cluster differently: no shape memo for it.
-    ShapeCache* c = &cache;
     cache.memo_shapes = own == kept.end();
     const std::vector<MemberAssignment>* at =
         own != kept.end() && own->second.start_s <= now_s ? &own->second.assignments : nullptr;
-    Decision d = ScheduleOne(state, *w, now_s, c, view.reserved_from ? &view : nullptr, at);
+    Decision d = ScheduleOne(state, *w, now_s, &cache, view.reserved_from ? &view : nullptr, at);
     if (!d.preemption.victims.empty() || !d.preemption.shrinks.empty()) {
       if (options_.apply_preemptions && d.outcome == Outcome::kPending) {
         ApplyPreemption(state, d.preemption);
         cache.Clear();
         backfill.Invalidate();
         PostFilterResult applied = d.preemption;
-        d = ScheduleOne(state, *w, now_s, c, view.reserved_from ? &view : nullptr);
+        d = ScheduleOne(state, *w, now_s, &cache, view.reserved_from ? &view : nullptr);
         d.preemption = std::move(applied);
         if (d.outcome == Outcome::kPlaced) d.explanation += "; after preempting " + std::to_string(d.preemption.victims.size()) + " workload(s)";
       }
@@ -313,14 +318,12 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
     // workload started, or waits for another reason (admission, a victim), or is rejected.
     const bool waits_for_room = d.outcome == Outcome::kPending && d.placement_failed && d.preemption.victims.empty();
     if (own != kept.end()) {
-      if (!waits_for_room) --held;
-      if (!waits_for_room && !placed) backfill.Drop(w->id);
-      for (const auto& a : own->second.assignments) {
-        if (!waits_for_room) {
-          auto& v = by_node[a.node];
-          v.erase(std::remove_if(v.begin(), v.end(), [&](const Entry& e) { return e.id == w->id; }), v.end());
-        }
-        recompute(a.node, "");
+      if (waits_for_room) {
+        for (const auto& a : own->second.assignments) recompute(a.node, "");  // put it back
+      } else {
+        --held;
+        if (!placed) backfill.Drop(w->id);
+        lift(own->second);
       }
     }
     if (placed) {
@@ -334,11 +337,7 @@ CycleResult Scheduler::RunCycle(ClusterState& state, std::vector<const Workload*
       if (own != kept.end()) {
         res = backfill.Replan(state, cs, *w, d.constraints, own->second);
         if (res) {
-          for (const auto& a : own->second.assignments) {
-            auto& v = by_node[a.node];
-            v.erase(std::remove_if(v.begin(), v.end(), [&](const Entry& e) { return e.id == w->id; }), v.end());
-            recompute(a.node, "");
-          }
+          lift(own->second);
           --held;
         }
       } else if (backfill.Enabled(held) &&
