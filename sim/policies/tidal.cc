@@ -140,12 +140,20 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
   // Holders after the prefix were in the batch. If one started, lost its reservation or moved it
   // earlier, the reservations in force changed after some excluded jobs' turn: the prefix must
   // reach it.
-  for (size_t i = prefix_; i < r.decisions.size(); ++i) {
-    const Decision& d = r.decisions[i];
+  auto unchanged = [&](const Decision& d) {
     auto was = book_before_.find(d.workload_id);
-    if (d.outcome == Outcome::kPending && d.reserved && was != book_before_.end() && was->second.start_s == d.eta_s) {
-      continue;
-    }
+    auto is = std::find_if(r.reservations.begin(), r.reservations.end(),
+                           [&](const Reservation& x) { return x.workload == d.workload_id; });
+    if (d.outcome != Outcome::kPending || was == book_before_.end() || is == r.reservations.end()) return false;
+    const auto& a = was->second.assignments;
+    const auto& b = is->assignments;
+    return was->second.start_s == is->start_s &&
+           std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const MemberAssignment& x, const MemberAssignment& y) {
+             return x.node == y.node && x.members == y.members;
+           });
+  };
+  for (size_t i = prefix_; i < r.decisions.size(); ++i) {
+    if (unchanged(r.decisions[i])) continue;
     for (size_t k = prefix_; k < items_.size(); ++k) {
       if (items_[k].holder) active_.push_back(items_[k]);
     }
