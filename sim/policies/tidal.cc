@@ -138,8 +138,8 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
   free_after_prefix_ = state.FreeGpus(state.root());
   reserve_room_ = 0;
   // Holders after the prefix were in the batch. If one started, lost its reservation or moved it
-  // earlier, the reservations in force changed after some excluded jobs' turn: the prefix must
-  // reach it.
+  // (start or nodes), the reservations in force changed after some excluded jobs' turn: the
+  // prefix must reach it.
   auto unchanged = [&](const Decision& d) {
     auto was = book_before_.find(d.workload_id);
     auto is = std::find_if(r.reservations.begin(), r.reservations.end(),
