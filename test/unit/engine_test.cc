@@ -284,9 +284,8 @@ TEST_F(EngineTest, PreemptNeverTakesNonPreemptibleOrOtherSchedulersPods) {
 namespace tidal {
 namespace {
 
-TEST_F(EngineTest, ExplainEtaReleasesBoundPodsAtTheirDeclaredEnd) {
-  // Every node is full with a bound 8-GPU pod: node i's ends 1 h x (i + 1) after it was bound
-  // (runtime-limit annotation). A pending 2 x 8-GPU gang can start when the second one ends.
+// Every node full with a bound 8-GPU pod; node i's pod ends 1 h x (i + 1) after t=1000.
+std::vector<PodInfo> FullCluster() {
   std::vector<PodInfo> bound;
   for (int i = 0; i < 8; ++i) {
     PodInfo p = GangPod("busy" + std::to_string(i), "", 1);
@@ -295,7 +294,13 @@ TEST_F(EngineTest, ExplainEtaReleasesBoundPodsAtTheirDeclaredEnd) {
     p.phase = PodPhase::kRunning;
     bound.push_back(p);
   }
-  ASSERT_TRUE(AddPods(bound).ok());
+  return bound;
+}
+
+TEST_F(EngineTest, ExplainEtaReleasesBoundPodsAtTheirDeclaredEnd) {
+  // Every node is full with a bound 8-GPU pod (runtime-limit annotation). A pending 2 x 8-GPU gang
+  // can start when the second one ends.
+  ASSERT_TRUE(AddPods(FullCluster()).ok());
   now_ = 1600;  // the bound times stay those the engine first saw (1000)
   ASSERT_TRUE(AddPods({GangPod("t0", "pair", 2), GangPod("t1", "pair", 2)}).ok());
   auto j = engine_->ExplainJson("team/pair");
@@ -317,19 +322,6 @@ TEST_F(EngineTest, ExplainEtaReleasesBoundPodsAtTheirDeclaredEnd) {
 
 namespace tidal {
 namespace {
-
-// Every node full with a bound 8-GPU pod; node i's pod ends 1 h x (i + 1) after t=1000.
-std::vector<PodInfo> FullCluster() {
-  std::vector<PodInfo> bound;
-  for (int i = 0; i < 8; ++i) {
-    PodInfo p = GangPod("busy" + std::to_string(i), "", 1);
-    p.annotations[kLabelRuntimeLimit] = std::to_string(i + 1) + "h";
-    p.node_name = "n" + std::to_string(i);
-    p.phase = PodPhase::kRunning;
-    bound.push_back(p);
-  }
-  return bound;
-}
 
 TEST_F(EngineTest, GangThatDoesNotFitGetsAReservationThatLaterPlansHonour) {
   ASSERT_TRUE(AddPods(FullCluster()).ok());
