@@ -129,6 +129,19 @@ class Reader {
  public:
   Reader(const std::string& file, const TraceOptions& o, Trace* t) : file_(file), opts_(o), trace_(t) {}
 
+  // Splits a data row into exactly `ncols` fields; false (reported, `*stop` set by the bad-row
+  // policy) when it cannot.
+  bool Fields(int64_t line, const std::string& l, size_t ncols, std::vector<std::string>* f, bool* stop) {
+    if (!SplitCsv(l, f)) {
+      *stop = !Bad(line, "", "unterminated quote");
+      return false;
+    }
+    if (f->size() != ncols) {
+      *stop = !Bad(line, "", "expected " + std::to_string(ncols) + " fields, got " + std::to_string(f->size()));
+      return false;
+    }
+    return true;
+  }
   // Records a bad row; false when the read must stop (OnBadRow::kFail).
   bool Bad(int64_t line, const std::string& column, const std::string& why) {
     BadRow b;
@@ -171,14 +184,7 @@ Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
     }
     if (Trim(l).empty()) return;
     ++trace_->rows;
-    if (!SplitCsv(l, &f)) {
-      stop = !Bad(line, "", "unterminated quote");
-      return;
-    }
-    if (f.size() != ncols) {
-      stop = !Bad(line, "", "expected " + std::to_string(ncols) + " fields, got " + std::to_string(f.size()));
-      return;
-    }
+    if (!Fields(line, l, ncols, &f, &stop)) return;
     Row r;
     const std::string& ts = f[col["timestamp"]];
     auto t = ParseTimestamp(ts);
@@ -271,14 +277,7 @@ Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
       return;
     }
     ++trace_->rows;
-    if (!SplitCsv(l, &f)) {
-      stop = !Bad(line, "", "unterminated quote");
-      return;
-    }
-    if (f.size() != ncols) {
-      stop = !Bad(line, "", "expected " + std::to_string(ncols) + " fields, got " + std::to_string(f.size()));
-      return;
-    }
+    if (!Fields(line, l, ncols, &f, &stop)) return;
     auto get = [&](const char* c) -> std::string { return col.count(c) ? f[col[c]] : std::string(); };
     Row r;
     Workload& w = r.job.w;
