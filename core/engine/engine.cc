@@ -186,7 +186,7 @@ void Engine::EnsureStateLocked() {
     built = ClusterState::Build(cfg_.levels, {});
   }
   state_ = std::move(built).value();
-  book_->clear();  // its NodeIds were those of the old state
+  RemapBookLocked();  // its NodeIds were those of the old state
   ResVec capacity(static_cast<size_t>(ledger_.tree().resources()), 0);
   for (const auto& n : state_->nodes()) {
     const ResVec c = ledger_.tree().Request(n.capacity, n.gpu_model);
@@ -491,6 +491,7 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   const auto t0 = std::chrono::steady_clock::now();
   // Honour the reservations of other gangs (start now only where none is delayed); a gang whose
   // own reservation is due starts on its reserved nodes when they hold it.
+  if (book_stale_) RefreshReservationsLocked();  // a refresh skipped under a second ago is due
   ReservationView rv;
   ReservationViewLocked(w.id, rv);
   Decision d = sched_->ScheduleOne(*state_, w, clock_(), nullptr, rv.get(), rv.at);

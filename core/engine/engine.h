@@ -210,7 +210,12 @@ class Engine {
   std::vector<Workload> PendingGangWorkloadsLocked() const;
   // Drops reservations of gangs that are gone or planned; refreshes the book (see book_).
   void PruneBookLocked();
+  // Refreshes the book unless it was refreshed under a second ago; then it only marks it stale,
+  // and the next plan of any pod refreshes it first (so a throttled refresh is never lost).
   void RefreshReservationsLocked();
+  // After state_ is rebuilt: moves every reservation onto the new NodeIds by node name; one that
+  // lost a node, or now sits on a node that takes no work, is dropped and the book marked stale.
+  void RemapBookLocked();
   // What a plan for workload `own` must honour: every other reservation in the book, and its own
   // reserved nodes once due (filled in place: the view points into the struct).
   struct ReservationView {
@@ -264,10 +269,12 @@ class Engine {
   // Backfill reservations of pending gangs, keyed by plan id: kept across planning attempts,
   // refreshed by a dry cycle over every pending gang when a gang does not fit (at most once a
   // second), and honoured by every plan: nothing planned may delay them
-  // (core/framework/scheduler.h). NodeIds of state_: cleared whenever state_ is rebuilt or the
-  // profile changes.
+  // (core/framework/scheduler.h). NodeIds of state_: moved by name when state_ is rebuilt
+  // (book_nodes_ names the NodeIds it holds), cleared when the profile changes.
   std::shared_ptr<std::map<std::string, Reservation>> book_ = std::make_shared<std::map<std::string, Reservation>>();
+  std::vector<std::string> book_nodes_;
   int64_t book_refreshed_s_ = INT64_MIN;
+  bool book_stale_ = false;  // a refresh was skipped or a reservation dropped since the last one
   std::optional<ClusterState> state_;  // rebuilt lazily when nodes change
   QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
 };

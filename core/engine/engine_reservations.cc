@@ -51,8 +51,12 @@ void Engine::PruneBookLocked() {
 void Engine::RefreshReservationsLocked() {
   if (cfg_.profile.backfill.depth == 0) return;
   // At most once a second: one dry cycle covers every pending gang (about 250 ms at 100k pending).
-  if (clock_() - book_refreshed_s_ < 1) return;
+  if (clock_() - book_refreshed_s_ < 1) {
+    book_stale_ = true;
+    return;
+  }
   book_refreshed_s_ = clock_();
+  book_stale_ = false;
   PruneBookLocked();
   // A dry cycle over every pending gang on copies of the cluster (bound pods on their timeline)
   // and the ledger, sharing the live book: it keeps, moves earlier and adds reservations there.
@@ -64,6 +68,32 @@ void Engine::RefreshReservationsLocked() {
   opts.reservations = book_;
   Scheduler dry_sched(std::move(profile).value(), std::move(opts));
   (void)dry_sched.RunCycle(dry, PendingGangWorkloadsLocked(), clock_());
+}
+
+void Engine::RemapBookLocked() {
+  std::vector<std::string> names;
+  names.reserve(static_cast<size_t>(state_->node_count()));
+  for (const auto& n : state_->nodes()) names.push_back(n.name);
+  for (auto it = book_->begin(); it != book_->end();) {
+    bool kept = true;
+    for (auto& a : it->second.assignments) {
+      const NodeId n = a.node >= 0 && static_cast<size_t>(a.node) < book_nodes_.size()
+                           ? state_->FindNode(book_nodes_[static_cast<size_t>(a.node)])
+                           : kNoNode;
+      if (n == kNoNode || !state_->node(n).Schedulable()) {
+        kept = false;
+        break;
+      }
+      a.node = n;
+    }
+    if (kept) {
+      ++it;
+    } else {
+      it = book_->erase(it);
+      book_stale_ = true;
+    }
+  }
+  book_nodes_ = std::move(names);
 }
 
 ClusterState Engine::TimelineLocked() {

@@ -147,6 +147,9 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
   j["class"] = std::string(WorkloadClassName(spec->workload_class));
   j["members"] = {{"size", spec->gang_size}, {"min", spec->gang_min}, {"pending", pending}, {"bound", bound}};
   j["last"] = gang.last_reason;
+  if (auto r = book_->find(PlanId(gang)); r != book_->end()) {
+    j["reservation"] = {{"start_unix", r->second.start_s}, {"nodes", r->second.assignments.size()}};
+  }
   const int q = ledger_.tree().Find(spec->queue);
   j["quota"] = q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured";
   if (gang.plan) {
@@ -214,6 +217,7 @@ Status Engine::Explain(const std::string& name, std::string* text) {
          " reserved: " + pl.explanation + "\n";
   }
   t += "last: " + g->second.last_reason + "\n";
+  if (std::string r = ReservedStartLocked(PlanId(g->second)); !r.empty()) t += "reservation: " + r + "\n";
   if (!g->second.pods.empty()) {
     const PodInfo& any = pods_.at(*g->second.pods.begin());
     auto spec = ParsePodSchedulingSpec(any.labels, any.annotations, cfg_.levels);

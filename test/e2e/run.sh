@@ -61,6 +61,7 @@ finish() {
   [ "$rc" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
   e2e_log "timings: ${timings[*]:-none}; total $(( ($(e2e_now_ms) - T_START) / 1000 ))s"
   [ ${#failures[@]} -eq 0 ] || e2e_log "failed: ${failures[*]}"
+  local l; for l in "${fail_lines[@]}"; do e2e_log "  $l"; done
   echo "e2e: $passed passed, $failed failed"
   [ "$failed" -eq 0 ] && exit 0 || exit 1
 }
@@ -70,7 +71,22 @@ trap 'exit 130' INT TERM
 # --- helpers -------------------------------------------------------------------------------------------
 k() { e2e_kubectl "$BASE" "$@"; }
 CASE_OK=1
-fail() { e2e_log "  FAIL: $*"; CASE_OK=0; }
+CASE=""
+fail_lines=()
+# fail DESC: the current case fails; the first failure of a case also records what its namespace
+# ($ns of the calling case) looked like, and every failure is repeated at the very end of the output.
+fail() {
+  e2e_log "  FAIL: $*"
+  fail_lines+=("$CASE: $*")
+  if [ "$CASE_OK" = 1 ] && [ -n "${ns:-}" ]; then
+    fail_lines+=("$CASE: pods (name node phase): $(k get pods -n "$ns" --no-headers \
+      -o custom-columns=N:.metadata.name,NODE:.spec.nodeName,P:.status.phase 2>/dev/null | awk '{printf "%s %s %s; ", $1, $2, $3}' | cut -c1-600)")
+    local e; while IFS= read -r e; do fail_lines+=("$CASE: event: ${e:0:300}"); done < <(events "$ns" 2>/dev/null | tail -n 4)
+    [ -f "$BASE/log/tidal-engine.log" ] && while IFS= read -r e; do fail_lines+=("$CASE: engine: ${e:0:300}"); done \
+      < <(grep -F "\"workload\":\"$ns/" "$BASE/log/tidal-engine.log" | tail -n 3)
+  fi
+  CASE_OK=0
+}
 check() {  # check DESC CMD...: one assertion of the current case
   local desc=$1; shift
   if "$@"; then e2e_log "  ok: $desc"; else fail "$desc"; fi
@@ -281,10 +297,11 @@ case_backfill() {
   events $ns FailedScheduling | grep big- | head -n 1 | cut -f3 | cut -c1-200 | sed 's/^/    event: /' >&2
   n0=$(pod_field $ns fill-l0-0 '{.spec.nodeName}')
   k delete pod -n $ns fill-l0-0 --wait=false >/dev/null
-  sleep 0.5
+  check "the engine sees $n0 free (the gang retries: room for 1 of 16)" \
+    until_true "$TIDAL_E2E_TIMEOUT" has_event $ns FailedScheduling "big-" "room for 1 of 16" "reserved to start in"
   pods $ns long 1 1 tidal-scheduler '{}' '{"tidal.dev/runtime-limit": "10h"}' | k create -f - >/dev/null
   check "a 1-GPU pod declared for 10 h is refused the free node $n0 (held for the gang)" \
-    until_true "$TIDAL_E2E_TIMEOUT" has_event $ns FailedScheduling "long-0"
+    until_true "$TIDAL_E2E_TIMEOUT" has_event $ns FailedScheduling "long-0" "held for earlier reservations"
   check "and is not bound" test -z "$(pod_field $ns long-0 '{.spec.nodeName}')"
   pods $ns short 1 1 tidal-scheduler '{}' '{"tidal.dev/runtime-limit": "5m"}' | k create -f - >/dev/null
   check "a 1-GPU pod declared for 5 m backfills onto $n0" until_true "$TIDAL_E2E_TIMEOUT" pod_field_is $ns short-0 '{.spec.nodeName}' "$n0"
@@ -404,7 +421,7 @@ if [ "$need_cluster" = 1 ]; then
 fi
 for c in "${CASES[@]}"; do
   e2e_log "=== $c"
-  CASE_OK=1
+  CASE_OK=1 CASE=$c
   t0=$(e2e_now_ms)
   if [ "$need_cluster" = 1 ] && [ "$c" != go-unit ]; then
     engine_alive || { e2e_log "tidal-engine is not running: restarting it"; "$E2E_LIB/tidal-up.sh" "$BASE" engine; }

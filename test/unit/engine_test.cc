@@ -370,3 +370,86 @@ TEST_F(EngineTest, GangThatDoesNotFitGetsAReservationThatLaterPlansHonour) {
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+// The pair of FullCluster() waits with a reservation on n0 and n1 (from 1000 + 2 h).
+class ReservedPairTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    ASSERT_TRUE(AddPods(FullCluster()).ok());
+    PodInfo a = GangPod("p0", "pair", 2), b = GangPod("p1", "pair", 2);
+    a.annotations[kLabelRuntimeLimit] = b.annotations[kLabelRuntimeLimit] = "1h";
+    a.creation_unix = b.creation_unix = 900;  // ahead of anything created later
+    ASSERT_TRUE(AddPods({a, b}).ok());
+    ASSERT_FALSE(engine_->PlanPod("uid-p0").status.ok());
+    ASSERT_EQ(engine_->Gauges().reservations.size(), 1u);
+  }
+  // busy0 leaves: n0 is free but reserved. A 10 h 1-GPU pod arrives and asks for a plan.
+  PlanResult FreeN0AndPlanLong() {
+    SyncBatch gone;
+    gone.delete_pods = {"uid-busy0"};
+    EXPECT_TRUE(Sync(gone).ok());
+    PodInfo longer = GangPod("long", "", 1, 1);
+    longer.annotations[kLabelRuntimeLimit] = "10h";
+    longer.creation_unix = now_;
+    EXPECT_TRUE(AddPods({longer}).ok());
+    return engine_->PlanPod("uid-long");
+  }
+};
+
+TEST_F(ReservedPairTest, ReservationSurvivesANodeChangeThatRebuildsTheState) {
+  // A label on an unrelated node rebuilds the engine's cluster state (new NodeIds by name): the
+  // book moves with it, so n0 is still held for the pair.
+  SyncBatch relabel;
+  NodeInfo n7 = GpuNode("n7", "l1", "v3");
+  n7.labels["team"] = "infra";
+  relabel.upsert_nodes = {n7};
+  ASSERT_TRUE(Sync(relabel).ok());
+  PlanResult l = FreeN0AndPlanLong();
+  EXPECT_FALSE(l.status.ok()) << "took " << l.node << ": it would delay the pair's reservation";
+  EXPECT_NE(l.status.ToString().find("held for earlier reservations"), std::string::npos) << l.status.ToString();
+}
+
+TEST_F(ReservedPairTest, ReservationOnACordonedNodeIsDroppedAndReplannedAtTheNextPlan) {
+  // n1 is cordoned: the reservation on n0+n1 cannot start there, so it is dropped; the next plan
+  // (here another pod's, in the same second) re-plans it on nodes that take work.
+  SyncBatch cordon;
+  NodeInfo n1 = GpuNode("n1", "l0", "v0");
+  n1.unschedulable = true;
+  cordon.upsert_nodes = {n1};
+  ASSERT_TRUE(Sync(cordon).ok());
+  now_ += 1;
+  (void)FreeN0AndPlanLong();
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/pair", &text).ok());
+  // n0 free now and n2 free at 1000 + 3 h: the pair is reserved from then on two nodes.
+  EXPECT_NE(text.find("reservation: reserved to start in 2h59m59s"), std::string::npos) << text;
+}
+
+TEST_F(EngineTest, AGangRefusedWhileTheBookIsFreshGetsItsReservationAtTheNextPlan) {
+  // Two gangs fail in the same second: the second one's refresh is skipped (at most one a
+  // second), and the book is refreshed by the next plan of any pod a second later, even one that
+  // fits (n7 frees).
+  ASSERT_TRUE(AddPods(FullCluster()).ok());
+  ASSERT_TRUE(AddPods({GangPod("a0", "first", 1)}).ok());
+  ASSERT_FALSE(engine_->PlanPod("uid-a0").status.ok());
+  ASSERT_TRUE(AddPods({GangPod("b0", "second", 1)}).ok());
+  PlanResult b = engine_->PlanPod("uid-b0");
+  ASSERT_FALSE(b.status.ok());
+  EXPECT_EQ(b.status.ToString().find("reserved to start"), std::string::npos) << "refreshed twice in one second";
+  now_ += 1;
+  SyncBatch gone;
+  gone.delete_pods = {"uid-busy7"};
+  ASSERT_TRUE(Sync(gone).ok());
+  ASSERT_TRUE(AddPods({GangPod("c0", "", 1, 1)}).ok());
+  ASSERT_TRUE(engine_->PlanPod("uid-c0").status.ok());
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/second", &text).ok());
+  EXPECT_NE(text.find("reservation: reserved to start"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace tidal
