@@ -409,7 +409,7 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
     d.outcome = OutcomeFor(s);
     d.explanation = s.Message();
     d.status = std::move(s);
-    return d;
+    return std::move(d);  // d outlives the lambda only to be returned: move, do not copy
   };
   CycleState cs;
   if (Status s = profile_->RunAdmit(cs, w); !s.ok()) return fail(std::move(s));

@@ -51,16 +51,18 @@ Status Preemption::PostFilter(CycleState&, const Workload& w, const Status& fail
     if (id == w.id) continue;
     const Workload& v = a.workload;
     if (now_s - a.start_time_s < args_.min_runtime_s) continue;
+    // No thrash: never a victim that could preempt the preemptor back.
+    if (v.priority > w.priority) continue;
+    const bool by_priority = v.priority < w.priority && v.preemptible;
+    const bool may_reclaim = quota && leaf > 0 && !preemptor_borrowing && v.queue != w.queue;
+    if (!by_priority && !may_reclaim) continue;  // the charge lookup below is only needed past here
     bool borrowed = false;
     if (quota) {
       auto ch = ledger_->charges().find(id);
       borrowed = ch != ledger_->charges().end() && ch->second.borrowed;
     }
-    const bool by_priority = v.priority < w.priority && v.preemptible;
-    const bool by_reclaim = quota && leaf > 0 && !preemptor_borrowing && borrowed && v.queue != w.queue;
+    const bool by_reclaim = may_reclaim && borrowed;
     if (!by_priority && !by_reclaim) continue;
-    // No thrash: never a victim that could preempt the preemptor back.
-    if (v.priority > w.priority) continue;
     if (preemptor_borrowing && !borrowed && v.queue != w.queue) continue;
     victims.push_back(Victim{id, &a, borrowed, by_reclaim && !by_priority, v.priority, WorkLost(v, a.start_time_s, now_s),
                              std::max(0, v.members - v.min_members)});
