@@ -44,6 +44,12 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
   cfg.permit_timeout_ms = permit_s * 1000;
   f.Int("planTtlSeconds", &cfg.plan_ttl_s, 1, 86400);
   f.Str("poolLabel", &cfg.pool_label);
+  if (const auto* r = f.Get("runtimeLimit")) {
+    Fields rf(*r, "runtimeLimit");
+    rf.Bool("enforce", &cfg.enforce_runtime_limit);
+    rf.Int("graceSeconds", &cfg.runtime_limit_grace_s, 0, 7 * 86400);
+    if (Status s = rf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
   if (const auto* t = f.Get("topology")) {
     Fields tf(*t, "topology");
     if (const auto* l = tf.Get("levels")) {

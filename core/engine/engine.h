@@ -84,9 +84,14 @@ struct EngineConfig {
   int64_t permit_timeout_ms = 60000;
   int64_t plan_ttl_s = 120;
   std::string pool_label = "tidal.dev/pool";
+  // Declared runtime limits (tidal.dev/runtime-limit) are enforced: a pod of this scheduler still
+  // running grace_s after its limit is reported by Overdue() and evicted by the front door.
+  bool enforce_runtime_limit = true;
+  int64_t runtime_limit_grace_s = 60;
 };
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
-// poolLabel, topology: {levels}, profile, resources, usageHalfLife, queues}. Every problem is one
+// poolLabel, runtimeLimit: {enforce, graceSeconds}, topology: {levels}, profile, resources,
+// usageHalfLife, queues}. Every problem is one
 // reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);
 StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file);
@@ -119,6 +124,12 @@ struct EngineGauges {
   std::vector<Row> fair_share;      // queue
   std::vector<Row> largest_gang;    // level (GPUs of the largest whole-node gang placeable now)
   double unusable_free_gpus = 0;    // free GPUs on nodes too small for every pending member shape
+};
+
+// A bound pod that outran its declared runtime limit (plus the grace): the front door evicts it.
+struct OverduePod {
+  PodRefInfo pod;
+  std::string reason;  // "ran 12m0s, over its tidal.dev/runtime-limit of 10m (grace 1m)"
 };
 
 struct PreemptResult {
@@ -154,6 +165,10 @@ class Engine {
   // of the cluster where bound pods are grouped into their gangs. Nothing is evicted here: the
   // front door evicts (with grace periods) and the gang is retried.
   PreemptResult Preempt(const std::string& uid);
+  // Pods of this scheduler, bound and not terminating, that have run longer than their declared
+  // tidal.dev/runtime-limit plus the grace (none when enforcement is off). Run time counts from
+  // when the engine first saw the pod bound, so a restarted engine never evicts early.
+  std::vector<OverduePod> Overdue();
   // Text for a gang key "ns/gang" or a pod "ns/name".
   Status Explain(const std::string& name, std::string* text);
   // The same as JSON plus, for a pending gang, its position in queue order and its estimated start

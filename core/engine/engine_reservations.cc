@@ -1,6 +1,7 @@
-// Engine: backfill reservations on the Kubernetes path and the timeline they are computed on
-// (bound pods released at their bound time + declared runtime). See book_ in engine.h and
-// docs/scheduling.md. Threading: every function here runs under mu_ (the *Locked convention).
+// Engine: backfill reservations on the Kubernetes path, the timeline they are computed on (bound
+// pods released at their bound time + declared runtime), and enforcing those declared runtimes
+// (Overdue). See book_ in engine.h and docs/scheduling.md. Threading: every function here runs
+// under mu_ (the *Locked convention; Overdue takes it itself).
 #include "core/engine/engine.h"
 
 #include <algorithm>
@@ -12,15 +13,21 @@
 namespace tidal {
 
 namespace {
-// "in 29m59s (2026-11-29T23:12:59Z)": a reserved start for people reading events (unix clock).
-std::string InWords(int64_t start_s, int64_t now_s) {
-  int64_t left = std::max<int64_t>(0, start_s - now_s);
+// "1d2h29m59s", "5m", "0s": a span of seconds for people reading events.
+std::string FormatDuration(int64_t left) {
+  left = std::max<int64_t>(0, left);
   std::string in;
   for (auto [unit, secs] : {std::pair<const char*, int64_t>{"d", 86400}, {"h", 3600}, {"m", 60}}) {
     if (left >= secs) in += std::to_string(left / secs) + unit;
     left %= secs;
   }
   if (left > 0 || in.empty()) in += std::to_string(left) + "s";
+  return in;
+}
+
+// "in 29m59s (2026-11-29T23:12:59Z)": a reserved start for people reading events (unix clock).
+std::string InWords(int64_t start_s, int64_t now_s) {
+  const std::string in = FormatDuration(start_s - now_s);
   const std::time_t t = static_cast<std::time_t>(start_s);
   std::tm tm{};
   char iso[32] = "";
@@ -140,6 +147,26 @@ void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv) 
     rv.view.reserved_from = &rv.from;
     rv.view.reserved_gpus = &rv.gpus;
   }
+}
+
+std::vector<OverduePod> Engine::Overdue() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<OverduePod> out;
+  if (!cfg_.enforce_runtime_limit) return out;
+  const int64_t now = clock_();
+  for (const auto& [uid, b] : bound_since_) {
+    if (b.runtime_limit_s <= 0 || now < b.since_s + b.runtime_limit_s + cfg_.runtime_limit_grace_s) continue;
+    auto p = pods_.find(uid);
+    if (p == pods_.end() || p->second.terminating || !p->second.UsesCapacity() ||
+        p->second.scheduler_name != cfg_.scheduler_name) {
+      continue;
+    }
+    out.push_back({{uid, p->second.ns, p->second.name},
+                   "ran " + FormatDuration(now - b.since_s) + ", over its " + std::string(kLabelRuntimeLimit) + " of " +
+                       FormatDuration(b.runtime_limit_s) + " (grace " + FormatDuration(cfg_.runtime_limit_grace_s) + ")"});
+  }
+  std::sort(out.begin(), out.end(), [](const OverduePod& a, const OverduePod& b) { return a.pod.uid < b.pod.uid; });
+  return out;
 }
 
 std::string Engine::ReservedStartLocked(const std::string& id) const {

@@ -194,4 +194,16 @@ grpc::Status EngineService::Explain(grpc::ServerContext*, const v1::ExplainReque
   });
 }
 
+grpc::Status EngineService::Overdue(grpc::ServerContext*, const v1::OverdueRequest*, v1::OverdueResponse* resp) {
+  return Observe("Overdue", [&]() -> grpc::Status {
+    for (const auto& o : engine_.Overdue()) {
+      v1::OverduePod* out = resp->add_pods();
+      ToProto(o.pod, out->mutable_pod());
+      out->set_reason(o.reason);
+    }
+    ToProto(Status::Ok(), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
 }  // namespace tidal

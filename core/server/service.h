@@ -28,6 +28,7 @@ class EngineService final : public v1::Engine::Service {
   grpc::Status Preempt(grpc::ServerContext* ctx, const v1::PodRef* req, v1::PreemptResponse* resp) override;
   grpc::Status Bound(grpc::ServerContext* ctx, const v1::ReserveRequest* req, v1::BoundResponse* resp) override;
   grpc::Status Explain(grpc::ServerContext* ctx, const v1::ExplainRequest* req, v1::ExplainResponse* resp) override;
+  grpc::Status Overdue(grpc::ServerContext* ctx, const v1::OverdueRequest* req, v1::OverdueResponse* resp) override;
 
  private:
   // Decorates a handler: request count by method and code, latency by method.

@@ -453,3 +453,68 @@ TEST_F(EngineTest, AGangRefusedWhileTheBookIsFreshGetsItsReservationAtTheNextPla
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+// Three bound pods of tidal-scheduler (10 m declared, 2 h declared, none declared) and one of
+// another scheduler (10 m declared), all first seen bound at t=1000.
+std::vector<PodInfo> Runners() {
+  std::vector<PodInfo> pods;
+  for (const auto& [name, limit] : std::vector<std::pair<std::string, std::string>>{{"short", "10m"}, {"long", "2h"}, {"open", ""}, {"other", "10m"}}) {
+    PodInfo p = GangPod(name, "", 1, 1);
+    if (!limit.empty()) p.annotations[kLabelRuntimeLimit] = limit;
+    if (name == "other") p.scheduler_name = "default-scheduler";
+    p.node_name = "n0";
+    p.phase = PodPhase::kRunning;
+    pods.push_back(p);
+  }
+  return pods;
+}
+
+std::vector<std::string> OverdueNames(Engine& e) {
+  std::vector<std::string> out;
+  for (const auto& o : e.Overdue()) out.push_back(o.pod.name + ": " + o.reason);
+  return out;
+}
+
+TEST_F(EngineTest, OverdueReportsOwnPodsPastTheirDeclaredLimitPlusGrace) {
+  ASSERT_TRUE(AddPods(Runners()).ok());
+  now_ = 1000 + 600 + 59;  // 10 m + 59 s: inside the default 60 s grace
+  EXPECT_TRUE(engine_->Overdue().empty());
+  now_ = 1000 + 600 + 60;
+  EXPECT_EQ(OverdueNames(*engine_), std::vector<std::string>{"short: ran 11m, over its tidal.dev/runtime-limit of 10m (grace 1m)"});
+  now_ = 1000 + 3 * 3600;  // every declared limit passed; "open" declared none, "other" is not ours
+  EXPECT_EQ(engine_->Overdue().size(), 2u);
+  // Once terminating (being evicted) a pod is not reported again.
+  PodInfo going = Runners()[0];
+  going.terminating = true;
+  ASSERT_TRUE(AddPods({going}).ok());
+  ASSERT_EQ(engine_->Overdue().size(), 1u);
+  EXPECT_EQ(engine_->Overdue()[0].pod.name, "long");
+}
+
+TEST(EngineConfigTest, RuntimeLimitEnforcementCanBeTurnedOffOrGivenAGrace) {
+  auto off = ParseEngineConfig("runtimeLimit: {enforce: false}\n", "t.yaml");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(off->enforce_runtime_limit);
+  auto graced = ParseEngineConfig("runtimeLimit: {graceSeconds: 0}\n", "t.yaml");
+  ASSERT_TRUE(graced.ok()) << graced.status().ToString();
+  EXPECT_TRUE(graced->enforce_runtime_limit);
+  EXPECT_EQ(graced->runtime_limit_grace_s, 0);
+
+  int64_t now = 1000;
+  auto e = Engine::Create(*off, [&now] { return now; });
+  ASSERT_TRUE(e.ok());
+  SyncBatch b;
+  b.resync = true;
+  b.upsert_nodes = {GpuNode("n0", "l0", "v0")};
+  b.upsert_pods = Runners();
+  uint64_t gen = 0;
+  ASSERT_TRUE((*e)->Sync(b, &gen).ok());
+  now = 1000 + 86400;
+  EXPECT_TRUE((*e)->Overdue().empty()) << "enforcement is off";
+}
+
+}  // namespace
+}  // namespace tidal

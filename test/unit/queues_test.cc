@@ -231,7 +231,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"UnknownModel", "resources: {gpuModels: [h100]}\nqueues:\n  - name: a\n    nominal: {gpus.a100: 4}\n",
                       "tidal.yaml:4: queues[0].nominal.gpus.a100: unknown resource (accepted: gpus, cpu, memory, gpus.h100)"},
         BadConfigCase{"Weight", "queues:\n  - name: a\n    weight: 0\n", "tidal.yaml:3: queues[0].weight: must be a number > 0"},
-        BadConfigCase{"UnknownTopField", "queus: []\n", "tidal.yaml:1: queus: unknown field"}),
+        BadConfigCase{"UnknownTopField", "queus: []\n", "tidal.yaml:1: queus: unknown field"},
+        BadConfigCase{"NegativeGrace", "runtimeLimit: {graceSeconds: -5}\n", "tidal.yaml:1: runtimeLimit.graceSeconds: must be 0..604800, got -5"},
+        BadConfigCase{"EnforceNotBool", "runtimeLimit:\n  enforce: sometimes\n", "tidal.yaml:2: runtimeLimit.enforce: must be true or false"}),
     [](const ::testing::TestParamInfo<BadConfigCase>& i) { return i.param.name; });
 
 TEST(Config, ReportsEveryProblemNotJustTheFirst) {
