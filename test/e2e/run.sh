@@ -17,6 +17,8 @@
 #               not fit gets a reservation on leaf-0; when one leaf-0 node frees, a 1-GPU pod declared for
 #               10 h may not take it (it would delay the gang), one declared for 5 m may; the gang runs
 #               in leaf-0 once it frees
+#   overdue     a Tidal pod declared for 3 s is evicted once it has run 3 s + the engine's 2 s grace
+#               (event TidalRuntimeLimitExceeded); a 10 h one and another scheduler's pod stay
 #   kill        (e) kill -9 tidal-engine while gangs are being scheduled: no partial gang, an event
 #               "tidal-engine unreachable" meanwhile, scheduling resumes after the restart
 #   invalid     (f) tidal.dev/gang-size: many -> a pod event naming the key and the accepted values; others unaffected
@@ -33,7 +35,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pods.sh"
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt backfill kill invalid deploy)
+ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt backfill overdue kill invalid deploy)
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
 for c in "${CASES[@]}"; do
@@ -313,6 +315,28 @@ case_backfill() {
   l=$(leaves $ns tidal.dev/gang=big)
   check "in leaf-0 (got: $(echo "$l" | tr '\n' ' '))" test "$l" = leaf-0
   check "the 10 h pod is still not bound" test -z "$(pod_field $ns long-0 '{.spec.nodeName}')"
+  cleanup_ns $ns
+}
+
+case_overdue() {
+  local ns=e2e-overdue t0 ms
+  new_ns $ns
+  { pods $ns over 1 1 tidal-scheduler '{}' '{"tidal.dev/runtime-limit": "3s"}'
+    pods $ns within 1 1 tidal-scheduler '{}' '{"tidal.dev/runtime-limit": "10h"}'
+    pods $ns theirs 1 1 default-scheduler '{}' '{"tidal.dev/runtime-limit": "3s"}'; } | k create -f - >/dev/null
+  check "three 1-GPU pods run (Tidal's declared for 3 s and 10 h, default-scheduler's for 3 s)" \
+    until_true "$TIDAL_E2E_TIMEOUT" all_running $ns 3
+  t0=$(e2e_now_ms)
+  check "the 3 s pod is evicted with an event naming its limit and the grace" \
+    until_true "$TIDAL_E2E_TIMEOUT" has_event $ns TidalRuntimeLimitExceeded "over-0" "runtime-limit of 3s (grace 2s)"
+  ms=$(ms_since "$t0")
+  events $ns TidalRuntimeLimitExceeded | head -n 1 | cut -f3 | sed 's/^/    event: /' >&2
+  check "not before its limit + grace ($ms ms after it was seen Running; bound a moment before)" test "$ms" -ge 3000
+  check "it is gone" until_true "$TIDAL_E2E_TIMEOUT" eval "[ -z \"\$(k get pod -n $ns over-0 -o name 2>/dev/null)\" ]"
+  sleep 1
+  check "the 10 h pod still runs" pod_field_is $ns within-0 '{.status.phase}' Running
+  check "the default-scheduler pod is not Tidal's to evict" pod_field_is $ns theirs-0 '{.status.phase}' Running
+  timings+=("overdue-evicted=${ms}ms")
   cleanup_ns $ns
 }
 

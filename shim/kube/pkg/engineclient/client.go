@@ -726,6 +726,13 @@ func (c *Client) Explain(ctx context.Context, workload string) (*tidalv1.Explain
 	return c.api.Explain(ctx, &tidalv1.ExplainRequest{Workload: workload})
 }
 
+// Overdue lists this scheduler's bound pods that outran their declared runtime limit.
+func (c *Client) Overdue(ctx context.Context) (*tidalv1.OverdueResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Overdue(ctx, &tidalv1.OverdueRequest{})
+}
+
 // Close ends the connection (the Sync loop ends with its context).
 func (c *Client) Close() error { return c.conn.Close() }
 

@@ -39,6 +39,7 @@ type Fake struct {
 	PermitFn    func(*tidalv1.PodRef) *tidalv1.PermitResponse
 	PreemptFn   func(*tidalv1.PodRef) *tidalv1.PreemptResponse
 	BoundFn     func(*tidalv1.ReserveRequest) *tidalv1.BoundResponse
+	OverdueFn   func() *tidalv1.OverdueResponse
 
 	srv *grpc.Server
 }
@@ -205,4 +206,12 @@ func (f *Fake) Bound(_ context.Context, r *tidalv1.ReserveRequest) (*tidalv1.Bou
 func (f *Fake) Explain(_ context.Context, r *tidalv1.ExplainRequest) (*tidalv1.ExplainResponse, error) {
 	f.record("Explain " + r.GetWorkload())
 	return &tidalv1.ExplainResponse{Status: &tidalv1.Status{}, Text: "fake: " + r.GetWorkload() + "\n"}, nil
+}
+
+func (f *Fake) Overdue(_ context.Context, _ *tidalv1.OverdueRequest) (*tidalv1.OverdueResponse, error) {
+	f.record("Overdue")
+	if f.OverdueFn != nil {
+		return f.OverdueFn(), nil
+	}
+	return &tidalv1.OverdueResponse{Status: &tidalv1.Status{}}, nil
 }

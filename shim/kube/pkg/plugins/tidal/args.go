@@ -24,14 +24,16 @@ import (
 //	    timeoutMs: 2000                                # each engine call
 //	    syncFlushMs: 50                                # Sync batching interval
 //	    syncBatch: 500                                 # objects per Sync message
+//	    overdueIntervalMs: 10000                       # how often pods past their runtime limit are evicted
 type Args struct {
-	EngineAddress string `json:"engineAddress,omitempty"`
-	TimeoutMs     int    `json:"timeoutMs,omitempty"`
-	SyncFlushMs   int    `json:"syncFlushMs,omitempty"`
-	SyncBatch     int    `json:"syncBatch,omitempty"`
+	EngineAddress     string `json:"engineAddress,omitempty"`
+	TimeoutMs         int    `json:"timeoutMs,omitempty"`
+	SyncFlushMs       int    `json:"syncFlushMs,omitempty"`
+	SyncBatch         int    `json:"syncBatch,omitempty"`
+	OverdueIntervalMs int    `json:"overdueIntervalMs,omitempty"`
 }
 
-var argKeys = []string{"engineAddress", "timeoutMs", "syncFlushMs", "syncBatch"}
+var argKeys = []string{"engineAddress", "timeoutMs", "syncFlushMs", "syncBatch", "overdueIntervalMs"}
 
 // DecodeArgs reads the plugin arguments (nil: all defaults), refusing unknown keys and values out
 // of range, each error naming the field.
@@ -68,6 +70,9 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 	if a.SyncBatch == 0 {
 		a.SyncBatch = 500
 	}
+	if a.OverdueIntervalMs == 0 {
+		a.OverdueIntervalMs = 10000
+	}
 	switch {
 	case a.TimeoutMs < 1 || a.TimeoutMs > 60000:
 		return a, fmt.Errorf("%s args: timeoutMs: must be 1..60000, got %d", Name, a.TimeoutMs)
@@ -75,6 +80,8 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 		return a, fmt.Errorf("%s args: syncFlushMs: must be 1..10000, got %d", Name, a.SyncFlushMs)
 	case a.SyncBatch < 1 || a.SyncBatch > 100000:
 		return a, fmt.Errorf("%s args: syncBatch: must be 1..100000, got %d", Name, a.SyncBatch)
+	case a.OverdueIntervalMs < 100 || a.OverdueIntervalMs > 3600000:
+		return a, fmt.Errorf("%s args: overdueIntervalMs: must be 100..3600000, got %d", Name, a.OverdueIntervalMs)
 	case !strings.HasPrefix(a.EngineAddress, "unix://") && !strings.Contains(a.EngineAddress, ":"):
 		return a, fmt.Errorf("%s args: engineAddress: %q is neither unix:///PATH nor HOST:PORT", Name, a.EngineAddress)
 	}

@@ -56,6 +56,7 @@ const (
 	ReasonRefused           = "TidalRefused"
 	ReasonPreempting        = "TidalPreempting"
 	ReasonGangReleased      = "TidalGangReleased"
+	ReasonRuntimeLimit      = "TidalRuntimeLimitExceeded"
 )
 
 // preEnqueueTimeout caps CheckPod: PreEnqueue runs under the scheduling queue's lock.
@@ -128,6 +129,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	client.AddHooks(engineclient.Hooks{OnResync: p.onResync, OnSynced: p.onSynced, OnDisconnected: p.onDisconnected})
 	client.Start(ctx)
+	if p.pods != nil {
+		go p.evictOverdueEvery(ctx, time.Duration(args.OverdueIntervalMs)*time.Millisecond)
+	}
 	logger.Info("Tidal plugin initialized", "profile", p.profile, "engine", args.EngineAddress, "timeoutMs", args.TimeoutMs)
 	return p, nil
 }

@@ -145,7 +145,8 @@ func TestDecodeArgs(t *testing.T) {
 	for raw, want := range map[string]string{
 		`{"timeoutMs": 0.5}`:           "timeoutMs",
 		`{"timeoutMs": 70000}`:         "timeoutMs: must be 1..60000",
-		`{"engineAdress": "x:1"}`:      "unknown field(s) engineAdress (accepted: engineAddress, timeoutMs, syncFlushMs, syncBatch)",
+		`{"engineAdress": "x:1"}`:      "unknown field(s) engineAdress (accepted: engineAddress, timeoutMs, syncFlushMs, syncBatch, overdueIntervalMs)",
+		`{"overdueIntervalMs": 5}`:     "overdueIntervalMs: must be 100..3600000, got 5",
 		`{"engineAddress": "nowhere"}`: "engineAddress",
 		`{"syncBatch": -1}`:            "syncBatch",
 	} {
@@ -440,6 +441,38 @@ func TestPostFilterEvictsTheEnginesVictims(t *testing.T) {
 	e.plugin.PostFilter(context.Background(), state, p, nil)
 	if calls := strings.Join(e.eng.Calls(), "\n"); !strings.Contains(calls, "Unreserve ml/w-0") {
 		t.Errorf("plan not released; calls:\n%s", calls)
+	}
+}
+
+func TestOverduePodsAreEvictedWithAnEvent(t *testing.T) {
+	over := gpuPod("ml", "over", nil)
+	over.Spec.NodeName = "node-1"
+	other := gpuPod("ml", "theirs", nil)
+	other.Spec.NodeName, other.Spec.SchedulerName = "node-1", "default-scheduler"
+	e := newEnv(t, over, other)
+	e.eng.OverdueFn = func() *tidalv1.OverdueResponse {
+		return &tidalv1.OverdueResponse{Status: &tidalv1.Status{}, Pods: []*tidalv1.OverduePod{
+			{Pod: &tidalv1.PodRef{Uid: string(over.UID), Namespace: "ml", Name: "over"}, Reason: "ran 11m, over its tidal.dev/runtime-limit of 10m (grace 1m)"},
+			{Pod: &tidalv1.PodRef{Uid: "stale-uid", Namespace: "ml", Name: "over"}},         // replaced since: not evicted
+			{Pod: &tidalv1.PodRef{Uid: string(other.UID), Namespace: "ml", Name: "theirs"}}, // another scheduler's
+			{Pod: &tidalv1.PodRef{Uid: "gone", Namespace: "ml", Name: "gone"}},              // deleted meanwhile
+		}}
+	}
+	evicted := e.plugin.evictOverdue(context.Background())
+	if len(evicted) != 1 || evicted[0] != "ml/over" {
+		t.Fatalf("evicted %v, want [ml/over]", evicted)
+	}
+	n := 0
+	for _, a := range e.cs.Actions() {
+		if _, ok := a.(clienttesting.CreateAction); ok && a.GetSubresource() == "eviction" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d evictions, want 1; actions: %v", n, e.cs.Actions())
+	}
+	if evs := strings.Join(e.events(), "\n"); !strings.Contains(evs, "TidalRuntimeLimitExceeded") || !strings.Contains(evs, "runtime-limit of 10m") {
+		t.Errorf("events = %s", evs)
 	}
 }
 
