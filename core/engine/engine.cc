@@ -270,10 +270,12 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
   ChargePodLocked(p, borrowed);
   charged_[p.uid] = {p.node_name, p.request};
   if (!bound_since_.count(p.uid)) {
-    BoundSince b{clock_(), 0, WorkloadClass::kBatch};
+    BoundSince b;
+    b.since_s = clock_();
     if (auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels); sp.ok()) {
       b.runtime_limit_s = sp->runtime_limit_s;
       b.workload_class = sp->workload_class;
+      b.queue = sp->queue;
     }
     bound_since_[p.uid] = b;
   }

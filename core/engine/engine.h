@@ -279,6 +279,8 @@ class Engine {
     int64_t since_s = 0;
     int64_t runtime_limit_s = 0;
     WorkloadClass workload_class = WorkloadClass::kBatch;
+    std::string queue;
+    bool overdue = false;  // already reported by Overdue() (counted once)
   };
   std::unordered_map<std::string, BoundSince> bound_since_;
   // Backfill reservations of pending gangs, keyed by plan id: kept across planning attempts,

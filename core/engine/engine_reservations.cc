@@ -154,13 +154,15 @@ std::vector<OverduePod> Engine::Overdue() {
   std::vector<OverduePod> out;
   if (!cfg_.enforce_runtime_limit) return out;
   const int64_t now = clock_();
-  for (const auto& [uid, b] : bound_since_) {
+  for (auto& [uid, b] : bound_since_) {
     if (b.runtime_limit_s <= 0 || now < b.since_s + b.runtime_limit_s + cfg_.runtime_limit_grace_s) continue;
     auto p = pods_.find(uid);
     if (p == pods_.end() || p->second.terminating || !p->second.UsesCapacity() ||
         p->second.scheduler_name != cfg_.scheduler_name) {
       continue;
     }
+    if (!b.overdue && metrics_ != nullptr) metrics_->runtime_limit_exceeded.With({b.queue}).Inc();
+    b.overdue = true;
     out.push_back({{uid, p->second.ns, p->second.name},
                    "ran " + FormatDuration(now - b.since_s) + ", over its " + std::string(kLabelRuntimeLimit) + " of " +
                        FormatDuration(b.runtime_limit_s) + " (grace " + FormatDuration(cfg_.runtime_limit_grace_s) + ")"});

@@ -25,6 +25,10 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
                                       "GPU-seconds of work lost to preemption since the victims' last checkpoints.",
                                       {"reason"})),
       decisions(r.Counter("tidal_decisions_total", "Scheduling decisions, by outcome.", {"outcome"})),
+      runtime_limit_exceeded(r.Counter("tidal_runtime_limit_exceeded_total",
+                                       "Pods found running past their declared tidal.dev/runtime-limit plus the grace "
+                                       "(each counted once; tidal-scheduler evicts them), by queue.",
+                                       {"queue"})),
       grpc_requests(r.Counter("tidal_grpc_requests_total", "gRPC requests served, by method and status code.",
                               {"method", "code"})),
       grpc_duration(r.Histogram("tidal_grpc_request_duration_seconds", "gRPC request latency, by method.",

@@ -29,6 +29,7 @@ struct EngineMetrics {
   metrics::Family<metrics::Counter>& preemptions;        // reason
   metrics::Family<metrics::Counter>& preempted_gpu_seconds;  // reason
   metrics::Family<metrics::Counter>& decisions;          // outcome
+  metrics::Family<metrics::Counter>& runtime_limit_exceeded;  // queue
   metrics::Family<metrics::Counter>& grpc_requests;      // method, code
   metrics::Family<metrics::Histogram>& grpc_duration;    // method
 };

@@ -1,5 +1,6 @@
 // Engine: the gang protocol behind the shim's extension points, on plain domain types.
 #include "core/engine/engine.h"
+#include "core/engine/observability.h"
 
 #include <set>
 
@@ -479,6 +480,9 @@ std::vector<std::string> OverdueNames(Engine& e) {
 }
 
 TEST_F(EngineTest, OverdueReportsOwnPodsPastTheirDeclaredLimitPlusGrace) {
+  metrics::Registry reg;
+  EngineMetrics m(reg);
+  engine_->SetObservability(&m, nullptr);
   ASSERT_TRUE(AddPods(Runners()).ok());
   now_ = 1000 + 600 + 59;  // 10 m + 59 s: inside the default 60 s grace
   EXPECT_TRUE(engine_->Overdue().empty());
@@ -486,6 +490,7 @@ TEST_F(EngineTest, OverdueReportsOwnPodsPastTheirDeclaredLimitPlusGrace) {
   EXPECT_EQ(OverdueNames(*engine_), std::vector<std::string>{"short: ran 11m, over its tidal.dev/runtime-limit of 10m (grace 1m)"});
   now_ = 1000 + 3 * 3600;  // every declared limit passed; "open" declared none, "other" is not ours
   EXPECT_EQ(engine_->Overdue().size(), 2u);
+  EXPECT_EQ(m.runtime_limit_exceeded.With({"default"}).Value(), 2) << "each pod counted once, however often asked";
   // Once terminating (being evicted) a pod is not reported again.
   PodInfo going = Runners()[0];
   going.terminating = true;
