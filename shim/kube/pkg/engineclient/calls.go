@@ -1,0 +1,110 @@
+package engineclient
+
+// Unary calls to the engine, each with a deadline (Config.Timeout), and how their errors read.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
+)
+
+func (c *Client) ctx(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 || timeout > c.cfg.Timeout {
+		timeout = c.cfg.Timeout
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// CheckPod (PreEnqueue). timeout: at most the configured one (0: the configured one).
+func (c *Client) CheckPod(ctx context.Context, ref *tidalv1.PodRef, timeout time.Duration) (*tidalv1.CheckPodResponse, error) {
+	ctx, cancel := c.ctx(ctx, timeout)
+	defer cancel()
+	return c.api.CheckPod(ctx, ref)
+}
+
+// PlanPod (PreFilter).
+func (c *Client) PlanPod(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.PlanResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.PlanPod(ctx, ref)
+}
+
+// Reserve one member's slot.
+func (c *Client) Reserve(ctx context.Context, ref *tidalv1.PodRef, node string) (*tidalv1.ReserveResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Reserve(ctx, &tidalv1.ReserveRequest{Pod: ref, NodeName: node})
+}
+
+// Unreserve drops the whole gang's plan; the response names the other members released.
+func (c *Client) Unreserve(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.UnreserveResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Unreserve(ctx, ref)
+}
+
+// Permit asks whether the gang is complete.
+func (c *Client) Permit(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.PermitResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Permit(ctx, ref)
+}
+
+// Preempt asks the engine for victims (PostFilter).
+func (c *Client) Preempt(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.PreemptResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Preempt(ctx, ref)
+}
+
+// Bound reports a binding (PostBind).
+func (c *Client) Bound(ctx context.Context, ref *tidalv1.PodRef, node string) (*tidalv1.BoundResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Bound(ctx, &tidalv1.ReserveRequest{Pod: ref, NodeName: node})
+}
+
+// Explain asks why a gang ("ns/gang") or pod ("ns/name") is where it is.
+func (c *Client) Explain(ctx context.Context, workload string) (*tidalv1.ExplainResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Explain(ctx, &tidalv1.ExplainRequest{Workload: workload})
+}
+
+// Overdue lists this scheduler's bound pods that outran their declared runtime limit.
+func (c *Client) Overdue(ctx context.Context) (*tidalv1.OverdueResponse, error) {
+	ctx, cancel := c.ctx(ctx, 0)
+	defer cancel()
+	return c.api.Overdue(ctx, &tidalv1.OverdueRequest{})
+}
+
+// Close ends the connection (the Sync loop ends with its context).
+func (c *Client) Close() error { return c.conn.Close() }
+
+// IsTransport reports whether err is a transport failure (engine down, unreachable, too slow) as
+// opposed to a malformed request.
+func IsTransport(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown, codes.Internal, codes.ResourceExhausted:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// Describe renders a call error for users: "tidal-engine unreachable at ADDR: WHY".
+func (c *Client) Describe(err error) string {
+	msg := err.Error()
+	if s, ok := status.FromError(err); ok {
+		msg = s.Code().String() + ": " + s.Message()
+	}
+	return fmt.Sprintf("tidal-engine unreachable at %s (%s)", c.cfg.Address, msg)
+}

@@ -1,0 +1,287 @@
+package engineclient
+
+// The Sync stream: one goroutine (loop, started by Client.Start) connects, sends the snapshot and
+// then the coalesced changes, reads acks and runs the hooks; it reconnects with backoff. See the
+// package comment in client.go for the protocol and the threading model.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
+	"github.com/tidal-sched/tidal/shim/kube/pkg/convert"
+)
+
+func (c *Client) loop(ctx context.Context) {
+	c.mu.Lock()
+	synced := append([]cache.InformerSynced(nil), c.hasSynced...)
+	c.mu.Unlock()
+	if len(synced) > 0 && !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return
+	}
+	delay := c.cfg.ReconnectMin
+	for {
+		began := time.Now()
+		err := c.runStream(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.mu.Lock()
+		wasSynced := c.synced
+		c.connected, c.synced, c.lastErr = false, false, err
+		if wasSynced {
+			c.syncedCh = make(chan struct{})
+		}
+		hooks := append([]Hooks(nil), c.hooks...)
+		c.mu.Unlock()
+		c.logger.Info("tidal-engine Sync stream ended; reconnecting", "engine", c.cfg.Address, "err", err, "retryIn", delay)
+		for _, h := range hooks {
+			if h.OnDisconnected != nil {
+				h.OnDisconnected(err)
+			}
+		}
+		if time.Since(began) > 10*time.Second || wasSynced {
+			delay = c.cfg.ReconnectMin
+		}
+		t := time.NewTimer(delay/2 + time.Duration(rand.Int64N(int64(delay/2)+1)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, c.cfg.ReconnectMax)
+	}
+}
+
+type recvResult struct {
+	ack *tidalv1.SyncAck
+	err error
+}
+
+func (c *Client) runStream(ctx context.Context) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// WaitForReady: while the engine is down the stream waits for the channel to (re)connect.
+	st, err := c.api.Sync(sctx, grpc.WaitForReady(true))
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.connected = true
+	msgs := c.snapshotLocked()
+	c.mu.Unlock()
+	var queue []inflight
+	for i, m := range msgs {
+		if err := st.Send(m); err != nil {
+			return fmt.Errorf("send snapshot: %w", err)
+		}
+		queue = append(queue, inflight{resync: true, last: i == len(msgs)-1})
+	}
+	c.logger.V(2).Info("tidal-engine Sync snapshot sent", "engine", c.cfg.Address, "messages", len(msgs))
+	acks := make(chan recvResult, 64)
+	go func() {
+		for {
+			a, err := st.Recv()
+			select {
+			case acks <- recvResult{a, err}:
+			case <-sctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	ticker := time.NewTicker(c.cfg.FlushInterval)
+	defer ticker.Stop()
+	flush := func() error {
+		if len(queue) >= c.cfg.MaxInflight {
+			return nil // back-pressure: keep coalescing until acks arrive
+		}
+		msgs, infos := c.takePending()
+		for i, m := range msgs {
+			if err := st.Send(m); err != nil {
+				return fmt.Errorf("send: %w", err)
+			}
+			queue = append(queue, inflight{info: *infos[i]})
+		}
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			_ = st.CloseSend()
+			return ctx.Err()
+		case r := <-acks:
+			if r.err != nil {
+				return fmt.Errorf("recv: %w", r.err)
+			}
+			if len(queue) == 0 {
+				return errors.New("engine sent an ack for no message")
+			}
+			head := queue[0]
+			queue = queue[1:]
+			if err := c.handleAck(r.ack, head); err != nil {
+				return err
+			}
+		case <-ticker.C:
+			if err := flush(); err != nil {
+				return err
+			}
+		case <-c.kick:
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (c *Client) handleAck(a *tidalv1.SyncAck, m inflight) error {
+	if s := a.GetStatus(); s != nil && s.GetCode() != tidalv1.Status_SUCCESS {
+		c.logger.Info("tidal-engine refused part of a Sync batch", "code", s.GetCode(), "reasons", s.GetReasons())
+	}
+	c.mu.Lock()
+	c.generation = a.GetGeneration()
+	info := m.info
+	if m.resync {
+		if !m.last {
+			c.mu.Unlock()
+			return nil
+		}
+		info.Resync = true
+		info.EngineRestarted = c.epoch != "" && c.epoch != a.GetEngineEpoch()
+		info.CapacityFreed = true
+		info.NodesChanged = true
+		c.epoch = a.GetEngineEpoch()
+	} else if a.GetEngineEpoch() != c.epoch {
+		c.mu.Unlock()
+		return fmt.Errorf("engine epoch changed mid-stream (%s -> %s)", c.epoch, a.GetEngineEpoch())
+	}
+	info.Epoch = c.epoch
+	hooks := append([]Hooks(nil), c.hooks...)
+	c.mu.Unlock()
+	if info.Resync {
+		c.logger.Info("tidal-engine synced", "engine", c.cfg.Address, "epoch", info.Epoch,
+			"engineRestarted", info.EngineRestarted, "generation", a.GetGeneration())
+	}
+	if info.Resync {
+		for _, h := range hooks {
+			if h.OnResync != nil {
+				h.OnResync(info)
+			}
+		}
+		c.mu.Lock()
+		c.synced = true
+		close(c.syncedCh)
+		c.mu.Unlock()
+	}
+	if info.Resync || info.CapacityFreed || len(info.PendingPodNamespaces) > 0 {
+		for _, h := range hooks {
+			if h.OnSynced != nil {
+				h.OnSynced(info)
+			}
+		}
+	}
+	return nil
+}
+
+// snapshotLocked drops the pending changes (the snapshot supersedes them) and lists every node and
+// pod from the informer stores, as one resync message or several chunks.
+func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
+	c.pendingPods = map[string]podOp{}
+	c.pendingNodes = map[string]*tidalv1.Node{}
+	first := &tidalv1.SyncRequest{Resync: true}
+	msgs := []*tidalv1.SyncRequest{first}
+	cur, size := first, 0
+	add := func(sz int) *tidalv1.SyncRequest {
+		if size > 0 && size+sz > c.cfg.MaxMessageBytes {
+			cur, size = &tidalv1.SyncRequest{}, 0
+			msgs = append(msgs, cur)
+		}
+		size += sz + 8
+		return cur
+	}
+	if c.nodeStore != nil {
+		for _, o := range c.nodeStore.List() {
+			if n, ok := o.(*v1.Node); ok {
+				m := convert.Node(n)
+				r := add(proto.Size(m))
+				r.UpsertNodes = append(r.UpsertNodes, m)
+			}
+		}
+	}
+	if c.podStore != nil {
+		for _, o := range c.podStore.List() {
+			if p, ok := o.(*v1.Pod); ok {
+				m := convert.Pod(p)
+				r := add(proto.Size(m))
+				r.UpsertPods = append(r.UpsertPods, m)
+			}
+		}
+	}
+	return msgs
+}
+
+// takePending empties the pending changes into messages of at most MaxBatch objects.
+func (c *Client) takePending() ([]*tidalv1.SyncRequest, []*SyncedInfo) {
+	c.mu.Lock()
+	pods, nodes := c.pendingPods, c.pendingNodes
+	if len(pods)+len(nodes) == 0 {
+		c.mu.Unlock()
+		return nil, nil
+	}
+	c.pendingPods, c.pendingNodes = map[string]podOp{}, map[string]*tidalv1.Node{}
+	c.mu.Unlock()
+	var msgs []*tidalv1.SyncRequest
+	var infos []*SyncedInfo
+	var cur *tidalv1.SyncRequest
+	var info *SyncedInfo
+	n := 0
+	next := func() {
+		if cur == nil || n >= c.cfg.MaxBatch {
+			cur, info = &tidalv1.SyncRequest{}, &SyncedInfo{}
+			msgs = append(msgs, cur)
+			infos = append(infos, info)
+			n = 0
+		}
+		n++
+	}
+	// Nodes first: pods may name a node that is new in this batch.
+	for name, node := range nodes {
+		next()
+		if node == nil {
+			cur.DeleteNodes = append(cur.DeleteNodes, name)
+		} else {
+			cur.UpsertNodes = append(cur.UpsertNodes, node)
+		}
+		info.CapacityFreed = true
+		info.NodesChanged = true
+	}
+	for uid, op := range pods {
+		next()
+		if op.pod == nil {
+			cur.DeletePods = append(cur.DeletePods, uid)
+		} else {
+			cur.UpsertPods = append(cur.UpsertPods, op.pod)
+		}
+		if op.freed {
+			info.CapacityFreed = true
+		}
+		if op.pending {
+			if info.PendingPodNamespaces == nil {
+				info.PendingPodNamespaces = map[string]struct{}{}
+			}
+			info.PendingPodNamespaces[op.ns] = struct{}{}
+		}
+	}
+	return msgs, infos
+}
