@@ -62,6 +62,7 @@ func (p *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 		// follows the engine's return activates every pending pod.
 		return nil
 	}
+	before := p.rounds()
 	resp, err := p.client.CheckPod(ctx, convert.PodRef(pod), preEnqueueTimeout)
 	if err != nil {
 		return nil // PreFilter will meet the same failure and report it
@@ -76,10 +77,10 @@ func (p *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	case tidalv1.Status_WAIT, tidalv1.Status_UNSCHEDULABLE:
 		// Gang incomplete, or the engine has not seen this pod yet: held until the engine
 		// acknowledges more members (onSynced) or a pod event says so (EventsToRegister).
-		p.hold(pod)
+		p.hold(pod, before)
 		return fwk.NewStatus(fwk.Unschedulable, reasons(st, "gang incomplete")...)
 	case tidalv1.Status_UNSCHEDULABLE_AND_UNRESOLVABLE:
-		p.hold(pod)
+		p.hold(pod, before)
 		reason := ReasonRefused
 		if st.GetPlugin() == "podspec" {
 			reason = ReasonInvalidSpec
@@ -151,6 +152,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			return nil, p.unreachable(state, pod, why)
 		}
 	}
+	before := p.rounds()
 	resp, err := p.client.PlanPod(ctx, convert.PodRef(pod))
 	if err != nil {
 		return nil, p.unreachable(state, pod, err)
@@ -165,19 +167,19 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		p.clear(pod.UID)
 		return &fwk.PreFilterResult{NodeNames: sets.New(resp.GetNodeName())}, nil
 	case tidalv1.Status_UNSCHEDULABLE_AND_UNRESOLVABLE:
-		p.reject(pod, true)
+		p.reject(pod, true, before)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reasons(st, "refused by tidal-engine")...)
 	case tidalv1.Status_ERROR:
 		return nil, fwk.NewStatus(fwk.Error, reasons(st, "tidal-engine error")...)
 	default: // UNSCHEDULABLE, WAIT
-		p.reject(pod, false)
+		p.reject(pod, false, before)
 		return nil, fwk.NewStatus(fwk.Unschedulable, reasons(st, "no room in the cluster for the gang")...)
 	}
 }
 
 func (p *Plugin) unreachable(state fwk.CycleState, pod *v1.Pod, err error) *fwk.Status {
 	state.Write(unreachableKey, unreachableState{})
-	p.reject(pod, false)
+	p.reject(pod, false, p.rounds()) // the resync after the engine's return moves it back
 	msg := p.client.Describe(err) + "; the pod stays pending and is retried when the engine is back"
 	p.event(pod, v1.EventTypeWarning, ReasonEngineUnreachable, msg)
 	return fwk.NewStatus(fwk.Unschedulable, msg)
@@ -364,7 +366,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	if ps, err := readPlan(state); err == nil {
 		p.release(ctx, pod, ps.gang, fmt.Sprintf("gang plan released: planned node %s failed kube-scheduler's filters for %s", ps.node, key(pod)))
-		p.reject(pod, false)
+		p.reject(pod, false, p.rounds())
 	}
 	resp, err := p.client.Preempt(ctx, convert.PodRef(pod))
 	if err != nil {

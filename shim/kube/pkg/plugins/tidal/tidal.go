@@ -18,7 +18,9 @@
 //
 // Requeueing: gated and rejected pods are moved back by QueueingHints (pod and node events) and, to
 // close the race with the Sync stream, after the engine has acknowledged the changes that matter
-// (a gang member's pod, freed capacity, a resync after an engine restart): see onSynced.
+// (a gang member's pod, freed capacity, a resync after an engine restart): see onSynced. A pod
+// held or refused by an answer that was in flight while such a round ran is moved back at once
+// (hold, reject), so no wake-up is lost between the engine's answer and the pod's record.
 //
 // Threading: kube-scheduler calls PreEnqueue under its queue lock (so it never blocks long: a short
 // timeout, and no call at all while the engine is away), the scheduling-cycle points one pod at a
@@ -90,6 +92,12 @@ type Plugin struct {
 	rejected map[types.UID]rejection // refused by the engine at PreFilter (or its plan broke)
 	waiting  map[types.UID]string    // in Permit: pod -> gang
 	reported map[types.UID]string    // last event reason+note written per pod (no repeats)
+
+	// onSynced rounds, to catch one that ran while the engine call that held or refused a pod was
+	// in flight (before the pod was recorded, so the round could not move it back): the last round
+	// that named each namespace, freed capacity, changed nodes, or resynced.
+	round, capacityRound, nodesRound, resyncRound uint64
+	nsRound                                       map[string]uint64
 }
 
 type rejection struct {
@@ -111,7 +119,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	p := &Plugin{
 		handle: h, client: client, args: args, logger: logger,
 		held: map[types.UID]*v1.Pod{}, rejected: map[types.UID]rejection{},
-		waiting: map[types.UID]string{}, reported: map[types.UID]string{},
+		waiting: map[types.UID]string{}, reported: map[types.UID]string{}, nsRound: map[string]uint64{},
 	}
 	if h != nil {
 		p.profile = h.ProfileName()
@@ -163,6 +171,21 @@ func (p *Plugin) onSynced(info engineclient.SyncedInfo) {
 	if p.handle == nil {
 		return
 	}
+	p.mu.Lock()
+	p.round++
+	for ns := range info.PendingPodNamespaces {
+		p.nsRound[ns] = p.round
+	}
+	if info.CapacityFreed {
+		p.capacityRound = p.round
+	}
+	if info.NodesChanged {
+		p.nodesRound = p.round
+	}
+	if info.Resync {
+		p.resyncRound = p.round
+	}
+	p.mu.Unlock()
 	if info.Resync {
 		// Retry every pending pod of this profile against the rebuilt engine.
 		pending := p.pendingPods()
@@ -255,17 +278,45 @@ func (p *Plugin) rejectWaiting(match func(*v1.Pod) bool, msg string) []*v1.Pod {
 	return out
 }
 
-func (p *Plugin) hold(pod *v1.Pod) {
+// rounds returns the onSynced round now: read it before an engine call whose answer may hold or
+// refuse the pod, and pass it to hold/reject.
+func (p *Plugin) rounds() uint64 {
 	p.mu.Lock()
-	p.held[pod.UID] = pod
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	return p.round
 }
 
-func (p *Plugin) reject(pod *v1.Pod, unresolvable bool) {
+// hold records a pod gated by PreEnqueue until a round names its namespace. If such a round ran
+// since `before` (while the engine call was in flight), the pod is moved back at once instead:
+// from a goroutine, because PreEnqueue runs under the queue's lock (the Activate waits for it,
+// by when the gated pod is in the queue's unschedulable set).
+func (p *Plugin) hold(pod *v1.Pod, before uint64) {
+	p.mu.Lock()
+	missed := p.nsRound[pod.Namespace] > before || p.resyncRound > before
+	if !missed {
+		p.held[pod.UID] = pod
+	}
+	p.mu.Unlock()
+	if missed {
+		go p.activate(map[string]*v1.Pod{key(pod): pod}, "synced during CheckPod")
+	}
+}
+
+// reject records a pod the engine refused until a round that may change the answer; a round
+// that already ran since `before` moves it back at once (Activate of a pod in its scheduling
+// cycle requeues it when the cycle ends).
+func (p *Plugin) reject(pod *v1.Pod, unresolvable bool, before uint64) {
 	p.mu.Lock()
 	delete(p.held, pod.UID)
-	p.rejected[pod.UID] = rejection{pod: pod, unresolvable: unresolvable}
+	missed := p.resyncRound > before || p.nodesRound > before ||
+		(!unresolvable && (p.nsRound[pod.Namespace] > before || p.capacityRound > before))
+	if !missed {
+		p.rejected[pod.UID] = rejection{pod: pod, unresolvable: unresolvable}
+	}
 	p.mu.Unlock()
+	if missed {
+		p.activate(map[string]*v1.Pod{key(pod): pod}, "synced during the engine call")
+	}
 }
 
 func (p *Plugin) clear(uid types.UID) {
