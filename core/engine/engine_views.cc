@@ -68,6 +68,16 @@ PreemptResult Engine::Preempt(const std::string& uid) {
     }
     members_of[id].push_back(puid);
   }
+  // Reclaim: a group whose queue now uses more than its nominal quota runs on borrowed quota (the
+  // ledger holds per-pod charges, so the plugin cannot look the group up there).
+  const QueueTree& tree = ledger_.tree();
+  for (auto& [id, a] : groups) {
+    const int q = a.workload.queue.empty() ? -1 : tree.Find(a.workload.queue);
+    if (q <= 0) continue;
+    const ResVec& used = ledger_.Allocated(q);
+    const ResVec& nominal = tree.Spec(q).nominal;
+    for (size_t r = 0; r < used.size() && !a.borrowed; ++r) a.borrowed = used[r] > (r < nominal.size() ? nominal[r] : 0);
+  }
   for (auto& [id, a] : groups) (void)view.AddRunning(std::move(a));
   for (const auto& [key, other] : gangs_) {
     if (!other.plan) continue;

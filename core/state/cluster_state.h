@@ -49,6 +49,10 @@ struct Allocation {
   Workload workload;
   std::vector<MemberAssignment> assignments;
   int64_t start_time_s = 0;
+  // Runs on quota borrowed beyond its queue's nominal share, for whoever builds the running set
+  // without a ledger charge under this workload's id (the engine charges pods, and groups them
+  // into gangs for preemption); otherwise the preemption plugin reads the ledger's charge.
+  bool borrowed = false;
 };
 
 class ClusterState {

@@ -56,8 +56,8 @@ Status Preemption::PostFilter(CycleState&, const Workload& w, const Status& fail
     const bool by_priority = v.priority < w.priority && v.preemptible;
     const bool may_reclaim = quota && leaf > 0 && !preemptor_borrowing && v.queue != w.queue;
     if (!by_priority && !may_reclaim) continue;  // the charge lookup below is only needed past here
-    bool borrowed = false;
-    if (quota) {
+    bool borrowed = a.borrowed;
+    if (quota && !borrowed) {
       auto ch = ledger_->charges().find(id);
       borrowed = ch != ledger_->charges().end() && ch->second.borrowed;
     }
