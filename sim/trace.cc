@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "core/api/duration.h"
 #include "core/io/document.h"
@@ -600,11 +598,9 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, con
 }
 
 StatusOr<Trace> LoadTrace(const std::string& path, const TraceOptions& opts) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseTrace(ss.str(), path, opts);
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseTrace(*text, path, opts);
 }
 
 }  // namespace tidal::sim

@@ -1,10 +1,8 @@
 // The engine's config file (YAML/JSON) into an EngineConfig, every problem reported as
 // "file:line: field: reason" (see core/io/queue_config.h). Pure functions: no state, no threads.
-#include <fstream>
-#include <sstream>
-
 #include "core/engine/engine.h"
 #include "core/io/cluster_file.h"
+#include "core/io/document.h"
 #include "core/io/fields.h"
 #include "core/io/queue_config.h"
 #include "plugins/registry.h"
@@ -69,11 +67,9 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
 }
 
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::Error(path + ": cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseEngineConfig(ss.str(), path);
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseEngineConfig(*text, path);
 }
 
 }  // namespace tidal

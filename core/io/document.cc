@@ -112,12 +112,18 @@ StatusOr<Document> ParseDocument(const std::string& text, const std::string& fil
   return doc;
 }
 
-StatusOr<Document> LoadDocument(const std::string& path) {
-  std::ifstream in(path);
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error(path + ": cannot open file");
   std::stringstream ss;
   ss << in.rdbuf();
-  return ParseDocument(ss.str(), path);
+  return ss.str();
+}
+
+StatusOr<Document> LoadDocument(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseDocument(*text, path);
 }
 
 

@@ -29,6 +29,8 @@ struct Document {
 
 StatusOr<Document> ParseDocument(const std::string& text, const std::string& file = "<inline>");
 StatusOr<Document> LoadDocument(const std::string& path);
+// The whole file as bytes, or "PATH: cannot open file".
+StatusOr<std::string> ReadFile(const std::string& path);
 
 
 }  // namespace tidal
