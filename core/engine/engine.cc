@@ -267,6 +267,9 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
       ReleaseBoundLocked(p.uid);
       ApplyBoundLocked(p);
     }
+    // Run time counts from the start the kubelet reports once there is one (an image pull is not
+    // run time), also for pods the engine first sees after a restart.
+    if (auto b = bound_since_.find(p.uid); b != bound_since_.end() && p.start_unix > 0) b->second.since_s = p.start_unix;
   } else if (charged != charged_.end()) {
     ReleaseBoundLocked(p.uid);
   }

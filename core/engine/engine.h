@@ -51,6 +51,7 @@ struct PodInfo {
   int32_t priority = 0;
   std::map<std::string, std::string> labels, annotations;
   int64_t creation_unix = 0;
+  int64_t start_unix = 0;  // status.startTime; 0 until the kubelet starts it
   bool terminating = false;
 
   std::string Key() const { return ns + "/" + name; }
@@ -167,7 +168,7 @@ class Engine {
   PreemptResult Preempt(const std::string& uid);
   // Pods of this scheduler, bound and not terminating, that have run longer than their declared
   // tidal.dev/runtime-limit plus the grace (none when enforcement is off). Run time counts from
-  // when the engine first saw the pod bound, so a restarted engine never evicts early.
+  // the pod's start (status.startTime), or from when the engine saw it bound until there is one.
   std::vector<OverduePod> Overdue();
   // Text for a gang key "ns/gang" or a pod "ns/name".
   Status Explain(const std::string& name, std::string* text);
@@ -272,9 +273,9 @@ class Engine {
   std::unordered_map<std::string, std::string> pod_gang_;   // uid -> gang key (Tidal pods only)
   std::map<std::string, Gang> gangs_;
   std::unordered_map<std::string, std::pair<std::string, Resources>> charged_;  // uid -> node, request
-  // Bound pods on the timeline: when the engine first saw each bound (after a restart, when it
-  // learned of it) and its declared run time (0: the class default), so dry runs can release
-  // them in order of expected end (ETAs, reservations).
+  // Bound pods on the timeline: since when each runs (the kubelet's start time once reported,
+  // until then when the engine first saw it bound) and its declared run time (0: the class
+  // default), so dry runs can release them in order of expected end (ETAs, reservations).
   struct BoundSince {
     int64_t since_s = 0;
     int64_t runtime_limit_s = 0;

@@ -66,6 +66,7 @@ PodInfo FromProto(const v1::Pod& p) {
   o.labels.insert(p.labels().begin(), p.labels().end());
   o.annotations.insert(p.annotations().begin(), p.annotations().end());
   o.creation_unix = p.creation_unix();
+  o.start_unix = p.start_unix();
   o.terminating = p.terminating();
   return o;
 }

@@ -499,6 +499,20 @@ TEST_F(EngineTest, OverdueReportsOwnPodsPastTheirDeclaredLimitPlusGrace) {
   EXPECT_EQ(engine_->Overdue()[0].pod.name, "long");
 }
 
+TEST_F(EngineTest, RunTimeCountsFromTheKubeletsStartTime) {
+  // Seen bound at 1000 but not started (an image pull): nothing counts yet beyond the bound time.
+  std::vector<PodInfo> pods = Runners();
+  pods.resize(1);  // "short": 10 m declared
+  ASSERT_TRUE(AddPods(pods).ok());
+  // The kubelet reports the start at 1300: the limit runs out at 1300 + 10 m + 1 m grace.
+  pods[0].start_unix = 1300;
+  ASSERT_TRUE(AddPods(pods).ok());
+  now_ = 1300 + 600 + 59;
+  EXPECT_TRUE(engine_->Overdue().empty()) << "counted from the bound time, not the start";
+  now_ = 1300 + 600 + 60;
+  EXPECT_EQ(engine_->Overdue().size(), 1u);
+}
+
 TEST(EngineConfigTest, RuntimeLimitEnforcementCanBeTurnedOffOrGivenAGrace) {
   auto off = ParseEngineConfig("runtimeLimit: {enforce: false}\n", "t.yaml");
   ASSERT_TRUE(off.ok()) << off.status().ToString();

@@ -66,6 +66,9 @@ func Pod(p *v1.Pod) *tidalv1.Pod {
 	if p.CreationTimestamp.IsZero() {
 		out.CreationUnix = 0
 	}
+	if p.Status.StartTime != nil && !p.Status.StartTime.IsZero() {
+		out.StartUnix = p.Status.StartTime.Unix()
+	}
 	if p.Spec.Priority != nil {
 		out.Priority = *p.Spec.Priority
 	}

@@ -73,6 +73,7 @@ func TestPodRequests(t *testing.T) {
 func TestPodFields(t *testing.T) {
 	prio := int32(1000)
 	created := metav1.NewTime(time.Unix(1700000000, 0))
+	started := metav1.NewTime(time.Unix(1700000060, 0))
 	deleted := metav1.NewTime(time.Unix(1700000100, 0))
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -83,13 +84,13 @@ func TestPodFields(t *testing.T) {
 		},
 		Spec: v1.PodSpec{SchedulerName: "tidal-scheduler", NodeName: "node-3", Priority: &prio,
 			Containers: []v1.Container{container("a", rl("8", "", ""))}},
-		Status: v1.PodStatus{Phase: v1.PodRunning},
+		Status: v1.PodStatus{Phase: v1.PodRunning, StartTime: &started},
 	}
 	got := Pod(p)
 	if got.Uid != "u-1" || got.Namespace != "ml" || got.Name != "w-0" || got.SchedulerName != "tidal-scheduler" ||
 		got.NodeName != "node-3" || got.Priority != 1000 || got.CreationUnix != 1700000000 || !got.Terminating ||
 		got.Phase != tidalv1.Pod_RUNNING || got.Labels["tidal.dev/gang"] != "llm" ||
-		got.Annotations["tidal.dev/gang-size"] != "16" || got.Request.Gpus != 8 {
+		got.Annotations["tidal.dev/gang-size"] != "16" || got.Request.Gpus != 8 || got.StartUnix != 1700000060 {
 		t.Errorf("Pod() = %v", got)
 	}
 	// The converted maps are copies: informer objects must never be modified through them.
@@ -97,7 +98,7 @@ func TestPodFields(t *testing.T) {
 	if _, ok := p.Labels["x"]; ok {
 		t.Error("Pod() shares the labels map with the informer object")
 	}
-	if got := Pod(&v1.Pod{}); got.Priority != 0 || got.Phase != tidalv1.Pod_PENDING || got.CreationUnix != 0 || got.Terminating {
+	if got := Pod(&v1.Pod{}); got.Priority != 0 || got.Phase != tidalv1.Pod_PENDING || got.CreationUnix != 0 || got.StartUnix != 0 || got.Terminating {
 		t.Errorf("Pod(empty) = %v", got)
 	}
 }
