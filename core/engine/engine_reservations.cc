@@ -1,5 +1,5 @@
 // Engine: backfill reservations on the Kubernetes path, the timeline they are computed on (bound
-// pods released at their bound time + declared runtime), and enforcing those declared runtimes
+// pods released at their start time + declared runtime), and enforcing those declared runtimes
 // (Overdue). See book_ in engine.h and docs/scheduling.md. Threading: every function here runs
 // under mu_ (the *Locked convention; Overdue takes it itself).
 #include "core/engine/engine.h"
