@@ -19,6 +19,9 @@
 #               in leaf-0 once it frees
 #   overdue     a Tidal pod declared for 3 s is evicted once it has run 3 s + the engine's 2 s grace
 #               (event TidalRuntimeLimitExceeded); a 10 h one and another scheduler's pod stay
+#   reclaim     with queues a and b (nominal half the cluster each; the engine restarted with them),
+#               a's non-preemptible pods fill all 64 nodes (a borrows b's half); b's 16-node leaf gang
+#               takes back one leaf: exactly 16 of a's pods are evicted (reason reclaim), b runs
 #   kill        (e) kill -9 tidal-engine while gangs are being scheduled: no partial gang, an event
 #               "tidal-engine unreachable" meanwhile, scheduling resumes after the restart
 #   invalid     (f) tidal.dev/gang-size: many -> a pod event naming the key and the accepted values; others unaffected
@@ -35,7 +38,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/pods.sh"
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt backfill overdue kill invalid deploy)
+ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt backfill overdue reclaim kill invalid deploy)
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
 for c in "${CASES[@]}"; do
@@ -338,6 +341,40 @@ case_overdue() {
   check "the default-scheduler pod is not Tidal's to evict" pod_field_is $ns theirs-0 '{.status.phase}' Running
   timings+=("overdue-evicted=${ms}ms")
   cleanup_ns $ns
+}
+
+# restart_engine CONFIG: stop tidal-engine and start it again with CONFIG (the scheduler resyncs).
+restart_engine() {
+  e2e_stop "$BASE" tidal-engine 10 || true
+  TIDAL_E2E_ENGINE_CONFIG=$1 "$E2E_LIB/tidal-up.sh" "$BASE" engine
+}
+
+case_reclaim() {
+  local ns=e2e-reclaim t0 l cfg=$BASE/engine-queues.yaml a_left
+  new_ns $ns
+  { cat "$E2E_DIR/config/engine.yaml"
+    printf 'queues:\n  - {name: a, nominal: {gpus: 256}}\n  - {name: b, nominal: {gpus: 256}}\n'; } >"$cfg"
+  restart_engine "$cfg"
+  pods $ns a 64 8 tidal-scheduler '{"tidal.dev/queue": "a"}' | k create -f - >/dev/null
+  check "queue a's 64 non-preemptible pods fill the cluster (a borrows b's unused half)" \
+    until_true "$TIDAL_E2E_TIMEOUT" all_running $ns 64
+  sleep 1.5  # preemption.minRuntime is 1 s here
+  t0=$(e2e_now_ms)
+  e2e_gang $ns b 16 8 '"tidal.dev/queue": "b"' '"tidal.dev/topology-required": "leaf"' | k create -f - >/dev/null
+  check "queue b's 16-node gang (within its nominal) takes its share back and runs" \
+    until_true "$TIDAL_E2E_TIMEOUT" all_running $ns 16 tidal.dev/gang=b
+  timings+=("reclaim-gang16-running=$(ms_since "$t0")ms")
+  l=$(leaves $ns tidal.dev/gang=b)
+  check "inside one leaf ($(echo "$l" | tr '\n' ' '))" test "$(echo "$l" | grep -c .)" -eq 1
+  check "a TidalPreempting event names the victims" has_event $ns TidalPreempting "tidal-engine preempts"
+  a_left=$(k get pods -n $ns -l '!tidal.dev/gang' -o name | grep -c . || true)
+  check "exactly 16 of a's 64 pods were evicted ($a_left left)" test "$a_left" -eq 48
+  local m; m=$(curl -sf "http://127.0.0.1:$TIDAL_E2E_ENGINE_HTTP_PORT/metrics" | grep '^tidal_preemptions_total' || true)
+  # Victims proposed, by reason: a retry while evictions are in flight may propose one again.
+  check "the engine proposed them as reclaim, never by priority ($(echo "$m" | tr '\n' ' '))" \
+    eval "echo \"\$m\" | awk '/reason=\"reclaim\"/ {r = \$2} /reason=\"priority\"/ {p = \$2} END {exit !(r >= 16 && p == \"\")}'"
+  cleanup_ns $ns
+  restart_engine "$E2E_DIR/config/engine.yaml"
 }
 
 case_kill() {
