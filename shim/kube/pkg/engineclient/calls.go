@@ -8,80 +8,68 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
 )
 
-func (c *Client) ctx(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+// call runs one unary RPC under a deadline: timeout if positive and below the configured one,
+// else the configured one.
+func call[Q, R any](c *Client, ctx context.Context, timeout time.Duration,
+	rpc func(context.Context, Q, ...grpc.CallOption) (R, error), req Q) (R, error) {
 	if timeout <= 0 || timeout > c.cfg.Timeout {
 		timeout = c.cfg.Timeout
 	}
-	return context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return rpc(ctx, req)
 }
 
 // CheckPod (PreEnqueue). timeout: at most the configured one (0: the configured one).
 func (c *Client) CheckPod(ctx context.Context, ref *tidalv1.PodRef, timeout time.Duration) (*tidalv1.CheckPodResponse, error) {
-	ctx, cancel := c.ctx(ctx, timeout)
-	defer cancel()
-	return c.api.CheckPod(ctx, ref)
+	return call(c, ctx, timeout, c.api.CheckPod, ref)
 }
 
 // PlanPod (PreFilter).
 func (c *Client) PlanPod(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.PlanResponse, error) {
-	ctx, cancel := c.ctx(ctx, 0)
-	defer cancel()
-	return c.api.PlanPod(ctx, ref)
+	return call(c, ctx, 0, c.api.PlanPod, ref)
 }
 
 // Reserve one member's slot.
 func (c *Client) Reserve(ctx context.Context, ref *tidalv1.PodRef, node string) (*tidalv1.ReserveResponse, error) {
-	ctx, cancel := c.ctx(ctx, 0)
-	defer cancel()
-	return c.api.Reserve(ctx, &tidalv1.ReserveRequest{Pod: ref, NodeName: node})
+	return call(c, ctx, 0, c.api.Reserve, &tidalv1.ReserveRequest{Pod: ref, NodeName: node})
 }
 
 // Unreserve drops the whole gang's plan; the response names the other members released.
 func (c *Client) Unreserve(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.UnreserveResponse, error) {
-	ctx, cancel := c.ctx(ctx, 0)
-	defer cancel()
-	return c.api.Unreserve(ctx, ref)
+	return call(c, ctx, 0, c.api.Unreserve, ref)
 }
 
 // Permit asks whether the gang is complete.
 func (c *Client) Permit(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.PermitResponse, error) {
-	ctx, cancel := c.ctx(ctx, 0)
-	defer cancel()
-	return c.api.Permit(ctx, ref)
+	return call(c, ctx, 0, c.api.Permit, ref)
 }
 
 // Preempt asks the engine for victims (PostFilter).
 func (c *Client) Preempt(ctx context.Context, ref *tidalv1.PodRef) (*tidalv1.PreemptResponse, error) {
-	ctx, cancel := c.ctx(ctx, 0)
-	defer cancel()
-	return c.api.Preempt(ctx, ref)
+	return call(c, ctx, 0, c.api.Preempt, ref)
 }
 
 // Bound reports a binding (PostBind).
 func (c *Client) Bound(ctx context.Context, ref *tidalv1.PodRef, node string) (*tidalv1.BoundResponse, error) {
-	ctx, cancel := c.ctx(ctx, 0)
-	defer cancel()
-	return c.api.Bound(ctx, &tidalv1.ReserveRequest{Pod: ref, NodeName: node})
+	return call(c, ctx, 0, c.api.Bound, &tidalv1.ReserveRequest{Pod: ref, NodeName: node})
 }
 
 // Explain asks why a gang ("ns/gang") or pod ("ns/name") is where it is.
 func (c *Client) Explain(ctx context.Context, workload string) (*tidalv1.ExplainResponse, error) {
-	ctx, cancel := c.ctx(ctx, 0)
-	defer cancel()
-	return c.api.Explain(ctx, &tidalv1.ExplainRequest{Workload: workload})
+	return call(c, ctx, 0, c.api.Explain, &tidalv1.ExplainRequest{Workload: workload})
 }
 
 // Overdue lists this scheduler's bound pods that outran their declared runtime limit.
 func (c *Client) Overdue(ctx context.Context) (*tidalv1.OverdueResponse, error) {
-	ctx, cancel := c.ctx(ctx, 0)
-	defer cancel()
-	return c.api.Overdue(ctx, &tidalv1.OverdueRequest{})
+	return call(c, ctx, 0, c.api.Overdue, &tidalv1.OverdueRequest{})
 }
 
 // Close ends the connection (the Sync loop ends with its context).
