@@ -4,6 +4,7 @@
 #include <charconv>
 #include <system_error>
 #include <limits>
+#include <utility>
 
 namespace tidal {
 
@@ -41,6 +42,17 @@ StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::strin
     i = j + 1;
   }
   return total;
+}
+
+std::string FormatDurationSeconds(int64_t left) {
+  if (left < 0) left = 0;
+  std::string out;
+  for (auto [unit, secs] : {std::pair<const char*, int64_t>{"d", 86400}, {"h", 3600}, {"m", 60}}) {
+    if (left >= secs) out += std::to_string(left / secs) + unit;
+    left %= secs;
+  }
+  if (left > 0 || out.empty()) out += std::to_string(left) + "s";
+  return out;
 }
 
 }  // namespace tidal

@@ -9,5 +9,7 @@
 namespace tidal {
 
 StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::string& field);
+// The inverse for people reading events: "1d2h29m59s", "5m", "0s" (negative spans read "0s").
+std::string FormatDurationSeconds(int64_t seconds);
 
 }  // namespace tidal

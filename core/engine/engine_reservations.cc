@@ -8,26 +8,15 @@
 #include <ctime>
 #include <utility>
 
+#include "core/api/duration.h"
 #include "plugins/registry.h"
 
 namespace tidal {
 
 namespace {
-// "1d2h29m59s", "5m", "0s": a span of seconds for people reading events.
-std::string FormatDuration(int64_t left) {
-  left = std::max<int64_t>(0, left);
-  std::string in;
-  for (auto [unit, secs] : {std::pair<const char*, int64_t>{"d", 86400}, {"h", 3600}, {"m", 60}}) {
-    if (left >= secs) in += std::to_string(left / secs) + unit;
-    left %= secs;
-  }
-  if (left > 0 || in.empty()) in += std::to_string(left) + "s";
-  return in;
-}
-
 // "in 29m59s (2026-11-29T23:12:59Z)": a reserved start for people reading events (unix clock).
 std::string InWords(int64_t start_s, int64_t now_s) {
-  const std::string in = FormatDuration(start_s - now_s);
+  const std::string in = FormatDurationSeconds(start_s - now_s);
   const std::time_t t = static_cast<std::time_t>(start_s);
   std::tm tm{};
   char iso[32] = "";
@@ -164,8 +153,8 @@ std::vector<OverduePod> Engine::Overdue() {
     if (!b.overdue && metrics_ != nullptr) metrics_->runtime_limit_exceeded.With({b.queue}).Inc();
     b.overdue = true;
     out.push_back({{uid, p->second.ns, p->second.name},
-                   "ran " + FormatDuration(now - b.since_s) + ", over its " + std::string(kLabelRuntimeLimit) + " of " +
-                       FormatDuration(b.runtime_limit_s) + " (grace " + FormatDuration(cfg_.runtime_limit_grace_s) + ")"});
+                   "ran " + FormatDurationSeconds(now - b.since_s) + ", over its " + std::string(kLabelRuntimeLimit) + " of " +
+                       FormatDurationSeconds(b.runtime_limit_s) + " (grace " + FormatDurationSeconds(cfg_.runtime_limit_grace_s) + ")"});
   }
   std::sort(out.begin(), out.end(), [](const OverduePod& a, const OverduePod& b) { return a.pod.uid < b.pod.uid; });
   return out;
