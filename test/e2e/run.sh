@@ -39,11 +39,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/pods.sh"
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt backfill overdue reclaim kill invalid deploy)
-CASES=("$@")
-[ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
-for c in "${CASES[@]}"; do
-  [[ " ${ALL_CASES[*]} " == *" $c "* ]] || { echo "run.sh: unknown case $c (known: ${ALL_CASES[*]})" >&2; exit 2; }
-done
+# More cases live in cases/*.sh (sourced below, after the helpers): each file defines case_<name>
+# functions and appends the names to MORE_CASES (they run after the cases above, before kill).
+MORE_CASES=()
 
 KEEP=${TIDAL_E2E_KEEP:-0}
 if [ -n "${TIDAL_E2E_BASE:-}" ]; then BASE=$TIDAL_E2E_BASE; mkdir -p "$BASE"; else BASE=$(mktemp -d /tmp/tidal-e2e.XXXXXX); fi
@@ -466,6 +464,19 @@ case_deploy() {
     fail "kubectl apply --dry-run=server -k deploy/base"
   fi
 }
+
+# --- cases in cases/*.sh ------------------------------------------------------------------------------
+for f in "$E2E_DIR"/cases/*.sh; do
+  # shellcheck disable=SC1090
+  [ -e "$f" ] && source "$f"
+done
+# kill, invalid and deploy stay last (kill restarts the engine).
+ALL_CASES=("${ALL_CASES[@]:0:10}" "${MORE_CASES[@]}" "${ALL_CASES[@]:10}")
+CASES=("$@")
+[ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
+for c in "${CASES[@]}"; do
+  [[ " ${ALL_CASES[*]} " == *" $c "* ]] || { echo "run.sh: unknown case $c (known: ${ALL_CASES[*]})" >&2; exit 2; }
+done
 
 # --- main ------------------------------------------------------------------------------------------------
 if [ "${TIDAL_E2E_SKIP_BUILD:-0}" != 1 ]; then
