@@ -6,7 +6,9 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "core/api/node_constraints.h"
 #include "core/api/resources.h"
 
 namespace tidal {
@@ -35,6 +37,7 @@ struct Node {
   NodeHealth health = NodeHealth::kReady;
   Pool pool = Pool::kShared;
   std::string gpu_model;
+  std::vector<Taint> taints;  // Kubernetes spec.taints (see core/api/node_constraints.h)
 
   bool Schedulable() const { return health == NodeHealth::kReady || health == NodeHealth::kDegraded; }
   Resources Free() const { return capacity - allocated; }

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/api/node.h"
+#include "core/api/node_constraints.h"
 #include "core/api/resources.h"
 
 namespace tidal {
@@ -38,6 +40,11 @@ struct Workload {
   std::string required_level;     // topology level all members must share ("" = none)
   std::string preferred_level;    // topology level members should share ("" = none)
   std::string gpu_model;          // "" = any
+  // Which nodes the members may use beyond capacity, pool and model (node selector, affinity,
+  // tolerations, exclusions; see core/api/node_constraints.h). nullptr = any node. Its
+  // Signature() is constraints_sig, computed once by whoever builds the workload.
+  std::shared_ptr<const NodeConstraints> constraints;
+  std::string constraints_sig;
 
   Resources Total() const { return per_member * members; }
   int64_t TotalGpus() const { return per_member.gpus * members; }

@@ -22,7 +22,17 @@ std::string RandomEpoch() {
 
 bool SameNode(const NodeInfo& a, const NodeInfo& b) {
   return a.labels == b.labels && a.capacity == b.capacity && a.ready == b.ready &&
-         a.unschedulable == b.unschedulable && a.gpu_model == b.gpu_model;
+         a.unschedulable == b.unschedulable && a.gpu_model == b.gpu_model && a.taints == b.taints;
+}
+
+// A valid label value that no labelled node has: the node's own domain at a level it lacks.
+std::string OwnDomainValue(const std::string& node) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : node) h = (h ^ c) * 1099511628211ULL;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s = "unlabeled-";
+  for (int i = 0; i < 12; ++i) s += kHex[(h >> (4 * i)) & 15];
+  return s;
 }
 
 }  // namespace
@@ -96,13 +106,18 @@ Node Engine::ToNode(const NodeInfo& in) const {
   Node n;
   n.name = in.name;
   n.labels = in.labels;
-  // Nodes without topology labels (CPU nodes, new racks) still count, under "unlabeled".
+  // A node without a level's label (a CPU node, a new rack) is its own domain at that level (and
+  // below): it never shares a domain with strangers, so it cannot help satisfy a required level
+  // together with other nodes (see MissingLevelsLocked for the warning and the metric).
+  bool missing = false;
   for (const auto& l : cfg_.levels.levels) {
     auto it = n.labels.find(l.label_key);
-    if (it == n.labels.end() || !IsValidLabelValue(it->second)) n.labels[l.label_key] = "unlabeled";
+    missing = missing || it == n.labels.end() || !IsValidLabelValue(it->second);
+    if (missing) n.labels[l.label_key] = OwnDomainValue(in.name);
   }
   n.capacity = in.capacity;
   n.gpu_model = in.gpu_model;
+  n.taints = in.taints;
   n.health = !in.ready ? NodeHealth::kUnhealthy : in.unschedulable ? NodeHealth::kCordoned : NodeHealth::kReady;
   n.pool = Pool::kKubernetes;
   if (auto it = in.labels.find(cfg_.pool_label); it != in.labels.end()) {
@@ -122,6 +137,7 @@ void Engine::EnsureStateLocked() {
     built = ClusterState::Build(cfg_.levels, {});
   }
   state_ = std::move(built).value();
+  pview_.reset();     // preemption view: same NodeIds as state_, rebuilt with it (engine_preempt.cc)
   RemapBookLocked();  // its NodeIds were those of the old state
   ResVec capacity(static_cast<size_t>(ledger_.tree().resources()), 0);
   for (const auto& n : state_->nodes()) {
@@ -213,9 +229,11 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
     const NodeId n = state_->FindNode(p.node_name);
     if (n != kNoNode) state_->Allocate(n, p.request);
   }
+  MarkPreemptViewLocked(p.uid);  // regrouped in the preemption view (engine_preempt.cc)
 }
 
 void Engine::ReleaseBoundLocked(const std::string& uid) {
+  MarkPreemptViewLocked(uid);  // regrouped in the preemption view (engine_preempt.cc)
   ledger_.Uncharge(uid);
   bound_since_.erase(uid);
   auto it = charged_.find(uid);
@@ -243,9 +261,14 @@ void Engine::ExpirePlansLocked() {
     DropPlanLocked(g);
     g.last_reason = "plan expired after " + std::to_string(cfg_.plan_ttl_s) + "s before every member was reserved";
   }
+  ExpireHoldsLocked();  // preemption holds (engine_preempt.cc)
 }
 
 std::string Engine::GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const {
+  if (!p.spec_error.ok()) {
+    *st = p.spec_error;
+    return {};
+  }
   auto parsed = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
   if (!parsed.ok()) {
     *st = parsed.status();
@@ -273,6 +296,7 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
   } else if (charged != charged_.end()) {
     ReleaseBoundLocked(p.uid);
   }
+  MarkPreemptViewLocked(p.uid);  // start time, terminating, labels of a bound pod (engine_preempt.cc)
   if (p.scheduler_name != cfg_.scheduler_name) return Status::Ok();
   PodSchedulingSpec spec;
   Status st;
@@ -283,7 +307,12 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
     if (g != gangs_.end()) {
       g->second.pods.erase(p.uid);
       DropPlanLocked(g->second);
-      if (g->second.pods.empty()) gangs_.erase(g);
+      if (g->second.pods.empty()) {
+        UnindexGangLocked(g->second);
+        gangs_.erase(g);
+      } else {
+        ReindexGangLocked(old->second);
+      }
     }
     pod_gang_.erase(old);
   }
@@ -292,6 +321,7 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
   Gang& g = gangs_[key];
   g.key = key;
   g.pods.insert(p.uid);
+  ReindexGangLocked(key);
   return Status::Ok();
 }
 
@@ -308,7 +338,12 @@ void Engine::DeletePodLocked(const std::string& uid) {
           g->second.last_reason = "plan dropped: a planned member was deleted";
         }
       }
-      if (g->second.pods.empty()) gangs_.erase(g);
+      if (g->second.pods.empty()) {
+        UnindexGangLocked(g->second);
+        gangs_.erase(g);
+      } else {
+        ReindexGangLocked(it->second);
+      }
     }
     pod_gang_.erase(it);
   }
@@ -326,6 +361,7 @@ Status Engine::Sync(const SyncBatch& b, uint64_t* generation) {
     pods_.clear();
     pod_gang_.clear();
     gangs_.clear();
+    pending_by_queue_.clear();
     charged_.clear();
     state_.reset();
     synced_ = true;
@@ -379,111 +415,6 @@ Status Engine::CheckPod(const std::string& uid, std::string* gang) {
                         "gang");
   }
   return Status::Ok();
-}
-
-PlanResult Engine::PlanPod(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  PlanResult r;
-  ExpirePlansLocked();
-  auto pit = pods_.find(uid);
-  if (pit == pods_.end()) return r.status = Status::Unschedulable("pod is not synced to the engine yet", "engine"), r;
-  const PodInfo& pod = pit->second;
-  PodSchedulingSpec spec;
-  Status st;
-  const std::string key = GangKeyLocked(pod, &spec, &st);
-  if (!st.ok()) return r.status = st, r;
-  r.gang = key;
-  auto git = gangs_.find(key);
-  if (git == gangs_.end()) return r.status = Status::Unschedulable("gang " + key + " is not known yet", "engine"), r;
-  Gang& g = git->second;
-  auto claim = [&]() -> bool {
-    for (auto& s : g.plan->slots) {
-      if (s.pod_uid == uid) return r.node = s.node, true;
-    }
-    for (auto& s : g.plan->slots) {
-      if (s.pod_uid.empty()) return s.pod_uid = uid, r.node = s.node, true;
-    }
-    return false;
-  };
-  if (g.plan) {
-    r.domain = g.plan->domain;
-    r.explanation = g.plan->explanation;
-    if (!claim()) {
-      r.status = Status::Unschedulable("gang " + key + ": every slot of its plan is taken (more pods than the plan's " +
-                                           std::to_string(g.plan->slots.size()) + " members)",
-                                       "gang");
-    }
-    return r;
-  }
-  // Plan the whole gang now.
-  int32_t bound = 0;
-  auto built = GangWorkloadLocked(g, spec, &bound);
-  if (!built) {
-    r.status = Status::Unresolvable("gang " + key + " already has " + std::to_string(bound) + " of " +
-                                        std::to_string(spec.gang_size) + " members bound; this pod is surplus",
-                                    "gang");
-    return r;
-  }
-  ledger_.Advance(clock_());
-  Workload w = std::move(*built);
-  const Resources per_member = w.per_member;
-  const int64_t submitted = w.submit_time_s;
-  EnsureStateLocked();
-  const auto t0 = std::chrono::steady_clock::now();
-  // Honour the reservations of other gangs (start now only where none is delayed); a gang whose
-  // own reservation is due starts on its reserved nodes when they hold it.
-  if (book_stale_) RefreshReservationsLocked();  // a refresh skipped under a second ago is due
-  ReservationView rv;
-  ReservationViewLocked(w.id, rv);
-  Decision d = sched_->ScheduleOne(*state_, w, clock_(), nullptr, rv.get(), rv.at);
-  if (d.outcome == Outcome::kPlaced) {
-    book_->erase(w.id);
-  } else if (d.outcome == Outcome::kPending && d.placement_failed) {
-    RefreshReservationsLocked();
-    if (std::string when = ReservedStartLocked(w.id); !when.empty()) {
-      d.explanation += "; " + when;
-      d.status.AddReason(std::move(when));
-    }
-  }
-  const std::string klass(WorkloadClassName(w.workload_class));
-  const std::string size = SizeBucket(w.TotalGpus());
-  if (metrics_ != nullptr) {
-    metrics_->cycle_duration.With({}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    metrics_->decisions.With({std::string(OutcomeName(d.outcome))}).Inc();
-  }
-  auto log = [&](const char* outcome) {
-    if (decision_log_ == nullptr) return;
-    nlohmann::json j{{"ts", clock_()}, {"workload", key}, {"queue", w.queue}, {"class", klass}, {"gpus", w.TotalGpus()},
-                     {"outcome", outcome}, {"reasons", d.status.reasons()}, {"explanation", d.explanation}};
-    if (d.outcome == Outcome::kPlaced) j["domain"] = d.placement.domain;
-    decision_log_->Write(std::move(j));
-  };
-  if (d.outcome != Outcome::kPlaced) {
-    if (g.last_reason != d.explanation) log(d.outcome == Outcome::kRejected ? "rejected" : "pending");
-    g.last_reason = d.explanation;
-    r.status = d.status;
-    if (r.status.ok()) r.status = Status::Unschedulable(d.explanation, "engine");
-    return r;
-  }
-  log("placed");
-  if (metrics_ != nullptr) {
-    metrics_->admission_wait.With({w.queue, klass, size}).Observe(static_cast<double>(std::max<int64_t>(0, clock_() - submitted)));
-  }
-  Plan plan;
-  plan.per_member = per_member;
-  plan.queue = spec.queue;
-  plan.domain = d.placement.domain;
-  plan.explanation = d.explanation;
-  plan.created_s = clock_();
-  for (const auto& a : d.placement.assignments) {
-    for (int32_t i = 0; i < a.members; ++i) plan.slots.push_back(Slot{state_->node(a.node).name, "", false});
-  }
-  g.plan = std::move(plan);
-  g.last_reason = "planned: " + d.explanation;
-  r.domain = g.plan->domain;
-  r.explanation = g.plan->explanation;
-  claim();
-  return r;
 }
 
 Status Engine::Reserve(const std::string& uid, const std::string& node) {
@@ -569,6 +500,7 @@ Status Engine::Bound(const std::string& uid, const std::string& node) {
     }
   }
   it->second.node_name = node;
+  if (auto gk = pod_gang_.find(uid); gk != pod_gang_.end()) ReindexGangLocked(gk->second);
   auto charged = charged_.find(uid);
   if (charged == charged_.end() || charged->second.first != node) {
     ReleaseBoundLocked(uid);
@@ -614,7 +546,48 @@ std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSched
   w.submit_time_s = submitted;
   w.required_level = spec.required_level;
   w.preferred_level = spec.preferred_level;
+  AttachConstraintsLocked(g, w);
+  PinExclusiveDomainLocked(g, w);  // exclusive topology (engine_exclusive.cc)
   return w;
+}
+
+void Engine::AttachConstraintsLocked(const Gang& g, Workload& w) const {
+  // The members' node constraints: those of its first pending pod (a gang's pods share a
+  // template), plus the nodes the front door refused for the gang.
+  std::shared_ptr<const NodeConstraints> base;
+  for (const auto& u : g.pods) {
+    const PodInfo& p = pods_.at(u);
+    if (!p.UsesCapacity() && p.constraints) {
+      base = p.constraints;
+      break;
+    }
+  }
+  const int64_t now = clock_();
+  const bool excluding = std::any_of(g.excluded.begin(), g.excluded.end(), [now](const auto& e) { return e.second > now; });
+  if (excluding) {
+    auto c = base ? std::make_shared<NodeConstraints>(*base) : std::make_shared<NodeConstraints>();
+    for (const auto& [node, until] : g.excluded) {
+      if (until > now) c->excluded_nodes.insert(node);
+    }
+    base = std::move(c);
+  }
+  w.constraints = std::move(base);
+  w.constraints_sig = w.constraints ? w.constraints->Signature() : std::string();
+}
+
+Status Engine::NodeRefused(const std::string& uid, const std::string& node, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto gk = pod_gang_.find(uid);
+  if (gk == pod_gang_.end()) return Status::Error("pod uid " + uid + " is not a known Tidal pod", "engine");
+  if (node.empty()) return Status::Error("node_name: must be set", "engine");
+  Gang& g = gangs_.at(gk->second);
+  const int64_t now = clock_();
+  for (auto it = g.excluded.begin(); it != g.excluded.end();) it = it->second <= now ? g.excluded.erase(it) : std::next(it);
+  g.excluded[node] = now + cfg_.exclusion_ttl_s;
+  DropPlanLocked(g);
+  g.last_reason = "plan dropped: kube-scheduler refused planned node " + node + (why.empty() ? "" : " (" + why + ")") +
+                  "; excluded for " + std::to_string(cfg_.exclusion_ttl_s) + "s";
+  return Status::Ok();
 }
 
 EngineStats Engine::Stats() {

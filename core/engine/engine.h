@@ -53,6 +53,10 @@ struct PodInfo {
   int64_t creation_unix = 0;
   int64_t start_unix = 0;  // status.startTime; 0 until the kubelet starts it
   bool terminating = false;
+  // Node selector, node affinity, tolerations, self anti-affinity (nullptr = none), and why the
+  // front door's spec could not be read (refused at CheckPod/PlanPod, naming the field).
+  std::shared_ptr<const NodeConstraints> constraints;
+  Status spec_error;
 
   std::string Key() const { return ns + "/" + name; }
   bool UsesCapacity() const {
@@ -67,6 +71,7 @@ struct NodeInfo {
   bool ready = true;
   bool unschedulable = false;
   std::string gpu_model;
+  std::vector<Taint> taints;
 };
 
 struct SyncBatch {
@@ -89,6 +94,8 @@ struct EngineConfig {
   // running grace_s after its limit is reported by Overdue() and evicted by the front door.
   bool enforce_runtime_limit = true;
   int64_t runtime_limit_grace_s = 60;
+  // How long a node the front door's filters refused stays excluded for that gang.
+  int64_t exclusion_ttl_s = 120;
 };
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
 // poolLabel, runtimeLimit: {enforce, graceSeconds}, topology: {levels}, profile, resources,
@@ -104,6 +111,9 @@ struct PodRefInfo {
 struct PlanResult {
   Status status;
   std::string node, gang, domain, explanation;
+  // Pods of gangs planned ahead of this one by fair share: the front door moves them to its
+  // active queue (kube-scheduler's Activate) so they bind on the capacity held for them.
+  std::vector<PodRefInfo> activate;
 };
 
 struct PermitResult {
@@ -133,12 +143,26 @@ struct OverduePod {
   std::string reason;  // "ran 12m0s, over its tidal.dev/runtime-limit of 10m (grace 1m)"
 };
 
+// --- preemption (engine_preempt.cc)
 struct PreemptResult {
   Status status;                  // Success when victims were chosen
   std::vector<PodRefInfo> victims;  // every pod of every victim gang (gangs are evicted whole)
+  // The same pods by victim workload: id ("ns/gang" for a Tidal gang, "pod:ns/name" for a lone
+  // pod of another scheduler) -> its pods. The front door evicts a workload whole or not at all.
+  std::vector<std::pair<std::string, std::vector<PodRefInfo>>> victim_gangs;
+  // A node name when the preemptor's held capacity is on one node; else the topology domain.
   std::string nominated_domain, reason;
   double lost_gpu_seconds = 0;
 };
+
+// What the front door did with a preemption's victims (Engine::Evicted).
+struct EvictionReport {
+  std::string preemptor_uid;            // the pod whose Preempt chose them ("" = unknown)
+  std::vector<PodRefInfo> evicted;      // pods the Eviction API accepted
+  std::string reason;                   // the preemption's reason as Preempt reported it
+  std::vector<std::string> protected_gangs;  // victim workloads skipped: PDBs refuse them whole
+};
+// --- end preemption
 
 struct EngineStats {
   int32_t nodes = 0, pods = 0, gangs = 0, plans = 0;
@@ -162,14 +186,26 @@ class Engine {
   std::vector<PodRefInfo> Unreserve(const std::string& uid);
   PermitResult Permit(const std::string& uid);
   Status Bound(const std::string& uid, const std::string& node);
-  // PostFilter: choose victims for this pod's gang with the profile's preemption plugin, on a view
-  // of the cluster where bound pods are grouped into their gangs. Nothing is evicted here: the
-  // front door evicts (with grace periods) and the gang is retried.
+  // --- preemption (engine_preempt.cc)
+  // PostFilter: choose victims for this pod's gang with the profile's preemption plugin, on the
+  // preemption view (bound pods grouped into their gangs; capacity the reservation book holds is
+  // not the preemptor's to take), and hold the capacity they free for the gang (a reservation in
+  // the book starting now) until it is planned, deleted, or plan_ttl_s passes. Nothing is evicted
+  // here: the front door evicts (with grace periods), reports it (Evicted) and the gang retries.
   PreemptResult Preempt(const std::string& uid);
+  // The front door's report: pods it evicted (counted in tidal_preemptions_total), and victim
+  // workloads it skipped because PodDisruptionBudgets refuse evicting them whole (never victims
+  // for plan_ttl_s; the preemptor's hold is dropped so it can choose again).
+  Status Evicted(const EvictionReport& report);
+  // --- end preemption
   // Pods of this scheduler, bound and not terminating, that have run longer than their declared
   // tidal.dev/runtime-limit plus the grace (none when enforcement is off). Run time counts from
   // the pod's start (status.startTime), or from when the engine saw it bound until there is one.
   std::vector<OverduePod> Overdue();
+  // The front door's own filters (kube-scheduler's NodePorts, InterPodAffinity, VolumeBinding,
+  // ...) refused the node planned for this pod: the node is excluded for the pod's gang for
+  // exclusion_ttl_s, and the gang's plan is dropped so the next plan differs.
+  Status NodeRefused(const std::string& uid, const std::string& node, const std::string& why);
   // Text for a gang key "ns/gang" or a pod "ns/name".
   Status Explain(const std::string& name, std::string* text);
   // The same as JSON plus, for a pending gang, its position in queue order and its estimated start
@@ -204,12 +240,25 @@ class Engine {
     std::string domain, explanation;
     int64_t created_s = 0;
   };
+  // Queue order of a queue's pending gangs: priority (higher first), submit time, key.
+  struct HeadKey {
+    int64_t neg_priority = 0;
+    int64_t submitted = 0;
+    std::string gang;
+    auto operator<=>(const HeadKey&) const = default;
+  };
   struct Gang {
     std::string key;
     bool start_observed = false;
     std::set<std::string> pods;  // uids of its pods (pending or bound)
     std::optional<Plan> plan;
     std::string last_reason;
+    // Nodes the front door's own filters refused for this gang (NodeRefused): node -> excluded
+    // until (engine clock, s). Planned around until then, so a refused node is never planned twice.
+    std::map<std::string, int64_t> excluded;
+    // Its entry in pending_by_queue_ (engine_plan.cc), while it has pending pods.
+    std::optional<HeadKey> head;
+    std::string head_queue;
   };
 
   Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree);
@@ -257,6 +306,20 @@ class Engine {
   // The workload a gang's pending pods make (nullopt when nothing is left to place).
   std::optional<Workload> GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound) const;
   Node ToNode(const NodeInfo& n) const;
+  void AttachConstraintsLocked(const Gang& g, Workload& w) const;
+  // --- exclusive topology (engine_exclusive.cc)
+  // A gang whose pods name a JobSet / LeaderWorkerSet exclusive topology: pins its workload to its
+  // group's domain, choosing one (unused by other such groups) for the group's first member.
+  void PinExclusiveDomainLocked(const Gang& g, Workload& w) const;
+  // --- end exclusive topology
+  // --- planning and fair-share order (engine_plan.cc)
+  // Schedules gang g now (reservations honoured); on success g.plan holds the placement.
+  Decision ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Workload w);
+  // Plans the heads of queues further below their fair share than w's (their pods into
+  // *activate); returns a note naming the first, or "".
+  std::string PlanAheadLocked(const Workload& w, std::vector<PodRefInfo>* activate);
+  void ReindexGangLocked(const std::string& key);  // after any change to the gang's pods
+  void UnindexGangLocked(Gang& g);                 // before the gang is erased
 
   EngineConfig cfg_;
   Clock clock_;
@@ -272,6 +335,7 @@ class Engine {
   std::unordered_map<std::string, PodInfo> pods_;
   std::unordered_map<std::string, std::string> pod_gang_;   // uid -> gang key (Tidal pods only)
   std::map<std::string, Gang> gangs_;
+  std::map<std::string, std::set<HeadKey>> pending_by_queue_;  // queue -> pending gangs in order
   std::unordered_map<std::string, std::pair<std::string, Resources>> charged_;  // uid -> node, request
   // Bound pods on the timeline: since when each runs (the kubelet's start time once reported,
   // until then when the engine first saw it bound) and its declared run time (0: the class
@@ -294,6 +358,56 @@ class Engine {
   int64_t book_refreshed_s_ = INT64_MIN;
   bool book_stale_ = false;  // a refresh was skipped or a reservation dropped since the last one
   std::optional<ClusterState> state_;  // rebuilt lazily when nodes change
+
+  // --- preemption (engine_preempt.cc)
+  // The preemption view: state_'s nodes with every bound pod in a running allocation of its
+  // workload (a Tidal gang: its gang key; any other pod: "pod:<ns>/<name>"). Maintained
+  // incrementally: ApplyBoundLocked / ReleaseBoundLocked / UpsertPodLocked mark the pod, and
+  // Preempt regroups only the workloads of marked pods; rebuilt only when state_ is (nodes
+  // changed: EnsureStateLocked drops it). Plans in flight and the reservation book are laid over
+  // it per call and taken off again.
+  struct VictimGroup {
+    std::map<std::string, std::pair<NodeId, Resources>> members;  // uid -> node, request
+  };
+  std::optional<ClusterState> pview_;
+  std::unordered_map<std::string, VictimGroup> pgroups_;          // allocation id -> members
+  std::unordered_map<std::string, std::string> pgroup_of_;        // uid -> allocation id
+  std::set<std::string> pview_dirty_;                             // uids to regroup
+  void MarkPreemptViewLocked(const std::string& uid) {
+    if (pview_ && (charged_.count(uid) || pgroup_of_.count(uid))) pview_dirty_.insert(uid);
+  }
+  // Capacity freed for a preemptor: its reservation is book_[plan id] (start = when chosen); this
+  // records what it waits for. Dropped with the reservation (planned, gang gone, plan_ttl_s).
+  struct PreemptHold {
+    struct Victim {
+      std::string id;
+      std::vector<std::string> uids;
+      double lost_gpu_seconds = 0;
+      bool counted = false;  // reported evicted (metrics count each victim once)
+    };
+    std::vector<Victim> victims;
+    std::string reason;
+    int64_t created_s = 0;
+    bool evicted = false;  // the front door reported evictions for it
+  };
+  std::map<std::string, PreemptHold> holds_;          // plan id -> hold
+  std::map<std::string, int64_t> pdb_protected_;      // allocation id -> protected until (s)
+  void EnsurePreemptViewLocked();
+  void RegroupLocked(const std::string& id);
+  Allocation GroupAllocationLocked(const std::string& id, const VictimGroup& g) const;
+  // Drops holds whose reservation or gang is gone or that outlived plan_ttl_s, and expired
+  // PDB protections. Called from ExpirePlansLocked.
+  void ExpireHoldsLocked();
+  bool HeldLocked(const std::string& plan_id) const { return holds_.count(plan_id) > 0; }
+  // Plans in flight and the book's reserved GPUs that `w` may not use, as never-victim allocations.
+  std::vector<Allocation> OverlaysLocked(const Workload& w) const;
+  void HoldLocked(const Workload& w, const PostFilterResult& pr, PreemptResult& out);
+  // Why the gang waits instead of choosing again ("" = it may choose).
+  std::string AwaitingVictimsLocked(const std::string& plan_id) const;
+  void DropHoldLocked(const std::string& plan_id);
+  // Dry cycles (TimelineLocked): holds keep their nodes until the gang's expected end.
+  void LayHoldsLocked(ClusterState& timeline) const;
+  // --- end preemption
   QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
 };
 

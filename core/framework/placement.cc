@@ -16,8 +16,10 @@ struct PlacementSearch::Ctx {
   std::vector<Candidate>* out = nullptr;
   // Why visited nodes were refused, for the explanation when nothing fits.
   int64_t refused_pool = 0, refused_model = 0, refused_resources = 0, refused_filter = 0, refused_reserved = 0;
+  int64_t refused_constraints = 0;
   const PlacementConstraints* c = nullptr;
   Status first_filter_refusal;
+  std::string first_constraint_refusal;
   // Nodes already counted above: the search may visit a node once per domain level tried.
   std::unordered_set<NodeId> refused{};
 };
@@ -37,14 +39,25 @@ int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   };
   if (!PoolAdmits(node.pool, ctx.w.front_door)) return refuse(ctx.refused_pool);
   if (!ctx.w.gpu_model.empty() && node.gpu_model != ctx.w.gpu_model) return refuse(ctx.refused_model);
+  if (ctx.w.constraints != nullptr || !node.taints.empty()) {
+    static const NodeConstraints kNone;  // no tolerations: every hard taint refuses
+    const NodeConstraints& nc = ctx.w.constraints != nullptr ? *ctx.w.constraints : kNone;
+    if (std::string why = nc.Refusal(node); !why.empty()) {
+      if (ctx.refused.insert(n).second && ctx.refused_constraints++ == 0) ctx.first_constraint_refusal = node.name + ": " + why;
+      return 0;
+    }
+  }
   Resources free = node.Free();
   if (ctx.c->reserved_from != nullptr && ctx.c->ends_at > (*ctx.c->reserved_from)[static_cast<size_t>(n)]) {
     // It would still run when a reservation on this node starts: leave the reserved GPUs free.
     free.gpus -= ctx.c->reserved_gpus != nullptr ? (*ctx.c->reserved_gpus)[static_cast<size_t>(n)] : free.gpus;
     if (free.CopiesOf(ctx.w.per_member) <= 0) return refuse(ctx.refused_reserved);
   }
-  const int64_t fit = free.CopiesOf(ctx.w.per_member);
+  int64_t fit = free.CopiesOf(ctx.w.per_member);
   if (fit <= 0) return refuse(ctx.refused_resources);
+  if (ctx.w.constraints != nullptr && ctx.w.constraints->max_members_per_node > 0) {
+    fit = std::min<int64_t>(fit, ctx.w.constraints->max_members_per_node);
+  }
   if (profile_.has_filters()) {
     Status st = profile_.RunFilter(ctx.cs, ctx.w, node);
     if (!st.ok()) {
@@ -59,9 +72,12 @@ int32_t PlacementSearch::FillNodes(NodeId begin, NodeId end, int32_t need, Ctx& 
                                    std::vector<MemberAssignment>& out) const {
   std::vector<std::pair<int64_t, NodeId>> nodes;
   nodes.reserve(static_cast<size_t>(end - begin));
+  const NodeConstraints* nc = ctx.w.constraints.get();
+  const bool prefer = nc != nullptr && (!nc->preferred.empty() || !nc->tolerations.empty());
   for (NodeId n = begin; n < end; ++n) {
     const int64_t f = state_.node(n).FreeGpus();
-    if (ClusterState::NodeMemberCapacity(f, ctx.g) > 0) nodes.emplace_back(f, n);
+    // Preferred node affinity (and untolerated PreferNoSchedule taints) rank first, then the fit.
+    if (ClusterState::NodeMemberCapacity(f, ctx.g) > 0) nodes.emplace_back(prefer ? f - (nc->Preference(state_.node(n)) << 20) : f, n);
   }
   // Tightest node first: partly used nodes fill up, wholly free nodes stay whole.
   std::sort(nodes.begin(), nodes.end());
@@ -196,7 +212,7 @@ void PlacementSearch::Dfs(VertexId v, Ctx& ctx) const {
 Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const PlacementConstraints& c,
                              std::vector<Candidate>& out) const {
   out.clear();
-  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, &c, Status::Ok(), {}};
+  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}};
   ctx.g = w.per_member.gpus;
   ctx.need = c.members;
   ctx.limit = static_cast<size_t>(profile_.max_candidates());
@@ -287,6 +303,10 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
   }
   if (ctx.refused_pool) st.AddReason(std::to_string(ctx.refused_pool) + " node(s) belong to another pool");
   if (ctx.refused_model) st.AddReason(std::to_string(ctx.refused_model) + " node(s) have another GPU model than " + w.gpu_model);
+  if (ctx.refused_constraints) {
+    st.AddReason(std::to_string(ctx.refused_constraints) + " node(s) refused by the pod's node constraints, first: " +
+                 ctx.first_constraint_refusal);
+  }
   if (ctx.refused_resources) st.AddReason(std::to_string(ctx.refused_resources) + " node(s) lack CPU or memory for a member");
   if (ctx.refused_reserved) {
     st.AddReason(std::to_string(ctx.refused_reserved) + " node(s) held for earlier reservations this workload would delay");

@@ -65,6 +65,7 @@ size_t ShapeCache::Hash::operator()(const Key& k) const {
   mix(std::hash<std::string>()(k.gpu_model));
   mix(static_cast<size_t>(k.door));
   mix(std::hash<int64_t>()(k.ends_bucket));
+  if (!k.constraints.empty()) mix(std::hash<std::string>()(k.constraints));
   return h;
 }
 
@@ -425,7 +426,7 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
   }
   d.constraints = c;
   ShapeCache::Key key{w.per_member, c.members, w.min_members, c.required_level, c.preferred_level, w.gpu_model,
-                      w.front_door, ends_bucket};
+                      w.front_door, ends_bucket, w.constraints_sig};
   const int32_t queue_key = w.queue_id >= 0 ? w.queue_id : static_cast<int32_t>(std::hash<std::string>()(w.queue) & 0x3fffffff);
   auto postfilter = [&](Status& failure) {
     if (failure.code() != StatusCode::kUnschedulable || !profile_->has_postfilters()) return;

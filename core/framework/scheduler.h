@@ -93,6 +93,7 @@ class ShapeCache {
     std::string gpu_model;
     FrontDoor door = FrontDoor::kKubernetes;
     int64_t ends_bucket = 0;  // reservations it would have to respect (see RunCycle)
+    std::string constraints;  // Workload::constraints_sig: which nodes it may use
     bool operator==(const Key&) const = default;
   };
   const Status* Find(const Key& k) const;

@@ -36,6 +36,76 @@ void ToProto(const Status& s, v1::Status* out) {
   out->set_plugin(s.plugin());
 }
 
+namespace {
+
+StatusOr<SelectorTerm> FromProto(const v1::NodeSelectorTerm& t, const std::string& field) {
+  SelectorTerm out;
+  auto reqs = [&](const auto& list, const std::string& f, std::vector<SelectorRequirement>& to) -> Status {
+    for (int i = 0; i < list.size(); ++i) {
+      const auto& r = list[i];
+      const std::string at = f + "[" + std::to_string(i) + "]";
+      auto op = ParseSelectorOp(r.operator_(), at + ".operator");
+      if (!op.ok()) return op.status();
+      SelectorRequirement x{r.key(), *op, {r.values().begin(), r.values().end()}};
+      const bool needs_values = *op == SelectorOp::kIn || *op == SelectorOp::kNotIn;
+      const bool one_value = *op == SelectorOp::kGt || *op == SelectorOp::kLt;
+      if ((needs_values && x.values.empty()) || (one_value && x.values.size() != 1) ||
+          (!needs_values && !one_value && !x.values.empty())) {
+        return Status::Unresolvable(at + ".values: " + std::to_string(x.values.size()) + " value(s) for operator " +
+                                        r.operator_(),
+                                    "podspec");
+      }
+      to.push_back(std::move(x));
+    }
+    return Status::Ok();
+  };
+  if (Status s = reqs(t.match_expressions(), field + ".matchExpressions", out.expressions); !s.ok()) return s;
+  if (Status s = reqs(t.match_fields(), field + ".matchFields", out.fields); !s.ok()) return s;
+  return out;
+}
+
+// The pod's node-static constraints; an invalid one is the pod's error (reported on the pod).
+StatusOr<std::shared_ptr<const NodeConstraints>> ConstraintsFromProto(const v1::Pod& p) {
+  auto c = std::make_shared<NodeConstraints>();
+  c->node_selector.insert(p.node_selector().begin(), p.node_selector().end());
+  const std::string aff = "spec.affinity.nodeAffinity.";
+  for (int i = 0; i < p.required_node_affinity_size(); ++i) {
+    auto t = FromProto(p.required_node_affinity(i),
+                       aff + "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[" + std::to_string(i) + "]");
+    if (!t.ok()) return t.status();
+    c->required.push_back(std::move(t).value());
+  }
+  for (int i = 0; i < p.preferred_node_affinity_size(); ++i) {
+    const auto& pt = p.preferred_node_affinity(i);
+    const std::string f = aff + "preferredDuringSchedulingIgnoredDuringExecution[" + std::to_string(i) + "]";
+    if (pt.weight() < 1 || pt.weight() > 100) {
+      return Status::Unresolvable(f + ".weight: must be 1..100, got " + std::to_string(pt.weight()), "podspec");
+    }
+    auto t = FromProto(pt.preference(), f + ".preference");
+    if (!t.ok()) return t.status();
+    c->preferred.push_back({pt.weight(), std::move(t).value()});
+  }
+  for (int i = 0; i < p.tolerations_size(); ++i) {
+    const auto& t = p.tolerations(i);
+    const std::string f = "spec.tolerations[" + std::to_string(i) + "]";
+    Toleration x;
+    x.key = t.key();
+    x.value = t.value();
+    if (t.operator_() == "Exists") {
+      x.exists = true;
+    } else if (!t.operator_().empty() && t.operator_() != "Equal") {
+      return Status::Unresolvable(f + ".operator: unknown \"" + t.operator_() + "\" (accepted: Equal, Exists)", "podspec");
+    }
+    if (!t.effect().empty()) x.effect = ParseTaintEffect(t.effect());
+    c->tolerations.push_back(std::move(x));
+  }
+  if (p.self_anti_affinity_key() == "kubernetes.io/hostname") c->max_members_per_node = 1;
+  if (c->Empty()) return std::shared_ptr<const NodeConstraints>();
+  return std::shared_ptr<const NodeConstraints>(std::move(c));
+}
+
+}  // namespace
+
 NodeInfo FromProto(const v1::Node& n) {
   NodeInfo o;
   o.name = n.name();
@@ -44,6 +114,7 @@ NodeInfo FromProto(const v1::Node& n) {
   o.ready = n.ready();
   o.unschedulable = n.unschedulable();
   o.gpu_model = n.gpu_model();
+  for (const auto& t : n.taints()) o.taints.push_back(Taint{t.key(), t.value(), ParseTaintEffect(t.effect())});
   return o;
 }
 
@@ -68,6 +139,11 @@ PodInfo FromProto(const v1::Pod& p) {
   o.creation_unix = p.creation_unix();
   o.start_unix = p.start_unix();
   o.terminating = p.terminating();
+  if (auto c = ConstraintsFromProto(p); c.ok()) {
+    o.constraints = std::move(c).value();
+  } else {
+    o.spec_error = c.status();
+  }
   return o;
 }
 
@@ -133,6 +209,7 @@ grpc::Status EngineService::PlanPod(grpc::ServerContext*, const v1::PodRef* req,
     resp->set_gang(r.gang);
     resp->set_domain(r.domain);
     resp->set_explanation(r.explanation);
+    for (const auto& a : r.activate) ToProto(a, resp->add_activate());
     return grpc::Status::OK;
   });
 }
@@ -171,7 +248,13 @@ grpc::Status EngineService::Preempt(grpc::ServerContext*, const v1::PodRef* req,
     PreemptResult r = engine_.Preempt(req->uid());
     ToProto(r.status, resp->mutable_status());
     for (const auto& v : r.victims) ToProto(v, resp->add_victims());
+    for (const auto& [id, pods] : r.victim_gangs) {
+      v1::VictimGang* g = resp->add_victim_gangs();
+      g->set_id(id);
+      for (const auto& p : pods) ToProto(p, g->add_pods());
+    }
     resp->set_nominated_node(r.nominated_domain);
+    resp->set_reason(r.reason);
     return grpc::Status::OK;
   });
 }
@@ -203,6 +286,36 @@ grpc::Status EngineService::Overdue(grpc::ServerContext*, const v1::OverdueReque
       out->set_reason(o.reason);
     }
     ToProto(Status::Ok(), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::NodeRefused(grpc::ServerContext*, const v1::NodeRefusal* req, v1::NodeRefusedResponse* resp) {
+  return Observe("NodeRefused", [&]() -> grpc::Status {
+    if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
+    if (req->node_name().empty()) return Invalid("node_name", "must be set");
+    std::string why = req->plugin();
+    for (const auto& r : req->reasons()) why += (why.empty() ? "" : ": ") + r;
+    ToProto(engine_.NodeRefused(req->pod().uid(), req->node_name(), why), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+// --- preemption: Evicted (engine_preempt.cc)
+grpc::Status EngineService::Evicted(grpc::ServerContext*, const v1::EvictedRequest* req, v1::EvictedResponse* resp) {
+  return Observe("Evicted", [&]() -> grpc::Status {
+    EvictionReport r;
+    if (req->has_preemptor() && !req->preemptor().uid().empty()) {
+      if (auto s = CheckRef(req->preemptor(), "preemptor"); !s.ok()) return s;
+      r.preemptor_uid = req->preemptor().uid();
+    }
+    for (int i = 0; i < req->pods_size(); ++i) {
+      if (auto s = CheckRef(req->pods(i), "pods[" + std::to_string(i) + "]"); !s.ok()) return s;
+      r.evicted.push_back({req->pods(i).uid(), req->pods(i).namespace_(), req->pods(i).name()});
+    }
+    r.reason = req->reason();
+    r.protected_gangs.assign(req->protected_gangs().begin(), req->protected_gangs().end());
+    ToProto(engine_.Evicted(r), resp->mutable_status());
     return grpc::Status::OK;
   });
 }

@@ -29,6 +29,9 @@ class EngineService final : public v1::Engine::Service {
   grpc::Status Bound(grpc::ServerContext* ctx, const v1::ReserveRequest* req, v1::BoundResponse* resp) override;
   grpc::Status Explain(grpc::ServerContext* ctx, const v1::ExplainRequest* req, v1::ExplainResponse* resp) override;
   grpc::Status Overdue(grpc::ServerContext* ctx, const v1::OverdueRequest* req, v1::OverdueResponse* resp) override;
+  grpc::Status NodeRefused(grpc::ServerContext* ctx, const v1::NodeRefusal* req, v1::NodeRefusedResponse* resp) override;
+  // Preemption: the shim's report of the evictions it did and the victims PDBs protect.
+  grpc::Status Evicted(grpc::ServerContext* ctx, const v1::EvictedRequest* req, v1::EvictedResponse* resp) override;
 
  private:
   // Decorates a handler: request count by method and code, latency by method.

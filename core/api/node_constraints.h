@@ -1,0 +1,94 @@
+// NodeConstraints: which nodes a workload's members may use beyond capacity, pool and GPU model:
+// the node-static constraints of a Kubernetes pod (spec.nodeSelector, required and preferred node
+// affinity, tolerations against node taints), a per-node member cap (a gang whose members repel
+// each other by pod anti-affinity on kubernetes.io/hostname), and nodes the front door's own
+// filters refused (fed back by the shim: never planned again while excluded).
+//
+// The engine evaluates these itself, before it plans, with kube-scheduler's semantics:
+//   - nodeSelector: every key equals the node's label;
+//   - required node affinity: terms are ORed, the requirements of a term ANDed; operators In,
+//     NotIn, Exists, DoesNotExist, Gt, Lt (integers); matchFields only knows metadata.name;
+//     an empty term list means no constraint, a term with no requirements matches nothing;
+//   - taints: a NoSchedule or NoExecute taint must be tolerated; PreferNoSchedule is soft (it
+//     only lowers the node's preference); a taint with an unknown effect counts as NoSchedule;
+//   - preferred node affinity: the sum of matching terms' weights ranks nodes inside a domain.
+//
+// Thread-safety: plain value, immutable once built (shared between a gang's members by
+// shared_ptr<const NodeConstraints>).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/api/status.h"
+
+namespace tidal {
+
+struct Node;
+
+enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
+// Unknown effects are NoSchedule (the strict reading: an unknown is never "free").
+TaintEffect ParseTaintEffect(std::string_view text);
+std::string_view TaintEffectName(TaintEffect e);
+
+struct Taint {
+  std::string key, value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+  bool operator==(const Taint&) const = default;
+  std::string ToString() const;  // "key=value:NoSchedule"
+};
+
+struct Toleration {
+  std::string key;    // "" with exists = every taint
+  std::string value;
+  bool exists = false;                // operator Exists (else Equal)
+  std::optional<TaintEffect> effect;  // nullopt = every effect
+  bool Tolerates(const Taint& t) const;
+};
+
+enum class SelectorOp { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
+StatusOr<SelectorOp> ParseSelectorOp(std::string_view text, std::string_view field);
+
+struct SelectorRequirement {
+  std::string key;
+  SelectorOp op = SelectorOp::kIn;
+  std::vector<std::string> values;
+  bool Matches(const std::map<std::string, std::string>& labels) const;
+};
+
+struct SelectorTerm {
+  std::vector<SelectorRequirement> expressions;  // on node labels
+  std::vector<SelectorRequirement> fields;       // on node fields (metadata.name)
+  bool Matches(const Node& n) const;
+};
+
+struct PreferredTerm {
+  int32_t weight = 0;
+  SelectorTerm term;
+};
+
+struct NodeConstraints {
+  std::map<std::string, std::string> node_selector;
+  std::vector<SelectorTerm> required;  // ORed; empty = any node
+  std::vector<PreferredTerm> preferred;
+  std::vector<Toleration> tolerations;
+  int32_t max_members_per_node = 0;       // 0 = no cap
+  std::set<std::string> excluded_nodes;   // refused by the front door's own filters
+
+  // Canonical text of everything above: equal signatures admit the same nodes (memo keys).
+  std::string Signature() const;
+  bool Empty() const;
+  // "" when the node admits a member, otherwise why not ("node selector gpu=a100: node has
+  // gpu=h100", "untolerated taint dedicated=infer:NoSchedule", ...).
+  std::string Refusal(const Node& n) const;
+  // Preference of a node that admits a member: preferred-term weights, minus one per untolerated
+  // PreferNoSchedule taint (higher is better).
+  int64_t Preference(const Node& n) const;
+};
+
+}  // namespace tidal
