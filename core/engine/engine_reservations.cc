@@ -28,7 +28,9 @@ std::string InWords(int64_t start_s, int64_t now_s) {
 std::vector<Workload> Engine::PendingGangWorkloadsLocked() const {
   std::vector<Workload> out;
   for (const auto& [k, g] : gangs_) {
-    if (g.plan || g.pods.empty()) continue;
+    // A gang holding capacity its victims free (engine_preempt.cc) waits for exactly that: a dry
+    // cycle must neither move nor drop its hold (TimelineLocked keeps the hold's nodes instead).
+    if (g.plan || g.pods.empty() || HeldLocked(PlanId(g))) continue;
     const PodInfo& p = pods_.at(*g.pods.begin());
     auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
     if (!sp.ok()) continue;
@@ -111,6 +113,7 @@ ClusterState Engine::TimelineLocked() {
     t.Release(n, c.second);
     if (!t.AddRunning(std::move(a)).ok()) t.Allocate(n, c.second);
   }
+  LayHoldsLocked(t);  // preemption holds keep their nodes (engine_preempt.cc)
   return t;
 }
 

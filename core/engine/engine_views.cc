@@ -1,5 +1,5 @@
-// Engine's read-mostly views and the preemption query: Explain, ExplainJson, Gauges (metrics) and
-// Preempt. Same class and threading as engine.cc: every method takes Engine::mu_.
+// Engine's read-mostly views: Explain, ExplainJson, Gauges (metrics). Same class and threading as
+// engine.cc: every method takes Engine::mu_. (Preempt lives in engine_preempt.cc.)
 #include <algorithm>
 #include <map>
 
@@ -7,121 +7,6 @@
 #include "plugins/registry.h"
 
 namespace tidal {
-
-PreemptResult Engine::Preempt(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
-  PreemptResult out;
-  auto gk = pod_gang_.find(uid);
-  if (gk == pod_gang_.end()) return out.status = Status::Error("pod uid " + uid + " is not a known Tidal pod", "engine"), out;
-  Gang& g = gangs_.at(gk->second);
-  if (g.plan) return out.status = Status::Unschedulable("gang " + g.key + " already has a plan", "preemption"), out;
-  const PodInfo& pod = pods_.at(uid);
-  auto spec = ParsePodSchedulingSpec(pod.labels, pod.annotations, cfg_.levels);
-  if (!spec.ok()) return out.status = spec.status(), out;
-  auto w = GangWorkloadLocked(g, *spec, nullptr);
-  if (!w) return out.status = Status::Unschedulable("gang " + g.key + " has nothing left to place", "preemption"), out;
-  EnsureStateLocked();
-  // A view where bound pods are running workloads: Tidal pods grouped by gang, others alone;
-  // other schedulers' pods are never victims (priority max, not preemptible).
-  std::vector<Node> nodes;
-  for (const auto& [name, n] : nodes_) nodes.push_back(ToNode(n));
-  auto built = ClusterState::Build(cfg_.levels, std::move(nodes));
-  if (!built.ok()) return out.status = built.status(), out;
-  ClusterState view = std::move(built).value();
-  std::map<std::string, Allocation> groups;
-  std::map<std::string, std::vector<std::string>> members_of;
-  for (const auto& [puid, charge] : charged_) {
-    const NodeId n = view.FindNode(charge.first);
-    if (n == kNoNode) continue;
-    const PodInfo& p = pods_.at(puid);
-    auto pg = pod_gang_.find(puid);
-    const bool ours = pg != pod_gang_.end();
-    const std::string id = ours ? pg->second : "pod:" + p.Key();
-    Allocation& a = groups[id];
-    if (a.workload.id.empty()) {
-      a.workload.id = id;
-      a.workload.members = 0;
-      a.workload.min_members = 0;
-      a.start_time_s = p.creation_unix;
-      a.workload.priority = ours ? p.priority : INT32_MAX;
-      if (ours) {
-        auto ps = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
-        if (ps.ok()) {
-          a.workload.preemptible = ps->preemptible;
-          a.workload.queue = ps->queue;
-          a.workload.checkpoint_interval_s = ps->checkpoint_interval_s;
-          a.workload.workload_class = ps->workload_class;
-        }
-      }
-    }
-    a.workload.per_member.gpus = std::max(a.workload.per_member.gpus, p.request.gpus);
-    a.workload.per_member.cpu_milli = std::max(a.workload.per_member.cpu_milli, p.request.cpu_milli);
-    a.workload.per_member.memory_bytes = std::max(a.workload.per_member.memory_bytes, p.request.memory_bytes);
-    a.workload.members++;
-    a.workload.min_members++;  // bound pods of a gang are evicted whole, never shrunk
-    a.start_time_s = std::min(a.start_time_s, p.creation_unix);
-    auto it = std::find_if(a.assignments.begin(), a.assignments.end(), [n](const MemberAssignment& m) { return m.node == n; });
-    if (it == a.assignments.end()) {
-      a.assignments.push_back({n, 1});
-    } else {
-      it->members++;
-    }
-    members_of[id].push_back(puid);
-  }
-  // Reclaim: a group whose queue now uses more than its nominal quota runs on borrowed quota (the
-  // ledger holds per-pod charges, so the plugin cannot look the group up there).
-  const QueueTree& tree = ledger_.tree();
-  for (auto& [id, a] : groups) {
-    const int q = a.workload.queue.empty() ? -1 : tree.Find(a.workload.queue);
-    if (q <= 0) continue;
-    const ResVec& used = ledger_.Allocated(q);
-    const ResVec& nominal = tree.Spec(q).nominal;
-    for (size_t r = 0; r < used.size() && !a.borrowed; ++r) a.borrowed = used[r] > (r < nominal.size() ? nominal[r] : 0);
-  }
-  for (auto& [id, a] : groups) (void)view.AddRunning(std::move(a));
-  for (const auto& [key, other] : gangs_) {
-    if (!other.plan) continue;
-    Allocation a;
-    a.workload.id = "plan:" + key;
-    a.workload.per_member = other.plan->per_member;
-    a.workload.priority = INT32_MAX;  // plans in flight are never victims
-    for (const auto& sl : other.plan->slots) {
-      const NodeId n = view.FindNode(sl.node);
-      if (n != kNoNode) a.assignments.push_back({n, 1});
-    }
-    a.workload.members = static_cast<int32_t>(a.assignments.size());
-    (void)view.AddRunning(std::move(a));
-  }
-  // Search + PostFilter with the live profile; a placement found on the view (capacity freed
-  // meanwhile) is undone: the gang simply retries.
-  Decision d = sched_->ScheduleOne(view, *w, clock_());
-  if (d.outcome == Outcome::kPlaced) {
-    ledger_.Uncharge(w->id);
-    return out.status = Status::Unschedulable("the gang fits now without preemption; retry", "preemption"), out;
-  }
-  if (d.preemption.victims.empty()) {
-    return out.status = Status::Unschedulable("no victims: " + d.explanation, "preemption"), out;
-  }
-  for (const auto& v : d.preemption.victims) {
-    for (const auto& puid : members_of[v]) {
-      const PodInfo& p = pods_.at(puid);
-      out.victims.push_back({p.uid, p.ns, p.name});
-    }
-  }
-  out.nominated_domain = d.preemption.nominated_domain;
-  out.reason = d.preemption.reason;
-  out.lost_gpu_seconds = d.preemption.lost_gpu_seconds;
-  if (metrics_ != nullptr) {
-    metrics_->preemptions.With({out.reason}).Inc(static_cast<double>(d.preemption.victims.size()));
-    metrics_->preempted_gpu_seconds.With({out.reason}).Inc(out.lost_gpu_seconds);
-  }
-  if (decision_log_ != nullptr) {
-    decision_log_->Write({{"ts", clock_()}, {"workload", g.key}, {"outcome", "preempting"}, {"victims", d.preemption.victims},
-                          {"domain", out.nominated_domain}, {"reason", out.reason}, {"lost_gpu_seconds", out.lost_gpu_seconds}});
-  }
-  g.last_reason = "preempting " + std::to_string(d.preemption.victims.size()) + " workload(s) in " + out.nominated_domain;
-  return out;
-}
 
 std::string Engine::GangKeyForLocked(const std::string& name, const PodInfo** lone_pod) const {
   if (gangs_.count(name)) return name;

@@ -53,6 +53,9 @@ struct Allocation {
   // without a ledger charge under this workload's id (the engine charges pods, and groups them
   // into gangs for preemption); otherwise the preemption plugin reads the ledger's charge.
   bool borrowed = false;
+  // Already being evicted (e.g. a pod with a deletion timestamp): its capacity is about to be
+  // released, so preemption never proposes it as a victim and counts its capacity as freed.
+  bool terminating = false;
 };
 
 class ClusterState {

@@ -230,55 +230,6 @@ TEST_F(EngineTest, MalformedSyncObjectsAreNamedAndTheRestApplies) {
   EXPECT_EQ(engine_->Stats().nodes, 8);
 }
 
-TEST_F(EngineTest, PreemptChoosesWholeLowPriorityGangInOneLeaf) {
-  std::vector<PodInfo> low;
-  for (int i = 0; i < 8; ++i) {
-    PodInfo p = GangPod("low" + std::to_string(i), i < 4 ? "low-a" : "low-b", 4);
-    p.labels[kLabelPreemptible] = "true";
-    p.priority = 1;
-    p.node_name = "n" + std::to_string(i);
-    p.phase = PodPhase::kRunning;
-    low.push_back(p);
-  }
-  ASSERT_TRUE(AddPods(low).ok());
-  std::vector<PodInfo> high;
-  for (int i = 0; i < 4; ++i) {
-    PodInfo p = GangPod("high" + std::to_string(i), "high", 4);
-    p.labels[kLabelTopologyRequired] = "leaf";
-    p.priority = 100;
-    p.creation_unix = 900;
-    high.push_back(p);
-  }
-  ASSERT_TRUE(AddPods(high).ok());
-  ASSERT_EQ(engine_->PlanPod("uid-high0").status.code(), StatusCode::kUnschedulable);
-  PreemptResult r = engine_->Preempt("uid-high0");
-  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-  ASSERT_EQ(r.victims.size(), 4u);
-  std::set<std::string> gangs;
-  for (const auto& v : r.victims) gangs.insert(v.name <= "low3" ? "low-a" : "low-b");
-  EXPECT_EQ(gangs.size(), 1u) << "victims come from one gang, evicted whole";
-  EXPECT_EQ(r.reason, "priority");
-}
-
-TEST_F(EngineTest, PreemptNeverTakesNonPreemptibleOrOtherSchedulersPods) {
-  std::vector<PodInfo> pods;
-  for (int i = 0; i < 8; ++i) {
-    PodInfo p = GangPod("busy" + std::to_string(i), "", 1);
-    p.priority = 1;
-    p.node_name = "n" + std::to_string(i);
-    p.phase = PodPhase::kRunning;
-    if (i % 2) p.scheduler_name = "default-scheduler";  // the rest: Tidal pods, not preemptible
-    pods.push_back(p);
-  }
-  ASSERT_TRUE(AddPods(pods).ok());
-  PodInfo urgent = GangPod("urgent", "", 1);
-  urgent.priority = 1000;
-  ASSERT_TRUE(AddPods({urgent}).ok());
-  PreemptResult r = engine_->Preempt("uid-urgent");
-  EXPECT_FALSE(r.status.ok());
-  EXPECT_TRUE(r.victims.empty());
-}
-
 }  // namespace
 }  // namespace tidal
 
@@ -533,52 +484,6 @@ TEST(EngineConfigTest, RuntimeLimitEnforcementCanBeTurnedOffOrGivenAGrace) {
   ASSERT_TRUE((*e)->Sync(b, &gen).ok());
   now = 1000 + 86400;
   EXPECT_TRUE((*e)->Overdue().empty()) << "enforcement is off";
-}
-
-}  // namespace
-}  // namespace tidal
-
-namespace tidal {
-namespace {
-
-// Queues a and b each have a nominal half of the 64 GPUs. Queue a took all 64 (32 borrowed) with
-// non-preemptible pods; b asks for its own share back.
-TEST(EnginePreemptTest, QueueWithinItsNominalReclaimsFromABorrowingQueue) {
-  auto cfg = ParseEngineConfig(
-      "queues:\n  - name: a\n    nominal: {gpus: 32}\n  - name: b\n    nominal: {gpus: 32}\n", "t.yaml");
-  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  auto e = Engine::Create(*cfg, [] { return int64_t{5000}; });
-  ASSERT_TRUE(e.ok());
-  SyncBatch b;
-  b.resync = true;
-  for (int i = 0; i < 8; ++i) {
-    b.upsert_nodes.push_back(GpuNode("n" + std::to_string(i), "l" + std::to_string(i / 4), "v" + std::to_string(i / 2)));
-    PodInfo p = GangPod("a" + std::to_string(i), "", 1);
-    p.labels[kLabelQueue] = "a";
-    p.node_name = "n" + std::to_string(i);
-    p.phase = PodPhase::kRunning;
-    p.creation_unix = 1000;
-    b.upsert_pods.push_back(p);
-  }
-  for (const std::string q : {"b", "a"}) {
-    for (int i = 0; i < 2; ++i) {
-      PodInfo p = GangPod(q + "-want" + std::to_string(i), q + "-want", 2);
-      p.labels[kLabelQueue] = q;
-      b.upsert_pods.push_back(p);
-    }
-  }
-  uint64_t gen = 0;
-  ASSERT_TRUE((*e)->Sync(b, &gen).ok());
-  ASSERT_FALSE((*e)->PlanPod("uid-b-want0").status.ok()) << "the cluster is full";
-  PreemptResult r = (*e)->Preempt("uid-b-want0");
-  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-  EXPECT_EQ(r.reason, "reclaim");
-  EXPECT_EQ(r.victims.size(), 2u) << "exactly the two nodes b needs";
-  for (const auto& v : r.victims) EXPECT_EQ(v.name.substr(0, 1), "a") << v.name;
-  // a asking for more of what it already borrows reclaims nothing (and its pods are not preemptible).
-  PreemptResult more = (*e)->Preempt("uid-a-want0");
-  EXPECT_FALSE(more.status.ok());
-  EXPECT_TRUE(more.victims.empty());
 }
 
 }  // namespace

@@ -72,6 +72,11 @@ func (c *Client) Overdue(ctx context.Context) (*tidalv1.OverdueResponse, error) 
 	return call(c, ctx, 0, c.api.Overdue, &tidalv1.OverdueRequest{})
 }
 
+// Evicted reports a preemption's evictions and the victims PodDisruptionBudgets protect.
+func (c *Client) Evicted(ctx context.Context, req *tidalv1.EvictedRequest) (*tidalv1.EvictedResponse, error) {
+	return call(c, ctx, 0, c.api.Evicted, req)
+}
+
 // Close ends the connection (the Sync loop ends with its context).
 func (c *Client) Close() error { return c.conn.Close() }
 

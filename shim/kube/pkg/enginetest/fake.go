@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ type Fake struct {
 	PreemptFn   func(*tidalv1.PodRef) *tidalv1.PreemptResponse
 	BoundFn     func(*tidalv1.ReserveRequest) *tidalv1.BoundResponse
 	OverdueFn   func() *tidalv1.OverdueResponse
+	EvictedFn   func(*tidalv1.EvictedRequest) *tidalv1.EvictedResponse
 
 	srv *grpc.Server
 }
@@ -214,4 +216,17 @@ func (f *Fake) Overdue(_ context.Context, _ *tidalv1.OverdueRequest) (*tidalv1.O
 		return f.OverdueFn(), nil
 	}
 	return &tidalv1.OverdueResponse{Status: &tidalv1.Status{}}, nil
+}
+
+// Evicted records "Evicted ns/preemptor pods=ns/a,ns/b protected=id,id".
+func (f *Fake) Evicted(_ context.Context, r *tidalv1.EvictedRequest) (*tidalv1.EvictedResponse, error) {
+	pods := make([]string, 0, len(r.GetPods()))
+	for _, p := range r.GetPods() {
+		pods = append(pods, key(p))
+	}
+	f.record("Evicted " + key(r.GetPreemptor()) + " pods=" + strings.Join(pods, ",") + " protected=" + strings.Join(r.GetProtectedGangs(), ","))
+	if f.EvictedFn != nil {
+		return f.EvictedFn(r), nil
+	}
+	return &tidalv1.EvictedResponse{Status: &tidalv1.Status{}}, nil
 }

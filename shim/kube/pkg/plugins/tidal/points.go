@@ -6,8 +6,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -359,7 +357,7 @@ func (p *Plugin) streamDown() error {
 
 // PostFilter runs when the pod found no node. If PreFilter had a plan, kube-scheduler's own filters
 // refused the planned node: the plan is released so that the engine plans again. Then the engine
-// is asked for victims; the shim evicts whatever it names.
+// is asked for victims; the shim evicts them, each victim workload whole or not at all (preempt.go).
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if _, err := state.Read(unreachableKey); err == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "tidal-engine unreachable: no preemption")
@@ -368,49 +366,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		p.release(ctx, pod, ps.gang, fmt.Sprintf("gang plan released: planned node %s failed kube-scheduler's filters for %s", ps.node, key(pod)))
 		p.reject(pod, false, p.rounds())
 	}
-	resp, err := p.client.Preempt(ctx, convert.PodRef(pod))
-	if err != nil {
-		return nil, fwk.NewStatus(fwk.Unschedulable, p.client.Describe(err))
-	}
-	st := resp.GetStatus()
-	if st.GetCode() != tidalv1.Status_SUCCESS || len(resp.GetVictims()) == 0 {
-		// The engine's reason repeats why the pod does not fit (already in the PreFilter message
-		// of the same FailedScheduling event): log it, keep the event short.
-		p.logger.V(4).Info("no preemption", "pod", klog.KObj(pod), "code", st.GetCode(), "reasons", st.GetReasons())
-		return nil, fwk.NewStatus(fwk.Unschedulable, "tidal-engine: no preemption victims")
-	}
-	var failed []string
-	for _, v := range resp.GetVictims() {
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: v.GetNamespace(), Name: v.GetName()}}
-		if v.GetUid() != "" {
-			uid := types.UID(v.GetUid())
-			ev.DeleteOptions = &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-		}
-		if err := p.handle.ClientSet().PolicyV1().Evictions(v.GetNamespace()).Evict(ctx, ev); err != nil {
-			failed = append(failed, fmt.Sprintf("%s/%s: %v", v.GetNamespace(), v.GetName(), err))
-		}
-	}
-	// nominated_node names a node; a value that is not one of the cluster's nodes (e.g. a topology
-	// domain such as "block-0/leaf-2": a gang's victims span several nodes) is only reported.
-	where, nominate := resp.GetNominatedNode(), ""
-	if where != "" && p.nodes != nil {
-		if _, err := p.nodes.Get(where); err == nil {
-			nominate = where
-		}
-	}
-	note := fmt.Sprintf("tidal-engine preempts %s for this pod", joinRefs(resp.GetVictims()))
-	if where != "" {
-		note += " (" + where + ")"
-	}
-	p.event(pod, v1.EventTypeNormal, ReasonPreempting, note)
-	if len(failed) > 0 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "eviction failed: "+joinStrings(failed))
-	}
-	res := &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatingMode: fwk.ModeNoop}}
-	if nominate != "" {
-		res.NominatingInfo = &fwk.NominatingInfo{NominatedNodeName: nominate, NominatingMode: fwk.ModeOverride}
-	}
-	return res, fwk.NewStatus(fwk.Success)
+	return p.preempt(ctx, pod) // preempt.go: victims, PodDisruptionBudgets, evictions
 }
 
 func joinStrings(ss []string) string {
