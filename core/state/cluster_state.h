@@ -49,9 +49,9 @@ struct Allocation {
   Workload workload;
   std::vector<MemberAssignment> assignments;
   int64_t start_time_s = 0;
-  // Runs on quota borrowed beyond its queue's nominal share, for whoever builds the running set
-  // without a ledger charge under this workload's id (the engine charges pods, and groups them
-  // into gangs for preemption); otherwise the preemption plugin reads the ledger's charge.
+  // Ran on quota borrowed beyond its queue's nominal share when it was admitted. Informational:
+  // the preemption plugin does not read it (it judges borrowing from the ledger's current state,
+  // QuotaLedger::OverNominal of the workload's queue, since a flag frozen at admission goes stale).
   bool borrowed = false;
   // Already being evicted (e.g. a pod with a deletion timestamp): its capacity is about to be
   // released, so preemption never proposes it as a victim and counts its capacity as freed.

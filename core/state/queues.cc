@@ -1,3 +1,4 @@
+// The queue tree and the quota / fair-share ledger (see queues.h for the rules and threading).
 #include "core/state/queues.h"
 
 #include <algorithm>
@@ -105,10 +106,6 @@ QuotaLedger::QuotaLedger(std::shared_ptr<const QueueTree> tree) : tree_(std::mov
   borrowed_.assign(n, ResVec(r, 0));
   usage_.assign(n, std::vector<double>(r, 0.0));
   capacity_.assign(r, 0);
-  depth_.assign(n, 0);
-  for (int q = 1; q < tree_->size(); ++q) {
-    for (int a = q; a > 0; a = tree_->Parent(a)) depth_[static_cast<size_t>(q)]++;
-  }
 }
 
 void QuotaLedger::Reconfigure(std::shared_ptr<const QueueTree> tree) {
@@ -267,11 +264,6 @@ void QuotaLedger::Reduce(const std::string& id, const ResVec& r) {
   if (empty) charges_.erase(it);
 }
 
-void QuotaLedger::RefreshShares() {
-  share_cache_.assign(static_cast<size_t>(tree_->size()), 0.0);
-  for (int q = 0; q < tree_->size(); ++q) share_cache_[static_cast<size_t>(q)] = Share(q);
-}
-
 void QuotaLedger::Advance(int64_t now_s) {
   if (!started_) {
     started_ = true;
@@ -303,23 +295,65 @@ double QuotaLedger::Share(int q) const {
   return best / w;
 }
 
-int QuotaLedger::CompareQueues(int a, int b) const {
-  if (a == b || a < 0 || b < 0) return 0;
-  auto depth = [&](int q) { return depth_[static_cast<size_t>(q)]; };
-  // Climb to the children of the lowest common ancestor.
-  while (depth(a) > depth(b)) a = tree_->Parent(a);
-  while (depth(b) > depth(a)) b = tree_->Parent(b);
-  if (a == b) return 0;  // one queue is an ancestor of the other
-  while (tree_->Parent(a) != tree_->Parent(b)) {
-    a = tree_->Parent(a);
-    b = tree_->Parent(b);
+ResVec QuotaLedger::OverNominal(int q) const {
+  ResVec over(static_cast<size_t>(tree_->resources()), 0);
+  if (q <= 0 || q >= tree_->size()) return over;
+  const ResVec& nominal = tree_->Spec(q).nominal;
+  const ResVec& alloc = alloc_[static_cast<size_t>(q)];
+  for (size_t r = 0; r < over.size(); ++r) {
+    if (nominal[r] < kUnlimited) over[r] = std::max<int64_t>(0, alloc[r] - nominal[r]);
   }
-  const bool cached = share_cache_.size() == static_cast<size_t>(tree_->size());
-  const double sa = cached ? share_cache_[static_cast<size_t>(a)] : Share(a);
-  const double sb = cached ? share_cache_[static_cast<size_t>(b)] : Share(b);
-  if (sa < sb - 1e-12) return -1;
-  if (sb < sa - 1e-12) return 1;
-  return 0;
+  return over;
+}
+
+std::vector<int32_t> QuotaLedger::FairShareRanks() const {
+  const QueueTree& t = *tree_;
+  std::vector<double> share(static_cast<size_t>(t.size()), 0.0);
+  for (int q = 1; q < t.size(); ++q) share[static_cast<size_t>(q)] = Share(q);
+  auto share_of = [&](int q) { return share[static_cast<size_t>(q)]; };
+  // Depth-first from the root, children by (share, name): every leaf's path (root's child first).
+  std::vector<std::vector<int>> leaves;
+  std::vector<int> path;
+  auto walk = [&](auto& self, int q) -> void {
+    std::vector<int> kids = t.Children(q);
+    std::sort(kids.begin(), kids.end(), [&](int a, int b) {
+      if (share_of(a) != share_of(b)) return share_of(a) < share_of(b);
+      return t.Name(a) < t.Name(b);
+    });
+    for (int c : kids) {
+      path.push_back(c);
+      if (t.IsLeaf(c)) {
+        leaves.push_back(path);
+      } else {
+        self(self, c);
+      }
+      path.pop_back();
+    }
+  };
+  walk(walk, 0);
+  auto same = [](double a, double b) { return std::abs(a - b) <= 1e-12; };
+  // Consecutive leaves tie when their paths have the same length and equal shares at every level
+  // from their lowest common ancestor down.
+  auto ties = [&](const std::vector<int>& a, const std::vector<int>& b) {
+    if (a.size() != b.size()) return false;
+    size_t i = 0;
+    while (i < a.size() && a[i] == b[i]) ++i;
+    for (; i < a.size(); ++i) {
+      if (!same(share_of(a[i]), share_of(b[i]))) return false;
+    }
+    return true;
+  };
+  std::vector<int32_t> rank(static_cast<size_t>(t.size()), 0);
+  int32_t r = 0;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (i > 0 && !ties(leaves[i - 1], leaves[i])) ++r;
+    rank[static_cast<size_t>(leaves[i].back())] = r;
+  }
+  const int32_t after = leaves.empty() ? 0 : r + 1;
+  for (int q = 0; q < t.size(); ++q) {
+    if (q == 0 || !t.IsLeaf(q)) rank[static_cast<size_t>(q)] = after;
+  }
+  return rank;
 }
 
 int64_t QuotaLedger::Lendable(int q, int r) const {

@@ -24,7 +24,8 @@
 //
 // Fair share: share(q) = max_r (0.5 * alloc_r(q) + 0.5 * k * usage_r(q)) / capacity_r / weight(q),
 // over subtree totals: the dominant resource share of current allocation blended with decayed
-// history (k * usage is the decayed average rate). Lower share goes first.
+// history (k * usage is the decayed average rate). Lower share goes first, compared at the lowest
+// common ancestor of two queues (FairShareRanks).
 //
 // Threading: not thread-safe; owned by one state owner (the engine's, the simulator's, tidalctl's).
 #pragma once
@@ -135,11 +136,18 @@ class QuotaLedger {
   const ResVec& Borrowed(int q) const { return borrowed_[static_cast<size_t>(q)]; }
   const std::vector<double>& Usage(int q) const { return usage_[static_cast<size_t>(q)]; }
   double Share(int q) const;
-  // Caches every queue's Share() for CompareQueues (call before sorting a queue).
-  void RefreshShares();
-  // Numbered comparison of two leaves by hierarchical fair share at their lowest common ancestor;
-  // 0 when equal or same queue, <0 when a goes first.
-  int CompareQueues(int a, int b) const;
+  // Per resource, how far queue q's current allocation is above its nominal quota (0 where it is
+  // within it or the nominal is unlimited): what reclaim may take back from it, and no more.
+  ResVec OverNominal(int q) const;
+  // The hierarchical fair-share rank of every queue (indexed by queue; lower goes first), from a
+  // depth-first walk of the tree that visits each queue's children in increasing share, ties by
+  // name: leaf a precedes leaf b exactly when, at their lowest common ancestor, a's side has the
+  // lower share (or an equal share and the smaller name). This is a total order whatever order the
+  // config lists the queues in. Consecutive leaves share a rank only when they tie at every level:
+  // same depth, and equal shares at each level below their lowest common ancestor. Leaves get
+  // ranks 0, 1, ...; the root and inner queues (which hold no workloads) rank after every leaf,
+  // so callers may use rank[0] for a queue they do not know.
+  std::vector<int32_t> FairShareRanks() const;
   // "queue team-a uses 48/48 gpus (nominal 48, borrowing limit 0); cohort org has 0 gpus lendable"
   std::string Describe(int q) const;
 
@@ -157,8 +165,6 @@ class QuotaLedger {
   std::vector<std::vector<double>> usage_;
   ResVec capacity_;
   std::map<std::string, ChargeInfo> charges_;
-  std::vector<double> share_cache_;
-  std::vector<int> depth_;
   int64_t now_ = 0;
   bool started_ = false;
   uint64_t version_ = NextVersion();

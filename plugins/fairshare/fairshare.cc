@@ -1,6 +1,5 @@
+// fairshare: QueueSort by hierarchical fair share (see fairshare.h for the order and threading).
 #include "plugins/fairshare/fairshare.h"
-
-#include <algorithm>
 
 #include "plugins/args.h"
 
@@ -9,48 +8,27 @@ namespace tidal::plugins {
 void FairShare::PrepareSort() {
   rank_.clear();
   if (ledger_ == nullptr) return;
-  ledger_->RefreshShares();
-  const QueueTree& t = ledger_->tree();
-  std::vector<int> qs;
-  for (int q = 1; q < t.size(); ++q) qs.push_back(q);
-  std::stable_sort(qs.begin(), qs.end(), [&](int a, int b) { return ledger_->CompareQueues(a, b) < 0; });
-  rank_.assign(static_cast<size_t>(t.size()), 0);
-  int32_t r = 0;
-  for (size_t i = 0; i < qs.size(); ++i) {
-    if (i > 0 && ledger_->CompareQueues(qs[i - 1], qs[i]) != 0) ++r;
-    rank_[static_cast<size_t>(qs[i])] = r;
-  }
+  rank_ = ledger_->FairShareRanks();
 }
 
-int FairShare::QueueOf(const Workload& w) const {
-  if (w.queue_id > 0) return w.queue_id;
-  return ledger_->tree().Find(w.queue);
+int32_t FairShare::RankOf(const Workload& w) const {
+  const int q = w.queue_id > 0 ? w.queue_id : ledger_->tree().Find(w.queue);
+  // Unknown queues (and a queue id from before a reload) rank with the inner queues, after every leaf.
+  if (q <= 0 || static_cast<size_t>(q) >= rank_.size()) return rank_[0];
+  return rank_[static_cast<size_t>(q)];
 }
 
 bool FairShare::Less(const Workload& a, const Workload& b) const {
-  if (ledger_ != nullptr) {
-    const int qa = QueueOf(a), qb = QueueOf(b);
-    if (qa != qb) {
-      int c = 0;
-      if (!rank_.empty() && qa > 0 && qb > 0) {
-        c = rank_[static_cast<size_t>(qa)] - rank_[static_cast<size_t>(qb)];
-      } else {
-        c = ledger_->CompareQueues(qa, qb);
-      }
-      if (c != 0) return c < 0;
-    }
+  if (!rank_.empty()) {
+    const int32_t ra = RankOf(a), rb = RankOf(b);
+    if (ra != rb) return ra < rb;
   }
   if (a.priority != b.priority) return a.priority > b.priority;
   return a.submit_time_s < b.submit_time_s;
 }
 
 bool FairShare::SortKey(const Workload& w, std::array<int64_t, 3>* key) const {
-  int64_t rank = 0;
-  if (ledger_ != nullptr) {
-    const int q = QueueOf(w);
-    if (rank_.empty() || q <= 0) return false;  // unknown queue: only Less can order it
-    rank = rank_[static_cast<size_t>(q)];
-  }
+  const int64_t rank = rank_.empty() ? 0 : RankOf(w);
   *key = {rank, -static_cast<int64_t>(w.priority), w.submit_time_s};
   return true;
 }

@@ -1,14 +1,19 @@
 // fairshare: QueueSort by hierarchical fair share over the queue ledger.
 //
 // Order of the pending queue (Less), in this order:
-//   1. workloads of different queues: at the lowest common ancestor of their queues, the child
-//      subtree with the lower share goes first; share = dominant resource share of current
-//      allocation blended with decayed usage, divided by the weight (core/state/queues.h);
+//   1. workloads of different queues: by the queues' fair-share ranks (QuotaLedger::FairShareRanks):
+//      at the lowest common ancestor of their queues, the child subtree with the lower share goes
+//      first, an equal share broken by the child's name; share = dominant resource share of current
+//      allocation blended with decayed usage, divided by the weight (core/state/queues.h). Two
+//      queues share a rank (and fall through to rule 2) only when they tie at every level below
+//      their common ancestor. Workloads of an unknown or inner queue go after every leaf's;
 //   2. then higher priority first;
 //   3. then earlier submit time;
 //   4. then (framework tie-break) workload id.
-// Without a ledger (no queues configured) rule 1 is skipped.
-// Threading: reads the ledger on the cycle thread; PrepareSort caches shares before each sort.
+// The ranks are computed once per sort, in PrepareSort (which must precede Less and SortKey; without
+// it, or without a ledger, rule 1 is skipped), so Less is O(1) and a strict weak order, and SortKey
+// always gives a key.
+// Threading: reads the ledger on the cycle thread only.
 #pragma once
 
 #include <memory>
@@ -33,10 +38,9 @@ class FairShare final : public QueueSortPlugin {
   static StatusOr<std::unique_ptr<Plugin>> New(const nlohmann::json& args, const PluginContext& ctx);
 
  private:
-  int QueueOf(const Workload& w) const;
+  int32_t RankOf(const Workload& w) const;  // requires a non-empty rank_
   QuotaLedger* ledger_;
-  // Rank of every queue in hierarchical fair-share order, computed once per sort (leaves sorted
-  // with QuotaLedger::CompareQueues; equal shares share a rank), so Less is O(1).
+  // Fair-share rank of every queue (QuotaLedger::FairShareRanks), from the last PrepareSort.
   std::vector<int32_t> rank_;
 };
 

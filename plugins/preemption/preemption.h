@@ -2,14 +2,24 @@
 // room for it in the topology shape it needs.
 //
 // Who may be a victim of preemptor P (all must hold):
+//   - it is not already terminating (Allocation::terminating): a terminating workload is leaving
+//     anyway, so its capacity counts as freed; when P fits once the terminating ones are gone, no
+//     victim is proposed ("waiting for N terminating workload(s)");
 //   - it has run at least minRuntime (no thrash on fresh work);
-//   - by priority: lower priority than P and marked preemptible; or by reclaim: it runs on borrowed
-//     quota of another queue while P's own queue is within its guarantee (P would not borrow);
-//   - it could not preempt P back: a higher-priority workload is never a victim, and neither is an
-//     in-quota workload when P itself would be borrowing.
+//   - its priority is not above P's (it could not preempt P back);
+//   - by priority: lower priority than P and marked preemptible, and either of P's own queue (or of
+//     no configured queue), or of another queue that borrows; never another queue's in-quota work;
+//   - by reclaim (any priority up to P's, preemptible or not): of another queue that borrows, while
+//     P's own queue is within its guarantee (P would not borrow).
+// Borrowing is judged from the ledger's CURRENT state (QuotaLedger::OverNominal), not from a flag
+// frozen at admission: another queue V borrows when it uses more than its nominal quota now, in a
+// resource P asks for. Only that much may be taken from V: in each trial, victims of V are taken
+// (in victim order) only while V stays at or above its nominal in each such resource, after
+// counting what V's terminating workloads give back; an elastic victim may give back just the
+// members that fit. So reclaim never takes a queue below its nominal quota.
 // Victim order: borrowers first, then lower priority, then least work lost = GPUs x seconds since
 // its last checkpoint (tidal.dev/checkpoint-interval, or a reported checkpoint time; without either,
-// all the time since it started), then id.
+// all the time since it started), then the most recently started, then id.
 // Shape: victims are chosen per domain of the level P needs (its required level, else the smallest
 // level whose domains could hold it), taking victims touching that domain in order (elastic
 // victims first give back members above their minimum) until P fits INSIDE the domain; among up to

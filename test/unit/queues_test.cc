@@ -156,12 +156,26 @@ TEST(QuotaLedger, FairShareOrdersByWeightedDominantShareAtCommonAncestor) {
   const int a = l.tree().Find("a"), b = l.tree().Find("b"), other = l.tree().Find("other");
   ASSERT_TRUE(l.Charge("x", a, G(8), false).ok());
   ASSERT_TRUE(l.Charge("y", b, G(12), false).ok());
-  l.RefreshShares();
+  const std::vector<int32_t> rank = l.FairShareRanks();
+  auto R = [&](int q) { return rank[static_cast<size_t>(q)]; };
   // a: 8/64/1 = 0.125 (x0.5) vs b: 12/64/3 = 0.0625 (x0.5): b first.
-  EXPECT_GT(l.CompareQueues(a, b), 0);
+  EXPECT_LT(R(b), R(a));
   // other (nothing used) vs org subtree: other first.
-  EXPECT_LT(l.CompareQueues(other, a), 0);
-  EXPECT_EQ(l.CompareQueues(a, a), 0);
+  EXPECT_LT(R(other), R(b));
+  // The inner queue and the root rank after every leaf.
+  EXPECT_GT(R(l.tree().Find("org")), R(a));
+  EXPECT_EQ(R(0), R(l.tree().Find("org")));
+}
+
+TEST(QuotaLedger, OverNominalIsWhatTheQueueUsesAboveItsNominal) {
+  QuotaLedger l = MakeLedger({Q("a", "", 8), Q("b", "", 8)}, 32);
+  const int a = l.tree().Find("a"), b = l.tree().Find("b");
+  ASSERT_TRUE(l.Charge("x", a, G(12), true).ok());
+  ASSERT_TRUE(l.Charge("y", b, G(8), false).ok());
+  EXPECT_EQ(l.OverNominal(a), (ResVec{4, 0, 0})) << "cpu and memory have no nominal: never over";
+  EXPECT_EQ(l.OverNominal(b), (ResVec{0, 0, 0})) << "exactly at nominal is not over";
+  l.Uncharge("x");
+  EXPECT_EQ(l.OverNominal(a), (ResVec{0, 0, 0}));
 }
 
 TEST(QuotaLedger, StateFileRoundTripsUsageByQueueName) {

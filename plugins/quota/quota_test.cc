@@ -1,0 +1,217 @@
+// quota plugin: Admit (leaf queues only, minimum members against the ledger's rules), PreFilter
+// (elastic gangs capped at what quota admits), Reserve / Unreserve (charges, marked borrowed above
+// nominal), and the no-queues case.
+#include "plugins/quota/quota.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "test/support/builders.h"
+
+namespace tidal::plugins {
+namespace {
+
+using tidal::testing::CaseName;
+using tidal::testing::MakeGang;
+
+template <typename T>
+  requires requires(const T& t) { t.name; }
+void PrintTo(const T& c, std::ostream* os) {
+  *os << c.name;
+}
+
+QueueSpec Q(std::string name, std::string parent, int64_t nominal, int64_t borrow = kUnlimited,
+            int64_t lend = kUnlimited) {
+  QueueSpec q;
+  q.name = std::move(name);
+  q.parent = std::move(parent);
+  q.nominal = {nominal, kUnlimited, kUnlimited};
+  q.borrowing_limit = {borrow, kUnlimited, kUnlimited};
+  q.lending_limit = {lend, kUnlimited, kUnlimited};
+  return q;
+}
+
+// org (32) > teamA (16, borrows <= 8), teamB (16, lends <= 4); solo (8, never borrows); 40 GPUs
+// (no unassigned capacity at the root).
+std::unique_ptr<QuotaLedger> Ledger() {
+  QueueConfig cfg;
+  cfg.queues = {Q("org", "", 32), Q("teamA", "org", 16, 8), Q("teamB", "org", 16, kUnlimited, 4), Q("solo", "", 8, 0)};
+  auto l = std::make_unique<QuotaLedger>(std::move(QueueTree::Build(cfg)).value());
+  l->SetCapacity({40, 1000000, int64_t{1} << 50});
+  return l;
+}
+
+Candidate On(int32_t members) {
+  Candidate c;
+  c.assignments = {{0, members}};
+  return c;
+}
+
+struct AdmitCase {
+  std::string name;
+  Workload w;
+  std::map<std::string, int64_t> used;  // GPUs already charged, per leaf
+  StatusCode code;
+  std::string reason;   // a substring of the refusal
+};
+
+class QuotaAdmitTest : public ::testing::TestWithParam<AdmitCase> {};
+
+TEST_P(QuotaAdmitTest, Decides) {
+  const AdmitCase& c = GetParam();
+  auto l = Ledger();
+  for (const auto& [q, gpus] : c.used) {
+    ASSERT_TRUE(l->Charge(q + "-run", l->tree().Find(q), {gpus, 0, 0}, false).ok()) << q;
+  }
+  Quota quota(l.get());
+  CycleState cs;
+  const Status s = quota.Admit(cs, c.w);
+  EXPECT_EQ(s.code(), c.code) << s.ToString();
+  EXPECT_NE(s.Message().find(c.reason), std::string::npos) << s.Message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, QuotaAdmitTest,
+    ::testing::Values(
+        AdmitCase{"WithinNominal", MakeGang("w").Queue("teamA").Members(2).Gpus(8).Obj(), {}, StatusCode::kSuccess, ""},
+        AdmitCase{"BorrowsWhatTheSiblingLends", MakeGang("w").Queue("teamA").Members(5).Gpus(4).Obj(), {},
+                  StatusCode::kSuccess, ""},
+        AdmitCase{"BeyondTheSiblingsLendingLimit", MakeGang("w").Queue("teamA").Members(3).Gpus(8).Obj(), {},
+                  StatusCode::kUnschedulable, "would borrow beyond what its cohort org can lend"},
+        AdmitCase{"BeyondTheBorrowingLimit", MakeGang("w").Queue("solo").Members(2).Gpus(8).Obj(), {},
+                  StatusCode::kUnschedulable, "queue solo would use 16 gpus, over nominal 8 + borrowing limit 0"},
+        // teamB is back, but org may still borrow solo's idle quota one level up.
+        AdmitCase{"BorrowsThroughTheParentFromAnIdleQueueAbove", MakeGang("w").Queue("teamA").Members(17).Gpus(1).Obj(),
+                  {{"teamB", 16}}, StatusCode::kSuccess, ""},
+        AdmitCase{"NothingLeftToBorrowAnywhere", MakeGang("w").Queue("teamA").Members(17).Gpus(1).Obj(),
+                  {{"teamB", 16}, {"solo", 8}}, StatusCode::kUnschedulable, "cohort org has 0 gpus lendable"},
+        AdmitCase{"WithinNominalEvenWhenTheSiblingBorrowed", MakeGang("w").Queue("teamA").Members(2).Gpus(8).Obj(),
+                  {{"teamB", 24}}, StatusCode::kSuccess, ""},
+        AdmitCase{"ElasticJudgedByItsMinimum", MakeGang("w").Queue("solo").Members(4).MinMembers(1).Gpus(8).Obj(), {},
+                  StatusCode::kSuccess, ""},
+        AdmitCase{"UnknownQueueNamesTheLeaves", MakeGang("w").Queue("ghost").Obj(), {},
+                  StatusCode::kUnschedulableAndUnresolvable,
+                  "queue \"ghost\" is not configured (leaf queues: teamA, teamB, solo)"},
+        AdmitCase{"InnerQueueIsRefused", MakeGang("w").Queue("org").Obj(), {}, StatusCode::kUnschedulableAndUnresolvable,
+                  "queue \"org\" is not a leaf queue"}),
+    CaseName());
+
+struct CapCase {
+  std::string name;
+  Workload w;
+  int32_t members;  // what PreFilter lets the search place
+};
+
+class QuotaPreFilterTest : public ::testing::TestWithParam<CapCase> {};
+
+TEST_P(QuotaPreFilterTest, CapsMembersAtWhatQuotaAdmits) {
+  auto l = Ledger();
+  Quota quota(l.get());
+  CycleState cs;
+  ASSERT_TRUE(quota.Admit(cs, GetParam().w).ok());
+  PlacementConstraints c;
+  c.members = GetParam().w.members;
+  ASSERT_TRUE(quota.PreFilter(cs, GetParam().w, TopologyLevels::Default(), c).ok());
+  EXPECT_EQ(c.members, GetParam().members);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, QuotaPreFilterTest,
+    ::testing::Values(
+        // 16 nominal + 4 lent by teamB = 20 GPUs: two 8-GPU members.
+        CapCase{"ElasticShrinksToQuota", MakeGang("w").Queue("teamA").Members(4).MinMembers(1).Gpus(8).Obj(), 2},
+        CapCase{"FitsWhole", MakeGang("w").Queue("teamA").Members(2).Gpus(8).Obj(), 2},
+        CapCase{"NoBorrowingQueueStopsAtNominal", MakeGang("w").Queue("solo").Members(8).MinMembers(1).Gpus(2).Obj(), 4}),
+    CaseName());
+
+TEST(QuotaPlugin, ReserveChargesAndMarksBorrowingAboveNominal) {
+  auto l = Ledger();
+  Quota quota(l.get());
+  const int a = l->tree().Find("teamA");
+  struct Step {
+    std::string id;
+    int32_t members;
+    bool borrowed;
+  };
+  // 3 x 4 GPUs = 12 (within 16), then 2 x 4 = 8 more: 20, above nominal.
+  for (const Step& s : {Step{"first", 3, false}, Step{"second", 2, true}}) {
+    const Workload w = MakeGang(s.id).Queue("teamA").Members(s.members).Gpus(4).Obj();
+    CycleState cs;
+    ASSERT_TRUE(quota.Admit(cs, w).ok());
+    ASSERT_TRUE(quota.Reserve(cs, w, On(s.members)).ok());
+    ASSERT_EQ(l->charges().count(s.id), 1u);
+    EXPECT_EQ(l->charges().at(s.id).borrowed, s.borrowed) << s.id;
+  }
+  EXPECT_EQ(l->Allocated(a)[0], 20);
+  EXPECT_EQ(l->Allocated(l->tree().Find("org"))[0], 20) << "charged up the tree";
+  CycleState cs;
+  quota.Unreserve(cs, MakeGang("second").Obj(), On(2));
+  EXPECT_EQ(l->Allocated(a)[0], 12);
+  EXPECT_EQ(l->charges().count("second"), 0u);
+}
+
+TEST(QuotaPlugin, ReserveChargesOnlyThePlacedMembers) {
+  auto l = Ledger();
+  Quota quota(l.get());
+  const Workload w = MakeGang("elastic").Queue("teamA").Members(4).MinMembers(1).Gpus(4).Obj();
+  CycleState cs;
+  ASSERT_TRUE(quota.Admit(cs, w).ok());
+  ASSERT_TRUE(quota.Reserve(cs, w, On(3)).ok());
+  EXPECT_EQ(l->Allocated(l->tree().Find("teamA"))[0], 12);
+}
+
+TEST(QuotaPlugin, ReserveRechecksQuotaTakenSinceAdmit) {
+  auto l = Ledger();
+  Quota quota(l.get());
+  const Workload w = MakeGang("late").Queue("solo").Members(1).Gpus(8).Obj();
+  CycleState cs;
+  ASSERT_TRUE(quota.Admit(cs, w).ok());
+  ASSERT_TRUE(l->Charge("sneaked-in", l->tree().Find("solo"), {8, 0, 0}, false).ok());
+  const Status s = quota.Reserve(cs, w, On(1));
+  EXPECT_EQ(s.code(), StatusCode::kUnschedulable) << s.ToString();
+  EXPECT_EQ(l->charges().count("late"), 0u) << "a refused reserve charges nothing";
+}
+
+TEST(QuotaPlugin, PreFilterAndReserveWithoutAdmitAreErrors) {
+  auto l = Ledger();
+  Quota quota(l.get());
+  const Workload w = MakeGang("w").Queue("teamA").Obj();
+  CycleState cs;
+  PlacementConstraints c;
+  c.members = 1;
+  EXPECT_EQ(quota.PreFilter(cs, w, TopologyLevels::Default(), c).code(), StatusCode::kError);
+  EXPECT_EQ(quota.Reserve(cs, w, On(1)).code(), StatusCode::kError);
+}
+
+TEST(QuotaPlugin, WithoutQueuesEverythingIsAdmittedAndNothingCharged) {
+  QueueConfig none;
+  QuotaLedger empty(std::move(QueueTree::Build(none)).value());
+  for (QuotaLedger* l : {static_cast<QuotaLedger*>(nullptr), &empty}) {
+    Quota quota(l);
+    const Workload w = MakeGang("w").Queue("anything").Members(100).Gpus(8).Obj();
+    CycleState cs;
+    EXPECT_TRUE(quota.Admit(cs, w).ok());
+    PlacementConstraints c;
+    c.members = 100;
+    EXPECT_TRUE(quota.PreFilter(cs, w, TopologyLevels::Default(), c).ok());
+    EXPECT_EQ(c.members, 100);
+    EXPECT_TRUE(quota.Reserve(cs, w, On(100)).ok());
+  }
+  EXPECT_TRUE(empty.charges().empty());
+}
+
+TEST(QuotaPlugin, ArgumentsAreRefused) {
+  auto ok = Quota::New(nlohmann::json::object(), PluginContext{TopologyLevels::Default()});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ((*ok)->Name(), "quota");
+  auto bad = Quota::New({{"strict", true}}, PluginContext{TopologyLevels::Default()});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().Message(), "strict: unknown argument (accepted: none)");
+}
+
+}  // namespace
+}  // namespace tidal::plugins
