@@ -1,79 +1,23 @@
+// ParsePodSchedulingSpec: Tidal's own keys, and (through the tables of pod_keys.cc) the upstream
+// PodGroup's and the peers' keys for gang, queue and topology.
+// Threading: pure functions.
 #include "core/engine/pod_spec.h"
 
-#include <cctype>
-
-#include "core/io/document.h"
+#include "core/api/duration.h"
 
 namespace tidal {
-namespace {
 
-const std::string* Lookup(const std::map<std::string, std::string>& labels,
-                          const std::map<std::string, std::string>& annotations, const char* key) {
-  if (auto it = annotations.find(key); it != annotations.end()) return &it->second;
-  if (auto it = labels.find(key); it != labels.end()) return &it->second;
-  return nullptr;
-}
-
-Status Bad(const char* key, const std::string& value, const std::string& accepted) {
-  return Status::Unresolvable(std::string(key) + ": invalid value \"" + value + "\" (accepted: " + accepted + ")",
-                              "podspec");
-}
-
-bool ParseInt(const std::string& s, int64_t* out) {
-  if (s.empty() || s.size() > 9) return false;
-  for (char c : s) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  }
-  *out = std::stoll(s);
-  return true;
-}
-
-}  // namespace
+using podkeys::Bad;
+using podkeys::Lookup;
 
 StatusOr<PodSchedulingSpec> ParsePodSchedulingSpec(const std::map<std::string, std::string>& labels,
                                                    const std::map<std::string, std::string>& annotations,
                                                    const TopologyLevels& levels) {
   PodSchedulingSpec s;
-  if (const auto* v = Lookup(labels, annotations, kLabelQueue)) {
-    if (v->empty() || v->size() > 63) return Bad(kLabelQueue, *v, "a queue name of 1-63 characters");
-    s.queue = *v;
-  }
-  if (const auto* v = Lookup(labels, annotations, kLabelGang)) {
-    s.gang = *v;
-  } else if (const auto* pg = Lookup(labels, annotations, kLabelPodGroup)) {
-    s.gang = *pg;
-  }
-  if (const auto* v = Lookup(labels, annotations, kLabelGangSize)) {
-    int64_t n = 0;
-    if (!ParseInt(*v, &n) || n < 1 || n > 10000) return Bad(kLabelGangSize, *v, "an integer 1..10000");
-    s.gang_size = static_cast<int32_t>(n);
-    if (s.gang.empty()) {
-      return Status::Unresolvable(std::string(kLabelGangSize) + ": set without " + kLabelGang +
-                                      " (accepted: add tidal.dev/gang naming the gang)",
-                                  "podspec");
-    }
-  } else if (!s.gang.empty()) {
-    return Status::Unresolvable(std::string(kLabelGangSize) + ": missing; required with " + kLabelGang +
-                                    " (accepted: an integer 1..10000)",
-                                "podspec");
-  }
-  s.gang_min = s.gang_size;
-  if (const auto* v = Lookup(labels, annotations, kLabelGangMin)) {
-    int64_t n = 0;
-    if (!ParseInt(*v, &n) || n < 1 || n > s.gang_size) {
-      return Bad(kLabelGangMin, *v, "an integer 1.." + std::to_string(s.gang_size));
-    }
-    s.gang_min = static_cast<int32_t>(n);
-  }
-  auto level = [&](const char* key, std::string* out) -> Status {
-    if (const auto* v = Lookup(labels, annotations, key)) {
-      if (levels.Find(*v) < 0) return Bad(key, *v, levels.Accepted());
-      *out = *v;
-    }
-    return Status::Ok();
-  };
-  if (Status st = level(kLabelTopologyRequired, &s.required_level); !st.ok()) return st;
-  if (Status st = level(kLabelTopologyPreferred, &s.preferred_level); !st.ok()) return st;
+  if (Status st = podkeys::ResolveQueue(labels, annotations, &s); !st.ok()) return st;
+  if (Status st = podkeys::ResolveExclusive(labels, annotations, &s); !st.ok()) return st;
+  if (Status st = podkeys::ResolveGang(labels, annotations, &s); !st.ok()) return st;
+  if (Status st = podkeys::ResolveTopology(labels, annotations, levels, &s); !st.ok()) return st;
   if (const auto* v = Lookup(labels, annotations, kLabelPreemptible)) {
     if (*v == "true") {
       s.preemptible = true;

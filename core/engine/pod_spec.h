@@ -1,9 +1,9 @@
 // What researchers write on their pods, parsed into plain scheduling fields.
 //
-// Labels or annotations (either works; an annotation wins when both are set):
+// Tidal's own keys (labels or annotations; either works, an annotation wins when both are set):
 //   tidal.dev/queue               queue name                      (default "default")
 //   tidal.dev/gang                gang name within the namespace  (default: the pod is its own gang)
-//   tidal.dev/gang-size           members of the gang, 1..10000   (required with tidal.dev/gang)
+//   tidal.dev/gang-size           members of the gang, 1..10000   (required with a gang that names no size)
 //   tidal.dev/gang-min            elastic minimum, 1..gang-size   (default gang-size)
 //   tidal.dev/topology-required   a topology level name, e.g. leaf
 //   tidal.dev/topology-preferred  a topology level name, e.g. nvlink
@@ -11,8 +11,12 @@
 //   tidal.dev/runtime-limit       duration: 90s, 30m, 12h, 1h30m, 2d
 //   tidal.dev/checkpoint-interval duration
 //   tidal.dev/class               training | inference | batch | interactive
-// The scheduler-plugins PodGroup label `scheduling.x-k8s.io/pod-group` is accepted as the gang
-// name (its size then still comes from tidal.dev/gang-size).
+// Then, for gang, queue and topology only, the upstream PodGroup (scheduling.k8s.io/v1alpha2, as
+// the shim hands it over in podgroup.internal.tidal.dev/* annotations of the converted pod) and
+// the keys of scheduler-plugins, Volcano, KAI, Kueue, JobSet and LeaderWorkerSet, in that fixed
+// order: the tables and the precedence are in pod_keys.cc (docs/user-guide.md lists them).
+// JobSet's / LeaderWorkerSet's exclusive-topology makes a pod a member of an exclusive domain
+// group (not a gang): see ExclusiveTopologyOf and Engine::PinExclusiveDomainLocked.
 // Every error names the key, the value and what is accepted.
 // Threading: pure functions.
 #pragma once
@@ -39,9 +43,22 @@ inline constexpr const char* kLabelCheckpointInterval = "tidal.dev/checkpoint-in
 inline constexpr const char* kLabelClass = "tidal.dev/class";
 inline constexpr const char* kLabelPodGroup = "scheduling.x-k8s.io/pod-group";
 
+// The upstream PodGroup of a pod (spec.schedulingGroup.podGroupName), as the shim writes it into
+// the converted pod's annotations (never the API object's; user-set values are dropped).
+inline constexpr const char* kPodGroupName = "podgroup.internal.tidal.dev/name";
+// "gang" (schedulingPolicy.gang), "basic" (schedulingPolicy.basic) or "missing" (the PodGroup
+// does not exist yet: the pod waits).
+inline constexpr const char* kPodGroupState = "podgroup.internal.tidal.dev/state";
+inline constexpr const char* kPodGroupMinCount = "podgroup.internal.tidal.dev/min-count";
+inline constexpr const char* kPodGroupTopologyKey = "podgroup.internal.tidal.dev/topology-key";
+
+inline constexpr const char* kJobSetExclusiveTopology = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+inline constexpr const char* kLwsExclusiveTopology = "leaderworkerset.sigs.k8s.io/exclusive-topology";
+
 struct PodSchedulingSpec {
   std::string queue = "default";
   std::string gang;               // "" = the pod alone
+  std::string gang_from;          // the key that named the gang (for messages), "" when alone
   int32_t gang_size = 1;
   int32_t gang_min = 1;
   std::string required_level, preferred_level;
@@ -49,10 +66,49 @@ struct PodSchedulingSpec {
   int64_t runtime_limit_s = 0;
   int64_t checkpoint_interval_s = 0;
   WorkloadClass workload_class = WorkloadClass::kBatch;
+  // Exclusive topology (JobSet, LeaderWorkerSet): every pod of `exclusive_group` ("jobset/<name>/
+  // <replicated job>/<job index>", "lws/<name>/<group index>"; in the pod's namespace) lands in one
+  // domain of the node label `exclusive_key`, which no other such group uses.
+  std::string exclusive_key, exclusive_group;
 };
 
+// Errors are Unresolvable with plugin "podspec" (the shim reports them as TidalInvalidSpec); a
+// pod whose upstream PodGroup does not exist yet gets Wait (plugin "gang"): held, never alone.
 StatusOr<PodSchedulingSpec> ParsePodSchedulingSpec(const std::map<std::string, std::string>& labels,
                                                    const std::map<std::string, std::string>& annotations,
                                                    const TopologyLevels& levels);
 
+// The exclusive-topology group of a pod, read cheaply (a few lookups, no validation): {node label
+// key, "<ns>/<group>"}; both "" when the pod names none or its group labels are incomplete.
+struct ExclusiveTopology {
+  std::string key, group;
+};
+ExclusiveTopology ExclusiveTopologyOf(const std::string& ns, const std::map<std::string, std::string>& labels,
+                                      const std::map<std::string, std::string>& annotations);
+
+// --- pod_keys.cc: the key tables (internal to ParsePodSchedulingSpec, exposed for tests) ---------
+namespace podkeys {
+
+// The annotation, else the label; nullptr when neither is set.
+const std::string* Lookup(const std::map<std::string, std::string>& labels,
+                          const std::map<std::string, std::string>& annotations, const std::string& key);
+// "KEY: invalid value "V" (accepted: ACCEPTED)", Unresolvable, plugin "podspec".
+Status Bad(const std::string& key, const std::string& value, const std::string& accepted);
+// A decimal integer 1..max; false otherwise.
+bool ParseCount(const std::string& s, int64_t max, int64_t* out);
+// Gang name, size and elastic minimum (tidal.dev/gang, the PodGroup, the peers' keys).
+Status ResolveGang(const std::map<std::string, std::string>& labels, const std::map<std::string, std::string>& annotations,
+                   PodSchedulingSpec* s);
+Status ResolveQueue(const std::map<std::string, std::string>& labels,
+                    const std::map<std::string, std::string>& annotations, PodSchedulingSpec* s);
+Status ResolveTopology(const std::map<std::string, std::string>& labels,
+                       const std::map<std::string, std::string>& annotations, const TopologyLevels& levels,
+                       PodSchedulingSpec* s);
+// exclusive-topology: the node label key and the group (JobSet child Job, LeaderWorkerSet group).
+Status ResolveExclusive(const std::map<std::string, std::string>& labels,
+                        const std::map<std::string, std::string>& annotations, PodSchedulingSpec* s);
+// The level whose node label key is `key` ("node" for kubernetes.io/hostname); "" when none.
+std::string LevelOfLabelKey(const TopologyLevels& levels, const std::string& key);
+
+}  // namespace podkeys
 }  // namespace tidal

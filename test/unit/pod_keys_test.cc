@@ -1,0 +1,354 @@
+// The keys Tidal reads (core/engine/pod_keys.cc): precedence between Tidal's own, the upstream
+// PodGroup's and the peers' keys, their errors, and JobSet's exclusive topology in the engine.
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/engine/engine.h"
+#include "core/engine/pod_spec.h"
+
+namespace tidal {
+namespace {
+
+using Map = std::map<std::string, std::string>;
+
+StatusOr<PodSchedulingSpec> Parse(const Map& labels, const Map& annotations = {}) {
+  return ParsePodSchedulingSpec(labels, annotations, TopologyLevels::Default());
+}
+
+Map PodGroupGang(const std::string& name, const std::string& min, const std::string& topology = "") {
+  Map a = {{kPodGroupName, name}, {kPodGroupState, "gang"}, {kPodGroupMinCount, min}};
+  if (!topology.empty()) a[kPodGroupTopologyKey] = topology;
+  return a;
+}
+
+TEST(PodKeysTest, TidalKeysComeFirst) {
+  Map labels = {{kLabelGang, "mine"}, {"scheduling.x-k8s.io/pod-group", "theirs"}, {"kueue.x-k8s.io/pod-group-name", "k"}};
+  Map ann = PodGroupGang("pg", "4", "topology.tidal.dev/nvlink");
+  ann[kLabelGangSize] = "2";
+  ann[kLabelTopologyRequired] = "leaf";
+  auto s = Parse(labels, ann);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "mine");
+  EXPECT_EQ(s->gang_size, 2);
+  EXPECT_EQ(s->required_level, "leaf");
+}
+
+TEST(PodKeysTest, UpstreamPodGroupGivesGangSizeAndTopology) {
+  auto s = Parse({{"scheduling.x-k8s.io/pod-group", "theirs"}}, PodGroupGang("pg", "4", "topology.tidal.dev/leaf"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "pg");
+  EXPECT_EQ(s->gang_size, 4);
+  EXPECT_EQ(s->gang_min, 4);
+  EXPECT_EQ(s->required_level, "leaf");
+  EXPECT_EQ(s->gang_from, "PodGroup pg");
+  // tidal.dev/gang-size and gang-min still refine it.
+  Map ann = PodGroupGang("pg", "4");
+  ann[kLabelGangSize] = "6";
+  ann[kLabelGangMin] = "3";
+  s = Parse({}, ann);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang_size, 6);
+  EXPECT_EQ(s->gang_min, 3);
+}
+
+TEST(PodKeysTest, MissingPodGroupWaitsAndBasicIsAlone) {
+  auto s = Parse({}, {{kPodGroupName, "pg"}, {kPodGroupState, "missing"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kWait);
+  EXPECT_NE(s.status().Message().find("PodGroup pg"), std::string::npos) << s.status().Message();
+  // The PodGroup claims the pod: the peers' keys below it do not make it a gang.
+  s = Parse({{"scheduling.x-k8s.io/pod-group", "theirs"}}, {{kPodGroupName, "pg"}, {kPodGroupState, "basic"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "");
+  EXPECT_EQ(s->gang_size, 1);
+}
+
+TEST(PodKeysTest, PodGroupErrorsNameTheField) {
+  auto s = Parse({}, PodGroupGang("pg", "0"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnschedulableAndUnresolvable);
+  EXPECT_NE(s.status().Message().find("PodGroup pg spec.schedulingPolicy.gang.minCount: invalid value \"0\""),
+            std::string::npos)
+      << s.status().Message();
+  s = Parse({}, PodGroupGang("pg", "4", "topology.kubernetes.io/rack"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().Message().find("PodGroup pg spec.schedulingConstraints.topology[0].key: invalid value "
+                                      "\"topology.kubernetes.io/rack\""),
+            std::string::npos)
+      << s.status().Message();
+  EXPECT_NE(s.status().Message().find("topology.tidal.dev/leaf"), std::string::npos) << s.status().Message();
+}
+
+TEST(PodKeysTest, PeersInTheirFixedOrder) {
+  // scheduler-plugins before Volcano before KAI before Kueue.
+  Map labels = {{"scheduling.x-k8s.io/pod-group", "sp"}, {"kueue.x-k8s.io/pod-group-name", "kq"}};
+  Map ann = {{"scheduling.k8s.io/group-name", "vc"}, {"pod-group-name", "kai"}, {kLabelGangSize, "3"}};
+  auto s = Parse(labels, ann);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "sp");
+  labels.erase("scheduling.x-k8s.io/pod-group");
+  EXPECT_EQ(Parse(labels, ann)->gang, "vc");
+  ann.erase("scheduling.k8s.io/group-name");
+  EXPECT_EQ(Parse(labels, ann)->gang, "kai");
+  ann.erase("pod-group-name");
+  EXPECT_EQ(Parse(labels, ann)->gang, "kq");
+}
+
+TEST(PodKeysTest, PeerWithoutSizeNeedsTidalGangSize) {
+  auto s = Parse({}, {{"scheduling.k8s.io/group-name", "vc"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnschedulableAndUnresolvable);
+  EXPECT_NE(s.status().Message().find("tidal.dev/gang-size: missing; required with scheduling.k8s.io/group-name"),
+            std::string::npos)
+      << s.status().Message();
+  EXPECT_NE(s.status().Message().find("Volcano keeps the size in its PodGroup's minMember"), std::string::npos)
+      << s.status().Message();
+  s = Parse({{kLabelGang, "g"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message(),
+            "tidal.dev/gang-size: missing; required with tidal.dev/gang (accepted: an integer 1..10000)");
+}
+
+TEST(PodKeysTest, KueueAndLeaderWorkerSetCarryTheirSize) {
+  auto s = Parse({{"kueue.x-k8s.io/pod-group-name", "kq"}, {"kueue.x-k8s.io/queue-name", "team-a"}},
+                 {{"kueue.x-k8s.io/pod-group-total-count", "5"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "kq");
+  EXPECT_EQ(s->gang_size, 5);
+  EXPECT_EQ(s->queue, "team-a");
+  s = Parse({{"kueue.x-k8s.io/pod-group-name", "kq"}}, {{"kueue.x-k8s.io/pod-group-total-count", "five"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message(),
+            "kueue.x-k8s.io/pod-group-total-count: invalid value \"five\" (accepted: an integer 1..10000)");
+  s = Parse({{"leaderworkerset.sigs.k8s.io/name", "vllm"}, {"leaderworkerset.sigs.k8s.io/group-index", "2"}},
+            {{"leaderworkerset.sigs.k8s.io/size", "4"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "vllm-2");
+  EXPECT_EQ(s->gang_size, 4);
+}
+
+TEST(PodKeysTest, JobSetLabelsAloneAreNoGang) {
+  Map labels = {{"jobset.sigs.k8s.io/jobset-name", "js"}, {"jobset.sigs.k8s.io/replicatedjob-name", "workers"},
+                {"jobset.sigs.k8s.io/job-index", "0"}};
+  auto s = Parse(labels);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "");
+  // With a size the whole JobSet is one gang.
+  s = Parse(labels, {{kLabelGangSize, "8"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "js");
+  EXPECT_EQ(s->gang_size, 8);
+}
+
+TEST(PodKeysTest, ExclusiveTopologyIsADomainGroupNotAGang) {
+  Map labels = {{"jobset.sigs.k8s.io/jobset-name", "js"}, {"jobset.sigs.k8s.io/replicatedjob-name", "workers"},
+                {"jobset.sigs.k8s.io/job-index", "1"}};
+  Map ann = {{kJobSetExclusiveTopology, "topology.tidal.dev/leaf"}};
+  auto s = Parse(labels, ann);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "");
+  EXPECT_EQ(s->exclusive_key, "topology.tidal.dev/leaf");
+  EXPECT_EQ(s->exclusive_group, "jobset/js/workers/1");
+  ExclusiveTopology ex = ExclusiveTopologyOf("team", labels, ann);
+  EXPECT_EQ(ex.key, "topology.tidal.dev/leaf");
+  EXPECT_EQ(ex.group, "team/jobset/js/workers/1");
+  labels.erase("jobset.sigs.k8s.io/job-index");
+  s = Parse(labels, ann);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().Message().find("alpha.jobset.sigs.k8s.io/exclusive-topology: set without the group's labels"),
+            std::string::npos)
+      << s.status().Message();
+  EXPECT_TRUE(ExclusiveTopologyOf("team", labels, ann).key.empty());
+  s = Parse({}, {{kLwsExclusiveTopology, "not a key"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().Message().find("leaderworkerset.sigs.k8s.io/exclusive-topology: invalid value \"not a key\""),
+            std::string::npos)
+      << s.status().Message();
+}
+
+TEST(PodKeysTest, QueueKeysInOrder) {
+  Map labels = {{"kueue.x-k8s.io/queue-name", "kq"}, {"kai.scheduler/queue", "kai"}};
+  Map ann = {{"scheduling.volcano.sh/queue-name", "vc"}};
+  EXPECT_EQ(Parse(labels, ann)->queue, "vc");
+  ann.clear();
+  EXPECT_EQ(Parse(labels, ann)->queue, "kai");
+  labels.erase("kai.scheduler/queue");
+  labels["runai/queue"] = "runai";
+  EXPECT_EQ(Parse(labels, ann)->queue, "runai");
+  labels[kLabelQueue] = "tidal";
+  EXPECT_EQ(Parse(labels, ann)->queue, "tidal");
+  auto s = Parse({{"kueue.x-k8s.io/queue-name", ""}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message(),
+            "kueue.x-k8s.io/queue-name: invalid value \"\" (accepted: a queue name of 1-63 characters)");
+}
+
+TEST(PodKeysTest, TopologyLabelKeysMapToLevels) {
+  auto s = Parse({}, {{"kueue.x-k8s.io/podset-required-topology", "topology.tidal.dev/nvlink"},
+                      {"kai.scheduler/topology-preferred-placement", "kubernetes.io/hostname"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->required_level, "nvlink");
+  EXPECT_EQ(s->preferred_level, "node");
+  // KAI before Kueue; Tidal's level names before both.
+  s = Parse({}, {{"kueue.x-k8s.io/podset-required-topology", "topology.tidal.dev/nvlink"},
+                 {"kai.scheduler/topology-required-placement", "topology.tidal.dev/block"}});
+  EXPECT_EQ(s->required_level, "block");
+  s = Parse({}, {{"kueue.x-k8s.io/podset-preferred-topology", "cloud.example.com/rack"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message(),
+            "kueue.x-k8s.io/podset-preferred-topology: invalid value \"cloud.example.com/rack\" (accepted: a node label "
+            "key of a topology level: topology.tidal.dev/block, topology.tidal.dev/leaf, topology.tidal.dev/nvlink, "
+            "kubernetes.io/hostname)");
+}
+
+TEST(PodKeysTest, GangSizeWithoutAnyGangIsRefused) {
+  auto s = Parse({}, {{kLabelGangSize, "4"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().Message().find("tidal.dev/gang-size: set without a gang name"), std::string::npos);
+}
+
+// --- the engine: exclusive topology and the upstream PodGroup ---------------------------------------
+
+NodeInfo Node8(const std::string& name, const std::string& leaf) {
+  NodeInfo n;
+  n.name = name;
+  n.labels = {{"topology.tidal.dev/block", "b0"}, {"topology.tidal.dev/leaf", leaf}, {"topology.tidal.dev/nvlink", name}};
+  n.capacity = Resources{8, 64000, int64_t{512} << 30};
+  return n;
+}
+
+PodInfo JobSetPod(const std::string& job, int index) {
+  PodInfo p;
+  p.name = job + "-" + std::to_string(index);
+  p.uid = "uid-" + p.name;
+  p.ns = "team";
+  p.scheduler_name = "tidal-scheduler";
+  p.request = Resources{8, 1000, 1 << 30};
+  p.labels = {{"jobset.sigs.k8s.io/jobset-name", "js"}, {"jobset.sigs.k8s.io/replicatedjob-name", "rj"},
+              {"jobset.sigs.k8s.io/job-index", job}};
+  p.annotations = {{kJobSetExclusiveTopology, "topology.tidal.dev/leaf"}};
+  return p;
+}
+
+class ExclusiveEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto e = Engine::Create(EngineConfig{}, [] { return int64_t{1000}; });
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+    SyncBatch b;
+    b.resync = true;
+    for (int i = 0; i < 8; ++i) b.upsert_nodes.push_back(Node8("n" + std::to_string(i), i < 4 ? "l0" : "l1"));
+    ASSERT_TRUE(Sync(b).ok());
+  }
+  Status Sync(const SyncBatch& b) {
+    uint64_t gen = 0;
+    return engine_->Sync(b, &gen);
+  }
+  void Add(const PodInfo& p) {
+    SyncBatch b;
+    b.upsert_pods = {p};
+    ASSERT_TRUE(Sync(b).ok());
+  }
+  // Plans, reserves, permits and binds one pod; "" when it was not placed (*why says why).
+  std::string Place(const PodInfo& p, std::string* why = nullptr) {
+    std::string gang;
+    Status st = engine_->CheckPod(p.uid, &gang);
+    if (!st.ok()) return why ? (*why = st.Message(), "") : "";
+    PlanResult r = engine_->PlanPod(p.uid);
+    if (!r.status.ok()) return why ? (*why = r.status.Message(), "") : "";
+    EXPECT_TRUE(engine_->Reserve(p.uid, r.node).ok());
+    EXPECT_TRUE(engine_->Permit(p.uid).status.ok());
+    EXPECT_TRUE(engine_->Bound(p.uid, r.node).ok());
+    PodInfo bound = p;
+    bound.node_name = r.node;
+    bound.phase = PodPhase::kRunning;
+    Add(bound);
+    return r.node;
+  }
+  static std::string Leaf(const std::string& node) { return std::stoi(node.substr(1)) < 4 ? "l0" : "l1"; }
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(ExclusiveEngineTest, LeaderFirstThenFollowersPinnedIntoItsDomain) {
+  // Something else already uses a node of l0: the leader picks the domain with the most room.
+  PodInfo other = JobSetPod("x", 0);
+  other.annotations.clear();
+  other.labels.clear();
+  other.name = other.uid = "plain";
+  other.scheduler_name = "default-scheduler";
+  other.node_name = "n0";
+  other.phase = PodPhase::kRunning;
+  Add(other);
+  PodInfo leader = JobSetPod("0", 0);
+  Add(leader);
+  const std::string at = Place(leader);
+  ASSERT_FALSE(at.empty());
+  EXPECT_EQ(Leaf(at), "l1");
+  // Followers arrive only now (JobSet's webhook); each runs at once, in the leader's leaf.
+  for (int i = 1; i < 4; ++i) {
+    PodInfo f = JobSetPod("0", i);
+    Add(f);
+    std::string why;
+    const std::string n = Place(f, &why);
+    ASSERT_FALSE(n.empty()) << why;
+    EXPECT_EQ(Leaf(n), "l1") << n;
+  }
+  // The leaf is full: a 5th follower waits rather than leave the domain.
+  PodInfo extra = JobSetPod("0", 4);
+  Add(extra);
+  std::string why;
+  EXPECT_TRUE(Place(extra, &why).empty());
+  EXPECT_NE(why.find("topology.tidal.dev/leaf"), std::string::npos) << why;
+}
+
+TEST_F(ExclusiveEngineTest, OtherGroupsStayOutOfAClaimedDomain) {
+  Add(JobSetPod("0", 0));
+  ASSERT_FALSE(Place(JobSetPod("0", 0)).empty());
+  Add(JobSetPod("1", 0));
+  const std::string b = Place(JobSetPod("1", 0));
+  ASSERT_FALSE(b.empty());
+  std::string why;
+  PodInfo a1 = JobSetPod("0", 1);
+  Add(a1);
+  const std::string a = Place(a1);
+  ASSERT_FALSE(a.empty());
+  EXPECT_NE(Leaf(a), Leaf(b)) << "job 0 and job 1 share a leaf";
+  // A third job finds no leaf free of the other two: it waits, and says so.
+  PodInfo c = JobSetPod("2", 0);
+  Add(c);
+  EXPECT_TRUE(Place(c, &why).empty());
+  EXPECT_NE(why.find("no-free-exclusive-domain"), std::string::npos) << why;
+}
+
+TEST_F(ExclusiveEngineTest, PodGroupGangWaitsForItsPodGroupThenPlansWhole) {
+  PodInfo p = JobSetPod("x", 0);
+  p.labels.clear();
+  p.annotations = {{kPodGroupName, "pg"}, {kPodGroupState, "missing"}};
+  Add(p);
+  std::string gang;
+  Status st = engine_->CheckPod(p.uid, &gang);
+  EXPECT_EQ(st.code(), StatusCode::kWait) << st.ToString();
+  EXPECT_FALSE(engine_->PlanPod(p.uid).status.ok());
+  for (int i = 0; i < 2; ++i) {
+    PodInfo m = p;
+    m.name = "pg-" + std::to_string(i);
+    m.uid = "uid-" + m.name;
+    m.annotations = PodGroupGang("pg", "2", "topology.tidal.dev/leaf");
+    Add(m);
+  }
+  p.annotations = PodGroupGang("pg", "2", "topology.tidal.dev/leaf");
+  Add(p);  // now three pods of a gang of 2: the first two planned, the third surplus or waiting
+  EXPECT_TRUE(engine_->CheckPod("uid-pg-0", &gang).ok());
+  EXPECT_EQ(gang, "team/pg");
+  PlanResult r0 = engine_->PlanPod("uid-pg-0");
+  PlanResult r1 = engine_->PlanPod("uid-pg-1");
+  ASSERT_TRUE(r0.status.ok()) << r0.status.ToString();
+  ASSERT_TRUE(r1.status.ok()) << r1.status.ToString();
+  EXPECT_EQ(Leaf(r0.node), Leaf(r1.node));
+}
+
+}  // namespace
+}  // namespace tidal
