@@ -67,6 +67,12 @@ T_ETCD=$(e2e_now_ms)
 # lift the not-ready taint from new nodes), Priority is off (no need for system priority classes).
 # --endpoint-reconciler-type=none: the "kubernetes" service cannot point at a loopback address anyway
 # (the reconciler would log an error every 10 s), and nothing runs in-cluster here.
+# The upstream gang API (kube-scheduler v1.36's scheduling.k8s.io/v1alpha2 Workload and PodGroup,
+# pod spec.schedulingGroup) is alpha: served with --runtime-config and the GenericWorkload gate (without
+# it the apiserver drops spec.schedulingGroup from pods), PodGroup schedulingConstraints with
+# TopologyAwareWorkloadScheduling. These are apiserver gates only: tidal-scheduler keeps GenericWorkload
+# and GangScheduling off (their defaults), so no profile of it runs kube-scheduler's own pod-group cycle
+# or GangScheduling plugin; Tidal gang-schedules its pods (test/e2e/cases/upstream.sh).
 e2e_start "$BASE" kube-apiserver "$B/kube-apiserver" \
   --etcd-servers="$ETCD_URL" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$TIDAL_E2E_APISERVER_PORT" \
@@ -78,6 +84,8 @@ e2e_start "$BASE" kube-apiserver "$B/kube-apiserver" \
   --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true --endpoint-reconciler-type=none \
   --disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority \
   --enable-priority-and-fairness=false --max-requests-inflight=2000 --max-mutating-requests-inflight=1000 \
+  --runtime-config=scheduling.k8s.io/v1alpha2=true \
+  --feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true \
   --profiling=false --v="$TIDAL_E2E_APISERVER_V"
 API_URL=https://127.0.0.1:$TIDAL_E2E_APISERVER_PORT
 e2e_wait "$BASE" kube-apiserver "kube-apiserver /readyz" \

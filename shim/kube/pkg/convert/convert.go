@@ -63,6 +63,7 @@ func Pod(p *v1.Pod) *tidalv1.Pod {
 		CreationUnix:  p.CreationTimestamp.Unix(),
 		Terminating:   p.DeletionTimestamp != nil,
 	}
+	applyPodGroup(p, out) // the upstream PodGroup (podgroup.go)
 	if p.CreationTimestamp.IsZero() {
 		out.CreationUnix = 0
 	}

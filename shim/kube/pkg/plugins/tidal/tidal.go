@@ -45,7 +45,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
+	"github.com/tidal-sched/tidal/shim/kube/pkg/convert"
 	"github.com/tidal-sched/tidal/shim/kube/pkg/engineclient"
+	"github.com/tidal-sched/tidal/shim/kube/pkg/podgroup"
 )
 
 // Name is the plugin name used in KubeSchedulerConfiguration profiles.
@@ -131,6 +133,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 				return nil, err
 			}
 			if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: p.forgetDeleted}); err != nil {
+				return nil, err
+			}
+			if err := podgroup.Watch(ctx, h, client.Refresh, logger); err != nil { // upstream PodGroups (pkg/podgroup)
 				return nil, err
 			}
 		}
@@ -352,15 +357,40 @@ func reasons(s *tidalv1.Status, fallback string) []string {
 	return s.GetReasons()
 }
 
+// gangKeys: the keys that name a gang, in the engine's order (core/engine/pod_keys.cc); a row's
+// values are joined by "-". The upstream PodGroup (spec.schedulingGroup) comes right after row 0.
+var gangKeys = [][]string{
+	{"tidal.dev/gang"},
+	{"scheduling.x-k8s.io/pod-group"},  // scheduler-plugins
+	{"scheduling.k8s.io/group-name"},   // Volcano
+	{"pod-group-name"},                 // KAI
+	{"kueue.x-k8s.io/pod-group-name"},  // Kueue
+	{"jobset.sigs.k8s.io/jobset-name"}, // JobSet
+	{"leaderworkerset.sigs.k8s.io/name", "leaderworkerset.sigs.k8s.io/group-index"}, // LeaderWorkerSet
+}
+
 // gangOf is the gang a pod names itself (the same keys the engine reads; "" when none). It only
 // narrows which held pods an added pod may complete; the engine decides.
 func gangOf(pod *v1.Pod) string {
-	for _, k := range []string{"tidal.dev/gang", "scheduling.x-k8s.io/pod-group"} {
-		if v, ok := pod.Annotations[k]; ok {
-			return v
+	for i, row := range gangKeys {
+		if i == 1 {
+			if pg := convert.PodGroupName(pod); pg != "" {
+				return pg
+			}
 		}
-		if v, ok := pod.Labels[k]; ok {
-			return v
+		var vals []string
+		for _, k := range row {
+			v, ok := pod.Annotations[k]
+			if !ok {
+				v, ok = pod.Labels[k]
+			}
+			if !ok || v == "" {
+				break
+			}
+			vals = append(vals, v)
+		}
+		if len(vals) == len(row) {
+			return strings.Join(vals, "-")
 		}
 	}
 	return ""
