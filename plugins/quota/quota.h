@@ -6,7 +6,8 @@
 //   "queue team-a uses 48/48 gpus (borrowing limit 0, borrowed 0); cohort org has 0 gpus lendable".
 // PreFilter: caps the members to place at what quota admits (elastic gangs shrink to fit quota).
 // Reserve: charges the placed members to the queue, marked borrowed when the queue goes above its
-//   nominal quota (preemption reclaims borrowed work first); Unreserve releases the charge.
+//   nominal quota (informational: preemption judges borrowing from the ledger's current state);
+//   Unreserve releases the charge.
 // Without a ledger or with no queues configured, every workload is admitted. Refusals are memoized
 // while the ledger's version (core/state/queues.h) is unchanged.
 // Threading: cycle thread only; the ledger is owned by the state owner.
