@@ -199,7 +199,6 @@ PreemptResult Engine::Preempt(const std::string& uid) {
   }
   DropHoldLocked(w->id);  // choosing afresh
   EnsurePreemptViewLocked();
-  ledger_.Advance(clock_());
   Overlay overlay(*pview_);
   for (auto& a : OverlaysLocked(*w)) overlay.Add(std::move(a));
   Decision d = sched_->ScheduleOne(*pview_, *w, clock_());
