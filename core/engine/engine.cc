@@ -169,6 +169,7 @@ void Engine::EnsureStateLocked() {
       }
     }
     if (lost_node) {
+      ledger_.Uncharge(PlanId(g));  // a re-plan charges again
       g.plan.reset();
       g.last_reason = "plan dropped: a planned node left the cluster";
       continue;
@@ -186,7 +187,12 @@ void Engine::ChargePodLocked(const PodInfo& p, bool borrowed) {
   if (!spec.ok()) return;
   const int q = ledger_.tree().Find(spec->queue);
   if (q <= 0 || !ledger_.tree().IsLeaf(q)) return;
-  (void)ledger_.Charge(p.uid, q, ledger_.tree().Request(p.request, ""), borrowed);
+  (void)ledger_.Charge(p.uid, q, ledger_.tree().Request(p.request, NodeModelLocked(p.node_name)), borrowed);
+}
+
+std::string Engine::NodeModelLocked(const std::string& node) const {
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? std::string() : it->second.gpu_model;
 }
 
 void Engine::ApplyBoundLocked(const PodInfo& p) {
@@ -203,7 +209,7 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
         auto ch = ledger_.charges().find(plan_id);
         if (ch != ledger_.charges().end()) {
           borrowed = ch->second.borrowed;
-          ledger_.Reduce(plan_id, ledger_.tree().Request(gi->second.plan->per_member, ""));
+          ledger_.Reduce(plan_id, ledger_.tree().Request(gi->second.plan->per_member, NodeModelLocked(s->node)));
         }
         slots.erase(s);
         if (slots.empty()) {
@@ -253,9 +259,17 @@ void Engine::DropPlanLocked(Gang& g) {
 }
 
 void Engine::ExpirePlansLocked() {
+  // From the deadline index: only plans whose TTL ran out are looked at (an entry whose gang was
+  // re-planned, bound or erased since is stale and skipped).
   const int64_t now = clock_();
-  for (auto& [key, g] : gangs_) {
-    if (!g.plan || now - g.plan->created_s <= cfg_.plan_ttl_s) continue;
+  while (!plan_deadlines_.empty() && plan_deadlines_.begin()->first < now - cfg_.plan_ttl_s) {
+    const std::string key = plan_deadlines_.begin()->second;
+    const int64_t created = plan_deadlines_.begin()->first;
+    plan_deadlines_.erase(plan_deadlines_.begin());
+    auto it = gangs_.find(key);
+    if (it == gangs_.end()) continue;
+    Gang& g = it->second;
+    if (!g.plan || g.plan->created_s != created) continue;
     const bool all_reserved = std::all_of(g.plan->slots.begin(), g.plan->slots.end(), [](const Slot& s) { return s.reserved; });
     if (all_reserved) continue;
     DropPlanLocked(g);
@@ -283,8 +297,17 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
   if (p.uid.empty()) return Status::Error("pod " + p.Key() + ": uid: must not be empty");
   if (p.name.empty()) return Status::Error("pod uid " + p.uid + ": name: must not be empty");
   if (p.request.AnyNegative()) return Status::Error("pod " + p.Key() + ": request: must not be negative");
-  pods_[p.uid] = p;
   auto charged = charged_.find(p.uid);
+  if (charged != charged_.end() && p.node_name.empty() && p.phase == PodPhase::kPending) {
+    // A pod is never unbound: an update without a node for a pod the engine knows bound (by Bound
+    // from PostBind, or an earlier update) is stale, sent before the binding reached the
+    // informer. Keep the binding and its charge.
+    PodInfo kept = p;
+    kept.node_name = charged->second.first;
+    pods_[p.uid] = std::move(kept);
+    return Status::Ok();
+  }
+  pods_[p.uid] = p;
   if (p.UsesCapacity()) {
     if (charged == charged_.end() || charged->second.first != p.node_name || !(charged->second.second == p.request)) {
       ReleaseBoundLocked(p.uid);

@@ -307,6 +307,7 @@ class Engine {
   std::optional<Workload> GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound) const;
   Node ToNode(const NodeInfo& n) const;
   void AttachConstraintsLocked(const Gang& g, Workload& w) const;
+  std::string NodeModelLocked(const std::string& node) const;  // "" when unknown
   // --- exclusive topology (engine_exclusive.cc)
   // A gang whose pods name a JobSet / LeaderWorkerSet exclusive topology: pins its workload to its
   // group's domain, choosing one (unused by other such groups) for the group's first member.
@@ -318,6 +319,8 @@ class Engine {
   // Plans the heads of queues further below their fair share than w's (their pods into
   // *activate); returns a note naming the first, or "".
   std::string PlanAheadLocked(const Workload& w, std::vector<PodRefInfo>* activate);
+  // Plans the head gang of `queue` if it fits now; returns its key ("" when nothing was planned).
+  std::string PlanQueueHeadLocked(const std::string& queue, std::vector<PodRefInfo>* activate);
   void ReindexGangLocked(const std::string& key);  // after any change to the gang's pods
   void UnindexGangLocked(Gang& g);                 // before the gang is erased
 
@@ -336,6 +339,7 @@ class Engine {
   std::unordered_map<std::string, std::string> pod_gang_;   // uid -> gang key (Tidal pods only)
   std::map<std::string, Gang> gangs_;
   std::map<std::string, std::set<HeadKey>> pending_by_queue_;  // queue -> pending gangs in order
+  std::set<std::pair<int64_t, std::string>> plan_deadlines_;   // (plan created_s, gang): expiry index
   std::unordered_map<std::string, std::pair<std::string, Resources>> charged_;  // uid -> node, request
   // Bound pods on the timeline: since when each runs (the kubelet's start time once reported,
   // until then when the engine first saw it bound) and its declared run time (0: the class

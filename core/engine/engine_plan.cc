@@ -5,9 +5,10 @@
 // which knows nothing of queues. So when a pod of queue Q asks for a plan, the engine first plans
 // the head gang of every queue that is further below its fair share than Q (hierarchical weighted
 // DRF: QuotaLedger::FairShareRanks, the same order the engine config defines and `tidalctl sim` uses), at
-// most kMaxAhead of them, if they fit now; their pods are returned for the shim to Activate. Q's
-// pod is planned afterwards on what is left: it still runs when there is room for both (work
-// conserving), and waits, saying which queue went first, when there is not. A queue's head is its
+// again and again (ranks are recomputed after each plan) until no queue ahead of Q has a head that
+// fits now, at most kMaxAhead plans; their pods are returned for the shim to Activate. Q's pod is
+// planned afterwards on what is left: it runs when the queues ahead cannot use the room (work
+// conserving), and waits, saying which queue went first, when they can. A queue's head is its
 // first pending gang by priority, then submit time (pending_by_queue_, kept up to date on every
 // pod change by ReindexGangLocked, so no scan of every gang per plan).
 //
@@ -15,13 +16,14 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <set>
 
 #include "core/engine/engine.h"
 
 namespace tidal {
 
 namespace {
-constexpr int kMaxAhead = 4;       // heads planned ahead per PlanPod
+constexpr int kMaxAhead = 16;      // gangs planned ahead per PlanPod
 constexpr int kHeadLookahead = 4;  // pending gangs of a queue looked at to find its head
 // Preferred node affinity, first pass: w with its heaviest preferred term made required (ANDed
 // into every required term), so a placement on the preferred nodes wins when one exists;
@@ -129,6 +131,7 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   for (const auto& a : d.placement.assignments) {
     for (int32_t i = 0; i < a.members; ++i) plan.slots.push_back(Slot{state_->node(a.node).name, "", false});
   }
+  plan_deadlines_.insert({plan.created_s, g.key});
   g.plan = std::move(plan);
   g.last_reason = "planned: " + d.explanation;
   return d;
@@ -138,47 +141,56 @@ std::string Engine::PlanAheadLocked(const Workload& w, std::vector<PodRefInfo>* 
   const QueueTree& t = ledger_.tree();
   const int own = w.queue_id > 0 ? w.queue_id : t.Find(w.queue);
   if (own <= 0 || pending_by_queue_.size() < 2) return {};
-  const std::vector<int32_t> rank = ledger_.FairShareRanks();
-  const auto rank_of = [&](int q) { return rank[static_cast<size_t>(q)]; };
-  std::vector<int> ahead;
-  for (const auto& [name, gangs] : pending_by_queue_) {
-    const int q = t.Find(name);
-    if (q > 0 && q != own && t.IsLeaf(q) && rank_of(q) < rank_of(own)) ahead.push_back(q);
-  }
-  std::sort(ahead.begin(), ahead.end(), [&](int a, int b) { return std::pair(rank_of(a), a) < std::pair(rank_of(b), b); });
   std::string note;
-  int planned = 0;
-  for (int q : ahead) {
-    if (planned >= kMaxAhead) break;
-    auto idx = pending_by_queue_.find(t.Name(q));
-    if (idx == pending_by_queue_.end()) continue;
-    // The queue's head: its first gang that can be planned (complete, valid, not planned yet).
-    int looked = 0;
-    for (auto it = idx->second.begin(); it != idx->second.end() && looked < kHeadLookahead; ++it, ++looked) {
-      Gang& h = gangs_.at(it->gang);
-      if (h.plan || h.pods.empty()) continue;
-      const PodInfo& p = pods_.at(*h.pods.begin());
-      auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
-      if (!spec.ok() || !p.spec_error.ok() || static_cast<int32_t>(h.pods.size()) < spec->gang_min) continue;
-      auto hw = GangWorkloadLocked(h, *spec, nullptr);
-      if (!hw) continue;
-      const std::string key = h.key;
-      Decision d = ScheduleGangLocked(h, *spec, std::move(*hw));
-      if (d.outcome == Outcome::kPlaced) {
-        ++planned;
-        for (const auto& u : h.pods) {
-          const PodInfo& m = pods_.at(u);
-          if (m.node_name.empty()) activate->push_back({m.uid, m.ns, m.name});
-        }
-        if (note.empty()) {
-          note = "fair share: queue " + t.Name(q) + " is further below its share than " + t.Name(own) + "; its gang " +
-                 key + " was planned first";
-        }
+  std::set<int> done;  // queues whose head does not fit now (or that have none)
+  for (int planned = 0; planned < kMaxAhead;) {
+    // Ranks move with every plan (a plan charges its queue): recompute, take the best queue ahead.
+    const std::vector<int32_t> rank = ledger_.FairShareRanks();
+    int best = -1;
+    for (const auto& [name, gangs] : pending_by_queue_) {
+      const int q = t.Find(name);
+      if (q <= 0 || q == own || !t.IsLeaf(q) || done.count(q) || rank[static_cast<size_t>(q)] >= rank[static_cast<size_t>(own)]) {
+        continue;
       }
-      break;  // only the head: a queue's order is its own
+      if (best < 0 || std::pair(rank[static_cast<size_t>(q)], q) < std::pair(rank[static_cast<size_t>(best)], best)) best = q;
+    }
+    if (best < 0) break;
+    std::string head = PlanQueueHeadLocked(t.Name(best), activate);
+    if (head.empty()) {
+      done.insert(best);
+      continue;
+    }
+    ++planned;
+    if (note.empty()) {
+      note = "fair share: queue " + t.Name(best) + " is further below its share than " + t.Name(own) + "; its gang " +
+             head + " was planned first";
     }
   }
   return note;
+}
+
+std::string Engine::PlanQueueHeadLocked(const std::string& queue, std::vector<PodRefInfo>* activate) {
+  auto idx = pending_by_queue_.find(queue);
+  if (idx == pending_by_queue_.end()) return {};
+  // The queue's head: its first gang that can be planned (complete, valid, not planned yet).
+  int looked = 0;
+  for (auto it = idx->second.begin(); it != idx->second.end() && looked < kHeadLookahead; ++it, ++looked) {
+    Gang& h = gangs_.at(it->gang);
+    if (h.plan || h.pods.empty()) continue;
+    const PodInfo& p = pods_.at(*h.pods.begin());
+    auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+    if (!spec.ok() || !p.spec_error.ok() || static_cast<int32_t>(h.pods.size()) < spec->gang_min) continue;
+    auto hw = GangWorkloadLocked(h, *spec, nullptr);
+    if (!hw) continue;
+    const std::string key = h.key;
+    if (ScheduleGangLocked(h, *spec, std::move(*hw)).outcome != Outcome::kPlaced) return {};
+    for (const auto& u : h.pods) {
+      const PodInfo& m = pods_.at(u);
+      if (m.node_name.empty()) activate->push_back({m.uid, m.ns, m.name});
+    }
+    return key;
+  }
+  return {};
 }
 
 PlanResult Engine::PlanPod(const std::string& uid) {
@@ -196,6 +208,7 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   auto git = gangs_.find(key);
   if (git == gangs_.end()) return r.status = Status::Unschedulable("gang " + key + " is not known yet", "engine"), r;
   Gang& g = git->second;
+  EnsureStateLocked();  // drops plans whose nodes left, before a member claims a slot on one
   auto claim = [&]() -> bool {
     for (auto& s : g.plan->slots) {
       if (s.pod_uid == uid) return r.node = s.node, true;

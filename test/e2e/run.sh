@@ -42,6 +42,7 @@ ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt backfill ov
 # More cases live in cases/*.sh (sourced below, after the helpers): each file defines case_<name>
 # functions and appends the names to MORE_CASES (they run after the cases above, before kill).
 MORE_CASES=()
+EXPLICIT_CASES=()  # defined in cases/*.sh but only run when named on the command line
 
 KEEP=${TIDAL_E2E_KEEP:-0}
 if [ -n "${TIDAL_E2E_BASE:-}" ]; then BASE=$TIDAL_E2E_BASE; mkdir -p "$BASE"; else BASE=$(mktemp -d /tmp/tidal-e2e.XXXXXX); fi
@@ -475,7 +476,7 @@ ALL_CASES=("${ALL_CASES[@]:0:10}" "${MORE_CASES[@]}" "${ALL_CASES[@]:10}")
 CASES=("$@")
 [ ${#CASES[@]} -gt 0 ] || CASES=("${ALL_CASES[@]}")
 for c in "${CASES[@]}"; do
-  [[ " ${ALL_CASES[*]} " == *" $c "* ]] || { echo "run.sh: unknown case $c (known: ${ALL_CASES[*]})" >&2; exit 2; }
+  [[ " ${ALL_CASES[*]} ${EXPLICIT_CASES[*]} " == *" $c "* ]] || { echo "run.sh: unknown case $c (known: ${ALL_CASES[*]})" >&2; exit 2; }
 done
 
 # --- main ------------------------------------------------------------------------------------------------

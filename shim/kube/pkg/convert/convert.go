@@ -9,6 +9,8 @@
 //     unschedulable is spec.unschedulable (cordoned); the GPU model is the label
 //     nvidia.com/gpu.product (set by NVIDIA's GPU feature discovery).
 //   - A pod's priority is spec.priority (0 when unset, as the Priority admission plugin leaves it).
+//   - Node selector, node affinity, tolerations and self anti-affinity travel with the pod, taints
+//     with the node (constraints.go).
 //
 // Threading: pure functions; inputs are not modified (informer objects are shared).
 package convert
@@ -73,6 +75,7 @@ func Pod(p *v1.Pod) *tidalv1.Pod {
 	if p.Spec.Priority != nil {
 		out.Priority = *p.Spec.Priority
 	}
+	podConstraints(p, out)
 	return out
 }
 
@@ -101,6 +104,7 @@ func Node(n *v1.Node) *tidalv1.Node {
 		Ready:         NodeReady(n),
 		Unschedulable: n.Spec.Unschedulable,
 		GpuModel:      n.Labels[GPUModelLabel],
+		Taints:        nodeTaints(n),
 	}
 }
 

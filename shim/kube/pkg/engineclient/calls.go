@@ -72,6 +72,11 @@ func (c *Client) Overdue(ctx context.Context) (*tidalv1.OverdueResponse, error) 
 	return call(c, ctx, 0, c.api.Overdue, &tidalv1.OverdueRequest{})
 }
 
+// NodeRefused reports that kube-scheduler's own filters refused the node planned for the pod.
+func (c *Client) NodeRefused(ctx context.Context, ref *tidalv1.PodRef, node, plugin string, reasons []string) (*tidalv1.NodeRefusedResponse, error) {
+	return call(c, ctx, 0, c.api.NodeRefused, &tidalv1.NodeRefusal{Pod: ref, NodeName: node, Plugin: plugin, Reasons: reasons})
+}
+
 // Evicted reports a preemption's evictions and the victims PodDisruptionBudgets protect.
 func (c *Client) Evicted(ctx context.Context, req *tidalv1.EvictedRequest) (*tidalv1.EvictedResponse, error) {
 	return call(c, ctx, 0, c.api.Evicted, req)

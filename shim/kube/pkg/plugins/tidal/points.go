@@ -155,6 +155,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return nil, p.unreachable(state, pod, err)
 	}
+	p.activateRefs(resp.GetActivate(), "planned ahead by fair share")
 	st := resp.GetStatus()
 	switch st.GetCode() {
 	case tidalv1.Status_SUCCESS:
@@ -358,15 +359,45 @@ func (p *Plugin) streamDown() error {
 // PostFilter runs when the pod found no node. If PreFilter had a plan, kube-scheduler's own filters
 // refused the planned node: the plan is released so that the engine plans again. Then the engine
 // is asked for victims; the shim evicts them, each victim workload whole or not at all (preempt.go).
-func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if _, err := state.Read(unreachableKey); err == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "tidal-engine unreachable: no preemption")
 	}
 	if ps, err := readPlan(state); err == nil {
+		before := p.rounds()
+		p.reportRefusal(ctx, pod, ps.node, statuses)
 		p.release(ctx, pod, ps.gang, fmt.Sprintf("gang plan released: planned node %s failed kube-scheduler's filters for %s", ps.node, key(pod)))
-		p.reject(pod, false, p.rounds())
+		// The engine plans again without the refused node: the pod may go back at once.
+		p.reject(pod, false, before)
+		p.activate(map[string]*v1.Pod{key(pod): pod}, "planned node refused")
 	}
 	return p.preempt(ctx, pod) // preempt.go: victims, PodDisruptionBudgets, evictions
+}
+
+// reportRefusal tells the engine which of kube-scheduler's filters refused the planned node, so
+// the gang's next plan excludes it (never the same refused node twice).
+func (p *Plugin) reportRefusal(ctx context.Context, pod *v1.Pod, node string, statuses fwk.NodeToStatusReader) {
+	plugin, why := "", []string(nil)
+	if statuses != nil {
+		if st := statuses.Get(node); st != nil {
+			plugin, why = st.Plugin(), st.Reasons()
+		}
+	}
+	if plugin == Name {
+		return // Tidal's own Filter: not a refusal by another plugin
+	}
+	if _, err := p.client.NodeRefused(context.WithoutCancel(ctx), convert.PodRef(pod), node, plugin, why); err != nil {
+		p.logger.V(2).Info("NodeRefused not delivered", "pod", klog.KObj(pod), "node", node, "err", err)
+	}
+	p.event(pod, v1.EventTypeNormal, ReasonNodeRefused,
+		fmt.Sprintf("planned node %s refused by %s (%s): tidal-engine plans the gang again without it", node, orUnknown(plugin), joinStrings(why)))
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "a kube-scheduler filter"
+	}
+	return s
 }
 
 func joinStrings(ss []string) string {

@@ -61,6 +61,7 @@ const (
 	ReasonPreempting        = "TidalPreempting"
 	ReasonGangReleased      = "TidalGangReleased"
 	ReasonRuntimeLimit      = "TidalRuntimeLimitExceeded"
+	ReasonNodeRefused       = "TidalPlannedNodeRefused"
 )
 
 // preEnqueueTimeout caps CheckPod: PreEnqueue runs under the scheduling queue's lock.
@@ -264,6 +265,30 @@ func (p *Plugin) activate(pods map[string]*v1.Pod, why string) {
 	}
 	p.logger.V(4).Info("activating pods", "count", len(pods), "why", why)
 	p.handle.Activate(p.logger, pods)
+}
+
+// activateRefs moves the named pods (gangs the engine planned ahead of the current pod, by fair
+// share) to the active queue; pods this scheduler does not know (any more) are skipped.
+func (p *Plugin) activateRefs(refs []*tidalv1.PodRef, why string) {
+	if len(refs) == 0 || p.pods == nil {
+		return
+	}
+	batch := map[string]*v1.Pod{}
+	for _, r := range refs {
+		pod, err := p.pods.Pods(r.GetNamespace()).Get(r.GetName())
+		if err != nil || string(pod.UID) != r.GetUid() || pod.Spec.NodeName != "" {
+			continue
+		}
+		batch[key(pod)] = pod
+	}
+	p.mu.Lock()
+	for _, pod := range batch {
+		delete(p.held, pod.UID)
+		delete(p.rejected, pod.UID)
+	}
+	p.mu.Unlock()
+	// From a goroutine: Activate takes the queue's lock, which this scheduling cycle may need.
+	go p.activate(batch, why)
 }
 
 // rejectWaiting rejects this profile's pods waiting in Permit that match.

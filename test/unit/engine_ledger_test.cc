@@ -1,0 +1,133 @@
+// Engine bookkeeping on the Kubernetes path: quota charges follow plans and bindings exactly
+// (no leak when a planned node leaves, no uncharge by a stale update, per-model quota charged from
+// the node's GPU model) and plans expire from their deadline.
+#include <gtest/gtest.h>
+
+#include "core/engine/engine.h"
+
+namespace tidal {
+namespace {
+
+class LedgerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineConfig cfg;
+    cfg.queues.resources = {"gpus", "cpu", "memory", "gpus.h100"};
+    QueueSpec q;
+    q.name = "team";
+    q.nominal.assign(4, 0);
+    q.nominal[0] = 64;
+    q.borrowing_limit.assign(4, kUnlimited);
+    q.lending_limit.assign(4, kUnlimited);
+    cfg.queues.queues.push_back(q);
+    auto e = Engine::Create(cfg, [this] { return now_; });
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+    SyncBatch b;
+    b.resync = true;
+    for (int i = 0; i < 4; ++i) {
+      NodeInfo n;
+      n.name = "n" + std::to_string(i);
+      n.labels = {{"topology.tidal.dev/block", "b0"}, {"topology.tidal.dev/leaf", "l0"},
+                  {"topology.tidal.dev/nvlink", "v" + std::to_string(i / 2)}};
+      n.capacity = Resources{8, 64000, int64_t{512} << 30};
+      n.gpu_model = "h100";
+      b.upsert_nodes.push_back(n);
+    }
+    ASSERT_TRUE(Sync(b).ok());
+  }
+  Status Sync(const SyncBatch& b) {
+    uint64_t gen = 0;
+    return engine_->Sync(b, &gen);
+  }
+  PodInfo Member(const std::string& name, const std::string& gang, int size) {
+    PodInfo p;
+    p.uid = "uid-" + name;
+    p.ns = "ns";
+    p.name = name;
+    p.scheduler_name = "tidal-scheduler";
+    p.request = Resources{8, 1000, 1 << 30};
+    p.labels = {{kLabelQueue, "team"}};
+    if (!gang.empty()) {
+      p.labels[kLabelGang] = gang;
+      p.labels[kLabelGangSize] = std::to_string(size);
+    }
+    return p;
+  }
+  double Usage(const std::string& resource) {
+    for (const auto& row : engine_->Gauges().queue_usage) {
+      if (row.labels == std::vector<std::string>{"team", resource}) return row.value;
+    }
+    return -1;
+  }
+  int64_t now_ = 1000;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(LedgerTest, APlanDroppedBecauseItsNodeLeftIsUnchargedBeforeTheReplan) {
+  SyncBatch b;
+  b.upsert_pods = {Member("a", "pair", 2), Member("b", "pair", 2)};
+  ASSERT_TRUE(Sync(b).ok());
+  PlanResult first = engine_->PlanPod("uid-a");
+  ASSERT_TRUE(first.status.ok()) << first.status.ToString();
+  EXPECT_EQ(Usage("gpus"), 16);
+  SyncBatch gone;
+  gone.delete_nodes = {first.node};
+  ASSERT_TRUE(Sync(gone).ok());
+  PlanResult again = engine_->PlanPod("uid-a");
+  ASSERT_TRUE(again.status.ok()) << again.status.ToString();
+  EXPECT_NE(again.node, first.node);
+  EXPECT_EQ(Usage("gpus"), 16) << "the dropped plan's charge leaked";
+}
+
+TEST_F(LedgerTest, AStaleUpdateAfterBoundKeepsTheBindingAndItsCharge) {
+  PodInfo p = Member("solo", "", 1);
+  SyncBatch b;
+  b.upsert_pods = {p};
+  ASSERT_TRUE(Sync(b).ok());
+  PlanResult r = engine_->PlanPod("uid-solo");
+  ASSERT_TRUE(r.status.ok());
+  ASSERT_TRUE(engine_->Reserve("uid-solo", r.node).ok());
+  ASSERT_TRUE(engine_->Permit("uid-solo").status.ok());
+  ASSERT_TRUE(engine_->Bound("uid-solo", r.node).ok());
+  EXPECT_EQ(Usage("gpus"), 8);
+  // The informer's last pre-bind view of the pod arrives after PostBind.
+  ASSERT_TRUE(Sync(b).ok());
+  EXPECT_EQ(Usage("gpus"), 8) << "a stale update uncharged a bound pod";
+  // Its node stays taken: three more 8-GPU pods fit on the other three nodes, a fourth does not.
+  SyncBatch more;
+  for (int i = 0; i < 4; ++i) more.upsert_pods.push_back(Member("m" + std::to_string(i), "", 1));
+  ASSERT_TRUE(Sync(more).ok());
+  int placed = 0;
+  for (int i = 0; i < 4; ++i) placed += engine_->PlanPod("uid-m" + std::to_string(i)).status.ok() ? 1 : 0;
+  EXPECT_EQ(placed, 3);
+}
+
+TEST_F(LedgerTest, PerModelQuotaIsChargedFromTheNodesGpuModel) {
+  PodInfo p = Member("bound", "", 1);
+  p.node_name = "n1";
+  p.phase = PodPhase::kRunning;
+  SyncBatch b;
+  b.upsert_pods = {p};
+  ASSERT_TRUE(Sync(b).ok());
+  EXPECT_EQ(Usage("gpus"), 8);
+  EXPECT_EQ(Usage("gpus.h100"), 8);
+}
+
+TEST_F(LedgerTest, AnUnreservedPlanExpiresAfterItsTtl) {
+  SyncBatch b;
+  b.upsert_pods = {Member("x", "pair", 2), Member("y", "pair", 2)};
+  ASSERT_TRUE(Sync(b).ok());
+  ASSERT_TRUE(engine_->PlanPod("uid-x").status.ok());
+  EXPECT_EQ(engine_->Stats().plans, 1);
+  now_ += EngineConfig{}.plan_ttl_s;
+  ASSERT_TRUE(Sync(SyncBatch{}).ok());
+  EXPECT_EQ(engine_->Stats().plans, 1) << "not expired before its TTL";
+  now_ += 1;
+  ASSERT_TRUE(Sync(SyncBatch{}).ok());
+  EXPECT_EQ(engine_->Stats().plans, 0);
+  EXPECT_EQ(Usage("gpus"), 0);
+}
+
+}  // namespace
+}  // namespace tidal
