@@ -6,26 +6,17 @@
 #include <gtest/gtest.h>
 
 #include "core/engine/engine.h"
+#include "test/support/engine_objects.h"
 
 namespace tidal {
 namespace {
 
 NodeInfo Node8(const std::string& name, const std::string& leaf, const std::string& nvl) {
-  NodeInfo n;
-  n.name = name;
-  n.labels = {{"topology.tidal.dev/block", "b0"}, {"topology.tidal.dev/leaf", leaf}, {"topology.tidal.dev/nvlink", nvl}};
-  n.capacity = Resources{8, 64000, int64_t{512} << 30};
-  return n;
+  return testing::GpuNode(name, leaf, nvl);
 }
 
 PodInfo Pod(const std::string& name, int64_t gpus, const std::string& gang = "", int size = 1) {
-  PodInfo p;
-  p.uid = "uid-" + name;
-  p.ns = "team";
-  p.name = name;
-  p.scheduler_name = "tidal-scheduler";
-  p.request = Resources{gpus, 1000, 1 << 30};
-  if (!gang.empty()) p.labels = {{kLabelGang, gang}, {kLabelGangSize, std::to_string(size)}};
+  PodInfo p = testing::GangPod(name, gang, size, gpus);
   p.creation_unix = 500;
   return p;
 }

@@ -6,29 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include "test/support/engine_objects.h"
+
 namespace tidal {
 namespace {
 
-NodeInfo GpuNode(const std::string& name, const std::string& leaf, const std::string& nvl) {
-  NodeInfo n;
-  n.name = name;
-  n.labels = {{"topology.tidal.dev/block", "b0"}, {"topology.tidal.dev/leaf", leaf}, {"topology.tidal.dev/nvlink", nvl}};
-  n.capacity = Resources{8, 64000, int64_t{512} << 30};
-  return n;
-}
-
-PodInfo GangPod(const std::string& name, const std::string& gang, int size, int64_t gpus = 8) {
-  PodInfo p;
-  p.uid = "uid-" + name;
-  p.ns = "team";
-  p.name = name;
-  p.scheduler_name = "tidal-scheduler";
-  p.request = Resources{gpus, 1000, 1 << 30};
-  if (!gang.empty()) {
-    p.labels = {{kLabelGang, gang}, {kLabelGangSize, std::to_string(size)}};
-  }
-  return p;
-}
+using testing::GangPod;
+using testing::GpuNode;
 
 class EngineTest : public ::testing::Test {
  protected:

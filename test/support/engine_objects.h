@@ -1,0 +1,33 @@
+// Builders of the engine's front-door objects for engine tests: 8-GPU nodes with the default
+// topology labels and Tidal pods (optionally gang members). Plain values; no state.
+#pragma once
+
+#include <string>
+
+#include "core/engine/engine.h"
+
+namespace tidal::testing {
+
+// An 8-GPU node in block b0 under leaf `leaf` and NVLink domain `nvl`.
+inline NodeInfo GpuNode(const std::string& name, const std::string& leaf, const std::string& nvl) {
+  NodeInfo n;
+  n.name = name;
+  n.labels = {{"topology.tidal.dev/block", "b0"}, {"topology.tidal.dev/leaf", leaf}, {"topology.tidal.dev/nvlink", nvl}};
+  n.capacity = Resources{8, 64000, int64_t{512} << 30};
+  return n;
+}
+
+// A pending tidal-scheduler pod "team/<name>" (uid "uid-<name>") asking for `gpus`; a member of
+// `gang` of `size` when gang is not empty.
+inline PodInfo GangPod(const std::string& name, const std::string& gang, int size, int64_t gpus = 8) {
+  PodInfo p;
+  p.uid = "uid-" + name;
+  p.ns = "team";
+  p.name = name;
+  p.scheduler_name = "tidal-scheduler";
+  p.request = Resources{gpus, 1000, 1 << 30};
+  if (!gang.empty()) p.labels = {{kLabelGang, gang}, {kLabelGangSize, std::to_string(size)}};
+  return p;
+}
+
+}  // namespace tidal::testing
