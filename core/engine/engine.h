@@ -287,12 +287,19 @@ class Engine {
     std::vector<int64_t> from, gpus;
     BackfillView view;
     const std::vector<MemberAssignment>* at = nullptr;
+    int32_t yielded = 0;  // reservations left out because their queue ranks behind the planner's
     const BackfillView* get() const { return view.reserved_from ? &view : nullptr; }
     ReservationView() = default;
     ReservationView(const ReservationView&) = delete;
     ReservationView& operator=(const ReservationView&) = delete;
   };
-  void ReservationViewLocked(const std::string& own, ReservationView& rv) const;
+  // With `ranks` (QuotaLedger::FairShareRanks) and the planner's queue rank: reservations of
+  // gangs whose queue ranks behind it are left out (they yield to fair share; preemption holds
+  // never do).
+  void ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank = -1,
+                             const std::vector<int32_t>* ranks = nullptr) const;
+  // The fair-share rank of the queue of the book entry's gang (-1 when unknown).
+  int32_t BookRankLocked(const std::string& plan_id, const std::vector<int32_t>& ranks) const;
   // "reserved to start in 2h (1970-01-01T02:16:40Z) on 2 node(s)", or "" without a reservation.
   std::string ReservedStartLocked(const std::string& id) const;
   void ApplyBoundLocked(const PodInfo& p);   // charge a bound pod, releasing its slot if any

@@ -24,7 +24,7 @@ namespace tidal {
 
 namespace {
 constexpr int kMaxAhead = 16;      // gangs planned ahead per PlanPod
-constexpr int kHeadLookahead = 4;  // pending gangs of a queue looked at to find its head
+constexpr int kHeadLookahead = 4;  // unplanned gangs of a queue looked at to find its head
 // Preferred node affinity, first pass: w with its heaviest preferred term made required (ANDed
 // into every required term), so a placement on the preferred nodes wins when one exists;
 // nullopt when w prefers nothing.
@@ -87,12 +87,19 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   // Honour the reservations of other gangs (start now only where none is delayed); a gang whose
   // own reservation is due starts on its reserved nodes when they hold it.
   ReservationView rv;
-  ReservationViewLocked(w.id, rv);
+  std::vector<int32_t> ranks;
+  int32_t own_rank = -1;
+  if (const int q = w.queue_id > 0 ? w.queue_id : ledger_.tree().Find(w.queue); q > 0 && ledger_.tree().size() > 2) {
+    ranks = ledger_.FairShareRanks();
+    own_rank = ranks[static_cast<size_t>(q)];
+  }
+  ReservationViewLocked(w.id, rv, own_rank, ranks.empty() ? nullptr : &ranks);
   Decision d;
   if (auto preferred = WithPreferredRequired(w)) d = sched_->ScheduleOne(*state_, *preferred, clock_(), nullptr, rv.get(), rv.at);
   if (d.outcome != Outcome::kPlaced) d = sched_->ScheduleOne(*state_, w, clock_(), nullptr, rv.get(), rv.at);
   if (d.outcome == Outcome::kPlaced) {
     book_->erase(w.id);
+    if (rv.yielded > 0) book_stale_ = true;  // a yielded reservation may have lost its nodes
   } else if (d.outcome == Outcome::kPending && d.placement_failed) {
     RefreshReservationsLocked();
     if (std::string when = ReservedStartLocked(w.id); !when.empty()) {
@@ -173,10 +180,13 @@ std::string Engine::PlanQueueHeadLocked(const std::string& queue, std::vector<Po
   auto idx = pending_by_queue_.find(queue);
   if (idx == pending_by_queue_.end()) return {};
   // The queue's head: its first gang that can be planned (complete, valid, not planned yet).
+  // Gangs planned already (their pods are on their way to bind) are passed over without counting:
+  // the head is the first one still to plan.
   int looked = 0;
-  for (auto it = idx->second.begin(); it != idx->second.end() && looked < kHeadLookahead; ++it, ++looked) {
+  for (auto it = idx->second.begin(); it != idx->second.end() && looked < kHeadLookahead; ++it) {
     Gang& h = gangs_.at(it->gang);
     if (h.plan || h.pods.empty()) continue;
+    ++looked;
     const PodInfo& p = pods_.at(*h.pods.begin());
     auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
     if (!spec.ok() || !p.spec_error.ok() || static_cast<int32_t>(h.pods.size()) < spec->gang_min) continue;

@@ -117,11 +117,30 @@ ClusterState Engine::TimelineLocked() {
   return t;
 }
 
-void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv) const {
+int32_t Engine::BookRankLocked(const std::string& plan_id, const std::vector<int32_t>& ranks) const {
+  if (plan_id.rfind("plan:", 0) != 0) return -1;
+  auto g = gangs_.find(plan_id.substr(5));
+  if (g == gangs_.end() || !g->second.head) return -1;
+  const int q = ledger_.tree().Find(g->second.head_queue);
+  return q > 0 ? ranks[static_cast<size_t>(q)] : -1;
+}
+
+void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank,
+                                   const std::vector<int32_t>* ranks) const {
   for (const auto& [id, res] : *book_) {
     if (id == own) {
       if (res.start_s <= clock_()) rv.at = &res.assignments;
       continue;
+    }
+    // Fair share outranks an older reservation: a gang of a queue now ranked behind the planner's
+    // does not hold capacity against it (the next refresh re-plans that reservation). Preemption
+    // holds are promises and always count.
+    if (ranks != nullptr && own_rank >= 0 && !HeldLocked(id)) {
+      const int32_t r = BookRankLocked(id, *ranks);
+      if (r > own_rank) {
+        ++rv.yielded;
+        continue;
+      }
     }
     if (rv.from.empty()) {
       rv.from.assign(static_cast<size_t>(state_->node_count()), INT64_MAX);

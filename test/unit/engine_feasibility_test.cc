@@ -242,7 +242,7 @@ class FairShareOrderTest : public FeasibilityTest {
       QueueSpec q;
       q.name = name;
       q.weight = weight;
-      q.nominal.assign(cfg.queues.resources.size(), 0);
+      q.nominal.assign(cfg.queues.resources.size(), kUnlimited);  // quota never refuses here: only order
       q.borrowing_limit.assign(cfg.queues.resources.size(), kUnlimited);
       q.lending_limit.assign(cfg.queues.resources.size(), kUnlimited);
       cfg.queues.queues.push_back(q);
@@ -280,6 +280,70 @@ TEST_F(FairShareOrderTest, FreedCapacityGoesToTheQueueBelowItsShareWhateverKubeS
   PlanResult b = engine_->PlanPod("uid-b-next");
   ASSERT_TRUE(b.status.ok()) << b.status.ToString();
   EXPECT_EQ(b.node, "n0");
+}
+
+TEST_F(FairShareOrderTest, AWaveOfFreedNodesSplitsByWeightWhileHeadsAreStillOnTheirWayToBind) {
+  // qa runs on all 8 nodes and has 8 more queued (older); qb has 8 queued. All 8 nodes free at
+  // once, and kube-scheduler tries only qa's pods: qb's planned pods have not come to claim their
+  // plans yet. Weighted fair share (1:3) gives qb 6 of the 8 nodes, qa 2.
+  std::vector<PodInfo> pods;
+  for (int i = 0; i < 8; ++i) {
+    PodInfo p = QueuePod("run" + std::to_string(i), "qa", 100);
+    p.node_name = "n" + std::to_string(i);
+    p.phase = PodPhase::kRunning;
+    pods.push_back(p);
+    pods.push_back(QueuePod("a" + std::to_string(i), "qa", 200 + i));
+    pods.push_back(QueuePod("b" + std::to_string(i), "qb", 300 + i));
+  }
+  ASSERT_TRUE(Add(pods).ok());
+  SyncBatch done;
+  for (int i = 0; i < 8; ++i) done.delete_pods.push_back("uid-run" + std::to_string(i));
+  ASSERT_TRUE(Sync(done).ok());
+  int qa = 0;
+  std::set<std::string> activated;
+  for (int i = 0; i < 8; ++i) {
+    PlanResult r = engine_->PlanPod("uid-a" + std::to_string(i));
+    qa += r.status.ok() ? 1 : 0;
+    for (const auto& a : r.activate) activated.insert(a.name);
+  }
+  EXPECT_EQ(qa, 2) << "qa's pods took the nodes fair share gives qb";
+  EXPECT_EQ(activated.size(), 6u);
+}
+
+TEST_F(FairShareOrderTest, AReservationOfAQueueOverItsShareYieldsToAQueueBelowIt) {
+  // qa runs everywhere (n0, n1 for 10 more minutes, the rest for 10 h) and its 2-node gang waits
+  // with a reservation on n0+n1. When n0 frees, a 1 h pod of qb (below its share) may use it; a
+  // 1 h pod of qa itself may not (it would delay qa's own reservation).
+  std::vector<PodInfo> run;
+  for (int i = 0; i < 8; ++i) {
+    PodInfo p = QueuePod("run" + std::to_string(i), "qa", 100);
+    p.node_name = "n" + std::to_string(i);
+    p.phase = PodPhase::kRunning;
+    p.annotations[kLabelRuntimeLimit] = i < 2 ? "10m" : "10h";
+    run.push_back(p);
+  }
+  ASSERT_TRUE(Add(run).ok());
+  PodInfo g0 = QueuePod("big0", "qa", 150), g1 = QueuePod("big1", "qa", 150);
+  for (PodInfo* g : {&g0, &g1}) {
+    g->labels[kLabelGang] = "big";
+    g->labels[kLabelGangSize] = "2";
+  }
+  ASSERT_TRUE(Add({g0, g1}).ok());
+  PlanResult big = engine_->PlanPod("uid-big0");
+  ASSERT_FALSE(big.status.ok());
+  ASSERT_EQ(engine_->Gauges().reservations.size(), 1u) << big.status.ToString();
+  SyncBatch done;
+  done.delete_pods = {"uid-run0"};
+  ASSERT_TRUE(Sync(done).ok());
+  PodInfo a = QueuePod("a-1h", "qa", 400), b = QueuePod("b-1h", "qb", 400);
+  a.annotations[kLabelRuntimeLimit] = b.annotations[kLabelRuntimeLimit] = "1h";
+  ASSERT_TRUE(Add({a}).ok());
+  PlanResult ra = engine_->PlanPod("uid-a-1h");
+  EXPECT_FALSE(ra.status.ok()) << "qa's own reservation holds n0 against qa: " << ra.node;
+  ASSERT_TRUE(Add({b}).ok());
+  PlanResult rb = engine_->PlanPod("uid-b-1h");
+  ASSERT_TRUE(rb.status.ok()) << rb.status.ToString();
+  EXPECT_EQ(rb.node, "n0");
 }
 
 TEST_F(FairShareOrderTest, AQueueAheadDoesNotBlockWhenThereIsRoomForBoth) {

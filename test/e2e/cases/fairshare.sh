@@ -5,11 +5,7 @@
 #               kube-scheduler's PrioritySort tries them first) and 64 qb pods (both 10 min) queue.
 #               When the first wave ends, the freed 64 nodes go about 16 / 48: qb's share of them
 #               within 10% of 3/4
-# Not in the default run yet: measured qa 22 / qb 42 (target 16 / 48, before this work 37 / 27).
-# The backfill reservations made for qa's queued pods before qb arrived are kept as commitments
-# and start qa's pods on their reserved nodes when the first wave ends (docs/scheduling.md).
-# Run it explicitly: test/e2e/run.sh fair-share (run.sh accepts it through EXPLICIT_CASES).
-EXPLICIT_CASES+=(fair-share)
+MORE_CASES+=(fair-share)
 
 case_fair-share() {
   local ns=e2e-fairshare cfg=$BASE/engine-fairshare.yaml qa qb t0
