@@ -17,6 +17,16 @@
 // snapshot, from which nodes, bound pods and gangs are rebuilt. Plans in flight are lost; their
 // members time out in Permit and are retried.
 //
+// Fair share: PlanPod plans the heads of queues further below their share first (engine_plan.cc).
+// Feasibility: node selectors, affinity, taints/tolerations are evaluated before planning; nodes
+//   kube-scheduler's own filters refused are excluded for the gang (NodeRefused).
+//
+// One class, one file per responsibility: engine.cc (lifecycle, reload, ledger file), engine_sync.cc
+// (the front door's mirror and bound pods' charges), engine_gang.cc (the gang protocol),
+// engine_plan.cc (planning, fair-share order), engine_reservations.cc (backfill book, timeline,
+// runtime limits), engine_preempt.cc (preemption view and holds), engine_views.cc (explain,
+// gauges), engine_exclusive.cc (JobSet/LWS exclusive topology), engine_config.cc (config file).
+//
 // Threading: every public method takes mu_; callers may be any gRPC thread. Nothing is returned by
 // reference into the guarded state.
 #pragma once
@@ -72,6 +82,10 @@ struct NodeInfo {
   bool unschedulable = false;
   std::string gpu_model;
   std::vector<Taint> taints;
+};
+
+struct NodeWarningInfo {
+  std::string node, reason, message;
 };
 
 struct SyncBatch {
@@ -135,6 +149,7 @@ struct EngineGauges {
   std::vector<Row> fair_share;      // queue
   std::vector<Row> largest_gang;    // level (GPUs of the largest whole-node gang placeable now)
   double unusable_free_gpus = 0;    // free GPUs on nodes too small for every pending member shape
+  std::vector<Row> missing_topology;  // level: nodes without that level's label (own domains)
 };
 
 // A bound pod that outran its declared runtime limit (plus the grace): the front door evicts it.
@@ -179,7 +194,9 @@ class Engine {
 
   // Applies one Sync message. Returns the generation reached; a malformed object is skipped and
   // named in the status, the rest of the batch still applies.
-  Status Sync(const SyncBatch& batch, uint64_t* generation);
+  // `warnings` (optional) gets caveats about nodes of the batch for their admins (a node missing
+  // a topology level's label: its own domain at that level), once per node and change.
+  Status Sync(const SyncBatch& batch, uint64_t* generation, std::vector<NodeWarningInfo>* warnings = nullptr);
   Status CheckPod(const std::string& uid, std::string* gang);
   PlanResult PlanPod(const std::string& uid);
   Status Reserve(const std::string& uid, const std::string& node);
@@ -314,6 +331,8 @@ class Engine {
   std::optional<Workload> GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound) const;
   Node ToNode(const NodeInfo& n) const;
   void AttachConstraintsLocked(const Gang& g, Workload& w) const;
+  // The topology levels whose label node n lacks (or holds an invalid value for), outermost first.
+  std::vector<std::string> MissingLevels(const NodeInfo& n) const;
   std::string NodeModelLocked(const std::string& node) const;  // "" when unknown
   // --- exclusive topology (engine_exclusive.cc)
   // A gang whose pods name a JobSet / LeaderWorkerSet exclusive topology: pins its workload to its

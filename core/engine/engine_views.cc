@@ -178,6 +178,12 @@ EngineGauges Engine::Gauges() {
   }
   for (const auto& [k, v] : pending) out.pending.push_back({{k.first, k.second}, v});
   for (const auto& [q, v] : reserved_by_queue) out.reservations.push_back({{q}, v});
+  std::map<std::string, int64_t> missing;  // level -> nodes without its label (own domains)
+  for (const auto& l : cfg_.levels.levels) missing[l.name] = 0;
+  for (const auto& [name, n] : nodes_) {
+    for (const auto& l : MissingLevels(n)) ++missing[l];
+  }
+  for (const auto& [l, v] : missing) out.missing_topology.push_back({{l}, static_cast<double>(v)});
   if (smallest != INT64_MAX) {
     for (const auto& node : state_->nodes()) {
       const int64_t f = node.FreeGpus();

@@ -179,8 +179,15 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
       for (const auto& p : req.upsert_pods()) b.upsert_pods.push_back(FromProto(p));
       b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
       uint64_t gen = 0;
-      Status st = engine_.Sync(b, &gen);
+      std::vector<NodeWarningInfo> warnings;
+      Status st = engine_.Sync(b, &gen, &warnings);
       v1::SyncAck ack;
+      for (const auto& w : warnings) {
+        v1::NodeWarning* out = ack.add_node_warnings();
+        out->set_node(w.node);
+        out->set_reason(w.reason);
+        out->set_message(w.message);
+      }
       ack.set_engine_epoch(engine_.epoch());
       ack.set_generation(gen);
       ToProto(st, ack.mutable_status());

@@ -224,7 +224,22 @@ TEST_F(FeasibilityTest, NodesWithoutTopologyLabelsNeverShareARequiredDomain) {
     b.upsert_pods.back().labels[kLabelTopologyRequired] = "nvlink";
     uids.push_back(b.upsert_pods.back().uid);
   }
-  ASSERT_TRUE(Sync(b).ok());
+  uint64_t gen = 0;
+  std::vector<NodeWarningInfo> warnings;
+  ASSERT_TRUE(engine_->Sync(b, &gen, &warnings).ok());
+  ASSERT_EQ(warnings.size(), 2u) << "one warning per unlabeled node";
+  EXPECT_EQ(warnings[0].reason, "TidalTopologyLabelMissing");
+  EXPECT_NE(warnings[0].message.find("topology level(s) block, leaf, nvlink"), std::string::npos) << warnings[0].message;
+  warnings.clear();
+  SyncBatch again;
+  again.upsert_nodes = b.upsert_nodes;
+  ASSERT_TRUE(engine_->Sync(again, &gen, &warnings).ok());
+  EXPECT_TRUE(warnings.empty()) << "an unchanged node is not warned about again";
+  bool counted = false;
+  for (const auto& row : engine_->Gauges().missing_topology) {
+    if (row.labels == std::vector<std::string>{"nvlink"}) counted = row.value == 2;
+  }
+  EXPECT_TRUE(counted) << "tidal_nodes_missing_topology_label{level=nvlink} counts both nodes";
   PlanResult r = engine_->PlanPod(uids[0]);
   EXPECT_FALSE(r.status.ok()) << "placed across two unlabelled nodes in " << r.domain;
   // Without a required level the two bare nodes are fine.

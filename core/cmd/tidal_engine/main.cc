@@ -124,6 +124,9 @@ int main(int argc, char** argv) {
   metrics.CallbackGauge("tidal_largest_placeable_gang_gpus",
                         "GPUs of the largest whole-node gang that fits now inside one domain of each level.", {"level"},
                         rows(&tidal::EngineGauges::largest_gang, eng));
+  metrics.CallbackGauge("tidal_nodes_missing_topology_label",
+                        "Nodes without a valid label for a topology level (each is its own domain at that level), by level.",
+                        {"level"}, rows(&tidal::EngineGauges::missing_topology, eng));
   metrics.CallbackGauge("tidal_fragmentation_unusable_free_gpus",
                         "Free GPUs on nodes with fewer free GPUs than the smallest pending member needs.", {},
                         [eng] { return std::vector<tidal::metrics::Sample>{{{}, eng->Gauges().unusable_free_gpus}}; });

@@ -9,7 +9,10 @@
 #                  kubernetes.io/hostname) runs on two nodes
 #   unlabeled      two nodes without topology labels: a 2-node gang with topology-required nvlink
 #                  pinned to them is never placed across them; without the requirement it runs
-MORE_CASES+=(node-selector taint affinity unlabeled)
+#   host-port      a planned node kube-scheduler's NodePorts filter refuses (a default-scheduler pod
+#                  holds the host port there) is reported back, excluded, and the pod runs on the
+#                  other node its selector allows, with a TidalPlannedNodeRefused event
+MORE_CASES+=(node-selector taint affinity unlabeled host-port)
 
 # one_pod NS NAME GPUS LABELS-JSON SPEC-MEMBERS: one tidal-scheduler pod with extra spec members
 one_pod() {
@@ -86,6 +89,10 @@ case_unlabeled() {
   done
   check "the two unlabeled nodes are Ready" until_true 30 eval \
     "[ \"\$(k get nodes bare-0 bare-1 -o jsonpath='{range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}' | grep -c True)\" -eq 2 ]"
+  check "a TidalTopologyLabelMissing event on bare-0" until_true 10 eval \
+    "k get events -n default --field-selector involvedObject.name=bare-0,reason=TidalTopologyLabelMissing -o name | grep -q ."
+  check "tidal_nodes_missing_topology_label{level=\"nvlink\"} counts 2" until_true 10 eval \
+    "curl -sf http://127.0.0.1:$TIDAL_E2E_ENGINE_HTTP_PORT/metrics | grep -q '^tidal_nodes_missing_topology_label{level=\"nvlink\"} 2\$'"
   for i in 0 1; do
     one_pod $ns nv-$i 8 '{"tidal.dev/gang": "nv", "tidal.dev/gang-size": "2", "tidal.dev/topology-required": "nvlink"}' "$sel" | k create -f - >/dev/null
   done
@@ -99,4 +106,28 @@ case_unlabeled() {
   check "without a required level the same gang runs on both" until_true 30 all_running $ns 2 tidal.dev/gang=loose
   cleanup_ns $ns
   k delete node bare-0 bare-1 >/dev/null 2>&1 || true
+}
+
+case_host-port() {
+  local ns=e2e-hostport port='"ports": [{"containerPort": 8080, "hostPort": 18080}]'
+  new_ns $ns
+  k label node node-50 node-51 e2e-hostport=yes --overwrite >/dev/null
+  # The default scheduler's pod holds host port 18080 on node-50 and uses 4 of its GPUs, so the
+  # engine's best fit for a 4-GPU pod is node-50 (the tightest of the two).
+  printf '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holder", "namespace": "%s"},
+ "spec": {"nodeName": "node-50", "terminationGracePeriodSeconds": 0, "containers": [{"name": "main", "image": "fake.invalid/x:1", %s,
+  "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "4"}, "limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "4"}}}]}}\n' \
+    "$ns" "$port" | k create -f - >/dev/null
+  check "the port holder runs on node-50" until_true 15 eval "[ \"\$(pod_field $ns holder '{.status.phase}')\" = Running ]"
+  sleep 1  # the engine has seen it bound
+  printf '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "wants-port", "namespace": "%s"},
+ "spec": {"schedulerName": "tidal-scheduler", "nodeSelector": {"e2e-hostport": "yes"}, "terminationGracePeriodSeconds": 0,
+  "containers": [{"name": "main", "image": "fake.invalid/x:1", %s,
+  "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "4"}, "limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "4"}}}]}}\n' \
+    "$ns" "$port" | k create -f - >/dev/null
+  check "the Tidal pod asking for the same host port runs on node-51 within 15 s" \
+    until_true 15 eval "[ \"\$(node_of $ns wants-port)\" = node-51 ]"
+  check "a TidalPlannedNodeRefused event names node-50 and NodePorts" has_event $ns TidalPlannedNodeRefused node-50 NodePorts
+  cleanup_ns $ns
+  k label node node-50 node-51 e2e-hostport- >/dev/null 2>&1 || true
 }

@@ -127,6 +127,9 @@ type Hooks struct {
 	// for a resync, once Synced is true.
 	OnSynced       func(SyncedInfo)
 	OnDisconnected func(err error)
+	// OnNodeWarnings: the engine accepted nodes with a caveat for their admins (e.g. a missing
+	// topology label); called as each acknowledgement arrives.
+	OnNodeWarnings func([]*tidalv1.NodeWarning)
 }
 
 type podOp struct {

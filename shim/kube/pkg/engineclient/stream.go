@@ -149,6 +149,16 @@ func (c *Client) handleAck(a *tidalv1.SyncAck, m inflight) error {
 	if s := a.GetStatus(); s != nil && s.GetCode() != tidalv1.Status_SUCCESS {
 		c.logger.Info("tidal-engine refused part of a Sync batch", "code", s.GetCode(), "reasons", s.GetReasons())
 	}
+	if w := a.GetNodeWarnings(); len(w) > 0 {
+		c.mu.Lock()
+		hooks := append([]Hooks(nil), c.hooks...)
+		c.mu.Unlock()
+		for _, h := range hooks {
+			if h.OnNodeWarnings != nil {
+				h.OnNodeWarnings(w)
+			}
+		}
+	}
 	c.mu.Lock()
 	c.generation = a.GetGeneration()
 	info := m.info

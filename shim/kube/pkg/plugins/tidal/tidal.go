@@ -141,7 +141,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			}
 		}
 	}
-	client.AddHooks(engineclient.Hooks{OnResync: p.onResync, OnSynced: p.onSynced, OnDisconnected: p.onDisconnected})
+	hooks := engineclient.Hooks{OnResync: p.onResync, OnSynced: p.onSynced, OnDisconnected: p.onDisconnected}
+	if _, taken := nodeWarningWriters.LoadOrStore(client, p); !taken {
+		hooks.OnNodeWarnings = p.onNodeWarnings // one profile per engine client writes node events
+	}
+	client.AddHooks(hooks)
 	client.Start(ctx)
 	if p.pods != nil {
 		go p.evictOverdueEvery(ctx, time.Duration(args.OverdueIntervalMs)*time.Millisecond)
@@ -236,6 +240,24 @@ func (p *Plugin) onResync(info engineclient.SyncedInfo) {
 	released := p.rejectWaiting(func(*v1.Pod) bool { return true }, why+": the gang's plan is gone; it will be planned again")
 	p.logger.Info("tidal-engine resync: released the pods waiting in Permit", "profile", p.profile,
 		"engineRestarted", info.EngineRestarted, "epoch", info.Epoch, "releasedFromPermit", len(released))
+}
+
+// nodeWarningWriters: the one plugin instance per engine client that writes node events.
+var nodeWarningWriters sync.Map
+
+// onNodeWarnings writes the engine's caveats about nodes as Warning events on the nodes (only the
+// first profile's instance on a client does, so several profiles do not repeat them).
+func (p *Plugin) onNodeWarnings(ws []*tidalv1.NodeWarning) {
+	if p.handle == nil || p.handle.EventRecorder() == nil || p.nodes == nil {
+		return
+	}
+	for _, w := range ws {
+		n, err := p.nodes.Get(w.GetNode())
+		if err != nil {
+			continue
+		}
+		p.handle.EventRecorder().Eventf(n, nil, v1.EventTypeWarning, w.GetReason(), "Topology", "%s", w.GetMessage())
+	}
 }
 
 func (p *Plugin) onDisconnected(err error) {
