@@ -1,24 +1,30 @@
 // Scheduler: runs scheduling cycles of one Profile over a ClusterState.
 //
-// One cycle (RunCycle):
-//   1. order the pending workloads with the profile's QueueSort;
-//   2. for each, in order, through the WHOLE queue: Admit -> PreFilter -> PlacementSearch (all
-//      members, or for an elastic gang the largest size down to min_members) -> Score -> apply the
-//      best candidate in a Transaction -> Reserve -> Permit -> Commit, or Discard on any refusal;
-//   3. when nothing fits: PostFilter (preemption) may propose victims; otherwise, while fewer than
-//      `backfill.depth` reservations are in force, a reservation at the earliest start (computed
-//      by releasing running work and reservations in order of expected end on a future view of
-//      the cluster). Reservations are kept across cycles and move only earlier (or, overdue and
-//      unable to start, to their next earliest start). Later workloads
-//      start now only where they would not delay a reservation (they end before it starts, or use
-//      GPUs it does not need);
+// One cycle (RunCycle; its steps are the named members of Cycle, core/framework/cycle.h):
+//   1. order the pending workloads with the profile's QueueSort (Cycle::Run);
+//   2. for each, in order, through the WHOLE queue (Cycle::Consider): Admit -> PreFilter ->
+//      PlacementSearch (all members, or for an elastic gang the largest size down to min_members)
+//      -> Score -> apply the best candidate in a Transaction -> Reserve -> Permit -> Commit, or
+//      Discard on any refusal (ScheduleOne, called by Cycle::TryNow). Reservations kept from
+//      earlier cycles (KeepReservations) hold their nodes; a workload's own is lifted while it is
+//      considered, then held again while it still waits for room, else dropped (Cycle::SettleOwn);
+//   3. when nothing fits: PostFilter (preemption) may propose victims (Cycle::EvictAndRetry applies
+//      them when `apply_preemptions`); otherwise, while fewer than `backfill.depth` reservations
+//      are in force, a reservation at the earliest start (Cycle::FindReservation, computed by
+//      releasing running work and reservations in order of expected end on a future view of the
+//      cluster, FutureView). Reservations are kept across cycles and move only earlier (or,
+//      overdue and unable to start, to their next earliest start); one whose earliest start is now
+//      starts at once (Cycle::StartNow). Later workloads start now only where they would not delay
+//      a reservation (they end before it starts, or use GPUs it does not need: ReservationIndex);
 //   4. return one Decision per workload: where it landed and why, or why it waits and when it is
-//      expected to start.
+//      expected to start (Cycle::WaitOn); the reservation book keeps the cycle's reservations for
+//      the next one (Cycle::UpdateBook).
 // A gang is never half-placed: every member's allocation goes through one Transaction.
 // Within a cycle a request shape that failed fails again (ShapeCache): deep queues stay cheap.
 //
 // Threading: a Scheduler is used by one thread at a time (the engine's cycle thread, tidalctl, the
-// simulator). RunCycle mutates only the ClusterState passed in, which that thread owns.
+// simulator). RunCycle mutates only the ClusterState passed in, which that thread owns, and the
+// reservation book (SchedulerOptions::reservations), which that thread also owns.
 #pragma once
 
 #include <functional>
@@ -92,7 +98,7 @@ class ShapeCache {
     int required = -1, preferred = -1;
     std::string gpu_model;
     FrontDoor door = FrontDoor::kKubernetes;
-    int64_t ends_bucket = 0;  // reservations it would have to respect (see RunCycle)
+    int64_t ends_bucket = 0;  // reservations it would have to respect (see ScheduleOne)
     std::string constraints;  // Workload::constraints_sig: which nodes it may use
     bool operator==(const Key&) const = default;
   };
@@ -143,8 +149,8 @@ class Scheduler {
   CycleResult RunCycle(ClusterState& state, std::vector<Workload> pending, int64_t now_s) const;
   // The same over workloads the caller keeps (no copies); they must outlive the call.
   CycleResult RunCycle(ClusterState& state, std::vector<const Workload*> pending, int64_t now_s) const;
-  // One workload: the body of the cycle loop. `cache` memoizes failed shapes; `bf` the cycle's
-  // reservations (both optional).
+  // One workload's placement attempt (step 2, with step 3's PostFilter). `cache` memoizes failed
+  // shapes and bounds victim searches; `bf` the cycle's reservations (both optional).
   // `at` (optional): place exactly there if it fits now (a reservation whose time has come).
   Decision ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache = nullptr,
                        const BackfillView* bf = nullptr, const std::vector<MemberAssignment>* at = nullptr) const;
@@ -153,7 +159,7 @@ class Scheduler {
   void SortQueue(std::vector<const Workload*>& pending) const;
 
  private:
-  class Backfill;
+  friend class Cycle;  // the cycle's steps (cycle.h) read the options and the book, apply evictions
   void ApplyPreemption(ClusterState& state, const PostFilterResult& r) const;
   std::string DescribePlacement(const ClusterState& state, const Workload& w, const PlacementConstraints& c,
                                 const Candidate& cand, size_t alternatives) const;

@@ -1,10 +1,20 @@
-// preemption (PostFilter): victim selection (see preemption.h for the rules and threading).
+// preemption (PostFilter): victim selection, as named steps of one VictimSearch: judge the
+// preemptor, collect terminating work, choose candidates, plan domains, try a domain (on a Trial,
+// the scratch view), commit victims. The rules are in preemption.h.
+//
+// Threading: the cycle thread (PostFilter runs inside ScheduleOne); a VictimSearch lives for one
+// call. Trial evictions change the cycle's cluster only under a Transaction that is always
+// discarded, so the call leaves it as it found it.
 #include "plugins/preemption/preemption.h"
 
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
+#include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/api/duration.h"
 #include "core/state/cluster_state.h"
@@ -82,6 +92,403 @@ int32_t MembersOf(const Allocation& a) {
   return n;
 }
 
+// How much of victim v a trial may take under budget `b`: whole (evict) and/or `members` (shrink:
+// elastic members above its minimum), or nothing.
+struct Take {
+  bool whole = false;
+  int32_t members = 0;
+};
+Take MayTake(const Victim& v, const QueueBudget& b) {
+  Take t;
+  if (!v.budgeted || b.Copies(v.queue, v.whole) >= 1) {
+    t.whole = true;
+    t.members = v.surplus;
+  } else {
+    t.members = static_cast<int32_t>(std::min<int64_t>(v.surplus, b.Copies(v.queue, v.per_member)));
+  }
+  return t;
+}
+
+// A domain worth a trial: the victims touching it (indices into the sorted victims, so in victim
+// order) and the work a GPU-only estimate says taking them loses.
+struct Plan {
+  VertexId domain;
+  std::vector<size_t> touching;
+  double est_loss = 0;
+};
+
+// The scratch view one trial works on: the cycle's cluster under a Transaction that is always
+// discarded (the destructor undoes every trial eviction and shrink), so PostFilter leaves the
+// cluster as it found it, as PostFilterContext requires. It is the cluster itself, not a copy,
+// because the profile's search (PostFilterContext::fits) reads that one, and a copy per victim
+// search would cost a cluster copy each; nothing here can commit.
+class Trial {
+ public:
+  explicit Trial(ClusterState& cluster) : txn_(cluster) {}
+  bool Evict(const std::string& id) { return txn_.Evict(id).ok(); }
+  void EvictAll(const std::vector<std::string>& ids) {
+    for (const auto& id : ids) (void)txn_.Evict(id);
+  }
+  // Re-places `w` (fewer members) where its remaining members are.
+  bool Place(const Workload& w, const std::vector<MemberAssignment>& at, int64_t start_s) {
+    return txn_.Place(w, at, start_s).ok();
+  }
+
+ private:
+  Transaction txn_;
+};
+
+// One PostFilter call: the preemptor's standing, the terminating work, the candidates and their
+// queues' budgets, as named members; Run() takes the steps in order.
+class VictimSearch {
+ public:
+  VictimSearch(QuotaLedger* ledger, const Preemption::Args& args, const Workload& w, const PlacementConstraints& c,
+               PostFilterContext& ctx)
+      : ledger_(ledger), args_(args), w_(w), c_(c), ctx_(ctx), cluster_(ctx.cluster) {
+    JudgePreemptor();
+  }
+
+  Status Run(PostFilterResult& result) {
+    CollectLeaving();
+    if (FitsOnceLeaversGo()) {
+      return Status::Unschedulable("waiting for " + std::to_string(leaving_.size()) +
+                                   " terminating workload(s) to release their capacity");
+    }
+    ChooseCandidates();
+    if (victims_.empty()) return Status::Unschedulable("no eligible victims");
+    return CommitVictims(PlanDomains(TargetLevel()), result);
+  }
+
+ private:
+  int QueueOf(const Workload& x) const { return x.queue_id > 0 ? x.queue_id : tree_->Find(x.queue); }
+  ResVec Request(const Workload& x, int32_t members) const {
+    return tree_ != nullptr ? tree_->Request(x.per_member * members, x.gpu_model) : ResVec{};
+  }
+
+  // The preemptor's queue (with quota), what it asks for, and whether it would borrow.
+  void JudgePreemptor() {
+    if (ledger_ == nullptr || ledger_->tree().size() <= 1) return;
+    tree_ = &ledger_->tree();
+    leaf_ = QueueOf(w_);
+    wanted_ = tree_->Request(w_.per_member * c_.members, w_.gpu_model);
+    if (leaf_ > 0) {
+      const AdmissionResult a = ledger_->CheckAdmission(leaf_, wanted_);
+      preemptor_borrowing_ = a.borrowing || !a.status.ok();
+    }
+  }
+
+  // Terminating workloads are leaving anyway: never victims; their capacity counts as freed, and
+  // their queue's budget as already given back.
+  void CollectLeaving() {
+    for (const auto& [id, a] : cluster_.running()) {
+      if (!a.terminating || id == w_.id) continue;
+      leaving_.push_back(id);
+      if (tree_ == nullptr) continue;
+      const int q = QueueOf(a.workload);
+      if (q <= 0) continue;
+      ResVec& sum = leaving_by_queue_.try_emplace(q, ResVec(static_cast<size_t>(tree_->resources()), 0)).first->second;
+      const ResVec r = Request(a.workload, MembersOf(a));
+      for (size_t i = 0; i < r.size(); ++i) sum[i] += r[i];
+    }
+    std::sort(leaving_.begin(), leaving_.end());
+  }
+
+  // Whether the preemptor fits once the terminating workloads are gone (then no victim is needed).
+  bool FitsOnceLeaversGo() {
+    if (leaving_.empty()) return false;
+    Trial trial(cluster_);
+    trial.EvictAll(leaving_);
+    return ctx_.fits(c_);
+  }
+
+  // Whether queue q borrows a resource the preemptor asks for; its budget is read on first use.
+  bool Borrows(int q) {
+    if (!budget_known_[q]) {
+      budget_known_[q] = true;
+      auto l = leaving_by_queue_.find(q);
+      budget_.Add(q, ledger_->OverNominal(q), l == leaving_by_queue_.end() ? ResVec{} : l->second, wanted_);
+    }
+    return budget_.Borrows(q);
+  }
+
+  // Choose candidates: every eligible victim (see preemption.h), in victim order.
+  void ChooseCandidates() {
+    for (const auto& [id, a] : cluster_.running()) {
+      if (id == w_.id || a.terminating) continue;
+      Victim v;
+      if (Eligible(id, a, v)) victims_.push_back(std::move(v));
+    }
+    // Borrowers first, then lower priority, then least work lost, then the most recently started.
+    std::sort(victims_.begin(), victims_.end(), [](const Victim& a, const Victim& b) {
+      if (a.borrowing != b.borrowing) return a.borrowing;
+      if (a.priority != b.priority) return a.priority < b.priority;
+      if (a.lost != b.lost) return a.lost < b.lost;
+      if (a.start_s != b.start_s) return a.start_s > b.start_s;
+      return a.id < b.id;
+    });
+  }
+
+  // Whether allocation `a` may be a victim; fills `x` for it.
+  bool Eligible(const std::string& id, const Allocation& a, Victim& x) {
+    const Workload& v = a.workload;
+    if (ctx_.now_s - a.start_time_s < args_.min_runtime_s) return false;
+    // No thrash: never a victim that could preempt the preemptor back.
+    if (v.priority > w_.priority) return false;
+    const bool lower = v.priority < w_.priority && v.preemptible;
+    x.id = id;
+    x.alloc = &a;
+    x.priority = v.priority;
+    x.start_s = a.start_time_s;
+    x.surplus = std::max(0, v.members - v.min_members);
+    if (tree_ != nullptr) {
+      const int qv = QueueOf(v);
+      const bool same_queue = qv > 0 && leaf_ > 0 ? qv == leaf_ : v.queue == w_.queue;
+      if (!same_queue && qv > 0) {
+        // Another queue's work: only what that queue uses above its nominal quota now.
+        if (!Borrows(qv)) return false;
+        x.queue = qv;
+        x.budgeted = x.borrowing = true;
+        x.per_member = Request(v, 1);
+        x.whole = Request(v, MembersOf(a));
+        if (budget_.Copies(qv, x.whole) < 1 && (x.surplus == 0 || budget_.Copies(qv, x.per_member) < 1)) return false;
+        const bool by_reclaim = leaf_ > 0 && !preemptor_borrowing_;
+        if (!lower && !by_reclaim) return false;
+        x.reclaim = !lower;
+      } else {
+        // The preemptor's own queue, or work of no configured queue (no quota to protect).
+        if (!lower) return false;
+        x.borrowing = qv > 0 && Borrows(qv);
+      }
+    } else if (!lower) {
+      return false;
+    }
+    x.lost = Preemption::WorkLost(v, a.start_time_s, ctx_.now_s);
+    return true;
+  }
+
+  // The level whose domains the preemptor must fit inside: its required level, else the smallest
+  // level one of whose domains could hold it (-1: only the whole cluster).
+  int TargetLevel() const {
+    const auto& levels = cluster_.levels();
+    int level = c_.required_level;
+    if (level >= 0 && level != levels.node_level()) return level;
+    for (int l = levels.node_level() - 1; l >= 0; --l) {
+      auto [b, e] = cluster_.LevelRange(l);
+      for (VertexId v = b; v < e; ++v) {
+        if (cluster_.StaticMemberCapacity(v, w_.per_member.gpus) >= c_.members) return l;
+      }
+    }
+    return -1;
+  }
+
+  // Domains of `level` worth a trial (victims could make room there by a GPU-only estimate), the
+  // least estimated loss first, at most maxDomains.
+  std::vector<Plan> PlanDomains(int level) const {
+    auto domain_of = [&](NodeId n) { return level < 0 ? cluster_.root() : cluster_.AncestorAt(n, level); };
+    // GPUs of each leaver and victim in each domain of that level (one pass over each).
+    std::unordered_map<VertexId, int64_t> leaving_gpus;
+    for (const auto& id : leaving_) {
+      const Allocation& a = cluster_.running().at(id);
+      for (const auto& as : a.assignments) {
+        const VertexId d = domain_of(as.node);
+        if (d >= 0) leaving_gpus[d] += as.members * a.workload.per_member.gpus;
+      }
+    }
+    std::unordered_map<VertexId, std::vector<std::pair<size_t, int64_t>>> by_domain;
+    for (size_t i = 0; i < victims_.size(); ++i) {
+      const Allocation& a = *victims_[i].alloc;
+      for (const auto& as : a.assignments) {
+        const VertexId d = domain_of(as.node);
+        if (d < 0) continue;
+        auto& list = by_domain[d];
+        const int64_t gpus = as.members * a.workload.per_member.gpus;
+        if (!list.empty() && list.back().first == i) {
+          list.back().second += gpus;
+        } else {
+          list.emplace_back(i, gpus);
+        }
+      }
+    }
+    std::vector<Plan> plans;
+    for (auto& [d, list] : by_domain) {
+      if (std::optional<Plan> p = Estimate(d, list, leaving_gpus[d])) plans.push_back(std::move(*p));
+    }
+    std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
+      return a.est_loss != b.est_loss ? a.est_loss < b.est_loss : a.domain < b.domain;
+    });
+    if (plans.size() > static_cast<size_t>(args_.max_domains)) plans.resize(static_cast<size_t>(args_.max_domains));
+    return plans;
+  }
+
+  // Domain d's plan when taking its victims in order (as the budget allows) frees enough GPUs.
+  std::optional<Plan> Estimate(VertexId d, std::vector<std::pair<size_t, int64_t>>& list, int64_t leaving_gpus) const {
+    const int64_t need = w_.per_member.gpus * c_.members;
+    // Victim order inside a domain follows the global order (indices are already sorted).
+    std::sort(list.begin(), list.end());
+    int64_t gpus = cluster_.FreeGpus(d) + leaving_gpus;
+    QueueBudget est = budget_;
+    Plan p{d, {}, 0};
+    for (const auto& [i, here] : list) {
+      p.touching.push_back(i);
+      if (gpus >= need) continue;
+      const Victim& v = victims_[i];
+      const Take t = MayTake(v, est);
+      if (t.whole) {
+        gpus += here;
+        p.est_loss += v.lost;
+        if (v.budgeted) est.Take(v.queue, v.whole, 1);
+      } else if (t.members > 0) {
+        gpus += std::min<int64_t>(here, t.members * v.alloc->workload.per_member.gpus);
+        est.Take(v.queue, v.per_member, t.members);
+      }
+    }
+    if (gpus < need) return std::nullopt;
+    return p;
+  }
+
+  // What one trial has taken so far: what is left of the budgets, and the proposal.
+  struct Taken {
+    Taken(const QueueBudget& budget, PostFilterResult& proposal) : left(budget), result(proposal) {}
+    QueueBudget left;
+    PostFilterResult& result;
+    bool any_reclaim = false, any_priority = false;
+    void Mark(const Victim& v) { (v.reclaim ? any_reclaim : any_priority) = true; }
+  };
+
+  // Try a domain: trial evictions (after the leavers) in victim order until the preemptor fits
+  // inside it, confirmed by the profile's search. True (with `proposal` filled) when it fits.
+  bool TryDomain(const Plan& p, PostFilterResult& proposal) {
+    Trial trial(cluster_);
+    trial.EvictAll(leaving_);
+    Taken taken(budget_, proposal);
+    taken.result.nominated_domain = p.domain == cluster_.root() ? "cluster" : cluster_.vertex(p.domain).path;
+    bool fits = false;
+    for (size_t idx : p.touching) {
+      if (TakeVictim(trial, p.domain, victims_[idx], taken)) {
+        fits = true;
+        break;
+      }
+    }
+    PlacementConstraints inside = c_;
+    inside.within = p.domain;
+    inside.reserved_from = nullptr;
+    // FitsInside is resource-exact per node; confirm with the real search (filters, topology).
+    if (!fits || !ctx_.fits(inside)) return false;
+    taken.result.reason = taken.any_priority ? (taken.any_reclaim ? "priority+reclaim" : "priority") : "reclaim";
+    return true;
+  }
+
+  // Takes what the budget allows of victim v in the trial: first its surplus members on nodes of
+  // the domain, then (when allowed) the whole of it, which supersedes the shrink. True once the
+  // preemptor fits inside the domain.
+  bool TakeVictim(Trial& trial, VertexId domain, const Victim& v, Taken& taken) {
+    auto live = cluster_.running().find(v.id);
+    if (live == cluster_.running().end()) return false;
+    const Allocation a = live->second;
+    const Take t = MayTake(v, taken.left);
+    int32_t given = 0;  // members given back by a shrink in this trial
+    if (t.members > 0) {
+      if (std::optional<int32_t> shrunk = Shrink(trial, domain, v, a, t.members, taken)) {
+        given = *shrunk;
+        if (FitsInside(domain)) return true;
+      }
+    }
+    // A budgeted victim is evicted whole only if its queue stays at or above nominal.
+    if (!t.whole || !cluster_.running().count(v.id)) return false;
+    if (!trial.Evict(v.id)) return false;
+    if (v.budgeted) {
+      taken.left.Take(v.queue, v.per_member, -given);
+      taken.left.Take(v.queue, v.whole, 1);
+    }
+    auto& shrinks = taken.result.shrinks;
+    shrinks.erase(std::remove_if(shrinks.begin(), shrinks.end(), [&](const ShrinkAction& s) { return s.workload == v.id; }),
+                  shrinks.end());
+    taken.result.victims.push_back(v.id);
+    taken.result.lost_gpu_seconds += v.lost;
+    taken.Mark(v);
+    return FitsInside(domain);
+  }
+
+  // An elastic victim gives back up to `members` members on nodes of the domain (re-placed with
+  // the rest); how many it gave, or nullopt when it could not shrink there.
+  std::optional<int32_t> Shrink(Trial& trial, VertexId domain, const Victim& v, const Allocation& a, int32_t members, Taken& taken) {
+    const Vertex& vx = cluster_.vertex(domain);
+    int32_t give = members;
+    std::vector<MemberAssignment> kept = a.assignments;
+    std::vector<ShrinkAction> shrinks;
+    for (auto& as : kept) {
+      if (give == 0) break;
+      if (as.node < vx.node_begin || as.node >= vx.node_end) continue;
+      const int32_t n = std::min(give, as.members);
+      as.members -= n;
+      give -= n;
+      shrinks.push_back(ShrinkAction{v.id, as.node, n});
+    }
+    if (shrinks.empty()) return std::nullopt;
+    kept.erase(std::remove_if(kept.begin(), kept.end(), [](const MemberAssignment& m) { return m.members == 0; }),
+               kept.end());
+    Workload smaller = a.workload;
+    smaller.members -= members - give;
+    if (!trial.Evict(v.id) || !trial.Place(smaller, kept, a.start_time_s)) return std::nullopt;
+    const int32_t given = members - give;
+    if (v.budgeted) taken.left.Take(v.queue, v.per_member, given);
+    taken.result.shrinks.insert(taken.result.shrinks.end(), shrinks.begin(), shrinks.end());
+    taken.Mark(v);
+    return given;
+  }
+
+  // Whether the preemptor's members fit on the domain's nodes now (GPU aggregate first, then the
+  // nodes' free resources, pools and GPU model).
+  bool FitsInside(VertexId domain) const {
+    if (cluster_.MemberCapacity(domain, w_.per_member.gpus) < c_.members) return false;
+    const Vertex& vx = cluster_.vertex(domain);
+    int64_t members = 0;
+    for (NodeId n = vx.node_begin; n < vx.node_end && members < c_.members; ++n) {
+      const Node& node = cluster_.node(n);
+      if (!node.Schedulable() || !PoolAdmits(node.pool, w_.front_door)) continue;
+      if (!w_.gpu_model.empty() && node.gpu_model != w_.gpu_model) continue;
+      members += node.Free().CopiesOf(w_.per_member);
+    }
+    return members >= c_.members;
+  }
+
+  // Commit victims: of the domains whose trial made room, the one losing the least work.
+  Status CommitVictims(const std::vector<Plan>& plans, PostFilterResult& result) {
+    bool found = false;
+    PostFilterResult best;
+    for (const Plan& p : plans) {
+      PostFilterResult trial;
+      if (!TryDomain(p, trial)) continue;
+      if (!found || trial.lost_gpu_seconds < best.lost_gpu_seconds) {
+        best = std::move(trial);
+        found = true;
+      }
+    }
+    if (!found) return Status::Unschedulable("evicting every eligible victim would not make room in one domain");
+    result = std::move(best);
+    return Status::Ok();
+  }
+
+  QuotaLedger* ledger_;
+  const Preemption::Args& args_;
+  const Workload& w_;
+  const PlacementConstraints& c_;
+  PostFilterContext& ctx_;
+  ClusterState& cluster_;
+  // The preemptor's standing (with quota: a ledger with configured queues).
+  const QueueTree* tree_ = nullptr;
+  int leaf_ = -1;
+  bool preemptor_borrowing_ = false;
+  ResVec wanted_;
+  // Terminating workloads (sorted ids) and what they give back per queue.
+  std::vector<std::string> leaving_;
+  std::map<int, ResVec> leaving_by_queue_;
+  // Other queues' budgets, read on first use; the candidates, in victim order.
+  QueueBudget budget_;
+  std::map<int, bool> budget_known_;
+  std::vector<Victim> victims_;
+};
+
 }  // namespace
 
 double Preemption::WorkLost(const Workload& v, int64_t start_s, int64_t now_s) {
@@ -94,297 +501,8 @@ double Preemption::WorkLost(const Workload& v, int64_t start_s, int64_t now_s) {
 
 Status Preemption::PostFilter(CycleState&, const Workload& w, const Status& failure, PostFilterContext& ctx,
                               const PlacementConstraints& c, PostFilterResult& result) {
-  ClusterState& cluster = ctx.cluster;
-  const int64_t now_s = ctx.now_s;
   if (failure.code() != StatusCode::kUnschedulable) return Status::Unschedulable("nothing to preempt for");
-  const bool quota = ledger_ != nullptr && ledger_->tree().size() > 1;
-  const QueueTree* tree = quota ? &ledger_->tree() : nullptr;
-  auto queue_of = [&](const Workload& x) { return x.queue_id > 0 ? x.queue_id : tree->Find(x.queue); };
-  int leaf = -1;
-  bool preemptor_borrowing = false;
-  ResVec wanted;
-  if (quota) {
-    leaf = queue_of(w);
-    wanted = tree->Request(w.per_member * c.members, w.gpu_model);
-    if (leaf > 0) {
-      const AdmissionResult a = ledger_->CheckAdmission(leaf, wanted);
-      preemptor_borrowing = a.borrowing || !a.status.ok();
-    }
-  }
-  auto request = [&](const Workload& x, int32_t members) {
-    return quota ? tree->Request(x.per_member * members, x.gpu_model) : ResVec{};
-  };
-
-  // Terminating workloads are leaving anyway: never victims; their capacity counts as freed, and
-  // their queue's budget as already given back.
-  std::vector<std::string> leaving;
-  std::map<int, ResVec> leaving_by_queue;
-  for (const auto& [id, a] : cluster.running()) {
-    if (!a.terminating || id == w.id) continue;
-    leaving.push_back(id);
-    if (!quota) continue;
-    const int q = queue_of(a.workload);
-    if (q <= 0) continue;
-    ResVec& sum = leaving_by_queue.try_emplace(q, ResVec(static_cast<size_t>(tree->resources()), 0)).first->second;
-    const ResVec r = request(a.workload, MembersOf(a));
-    for (size_t i = 0; i < r.size(); ++i) sum[i] += r[i];
-  }
-  std::sort(leaving.begin(), leaving.end());
-  if (!leaving.empty()) {
-    Transaction txn(cluster);
-    for (const auto& id : leaving) (void)txn.Evict(id);
-    const bool fits = ctx.fits(c);
-    txn.Discard();
-    if (fits) {
-      return Status::Unschedulable("waiting for " + std::to_string(leaving.size()) +
-                                   " terminating workload(s) to release their capacity");
-    }
-  }
-
-  QueueBudget budget;
-  std::map<int, bool> budget_known;
-  auto borrows = [&](int q) {
-    if (!budget_known[q]) {
-      budget_known[q] = true;
-      auto l = leaving_by_queue.find(q);
-      budget.Add(q, ledger_->OverNominal(q), l == leaving_by_queue.end() ? ResVec{} : l->second, wanted);
-    }
-    return budget.Borrows(q);
-  };
-  std::vector<Victim> victims;
-  for (const auto& [id, a] : cluster.running()) {
-    if (id == w.id || a.terminating) continue;
-    const Workload& v = a.workload;
-    if (now_s - a.start_time_s < args_.min_runtime_s) continue;
-    // No thrash: never a victim that could preempt the preemptor back.
-    if (v.priority > w.priority) continue;
-    const bool lower = v.priority < w.priority && v.preemptible;
-    Victim x;
-    x.id = id;
-    x.alloc = &a;
-    x.priority = v.priority;
-    x.start_s = a.start_time_s;
-    x.surplus = std::max(0, v.members - v.min_members);
-    if (quota) {
-      const int qv = queue_of(v);
-      const bool same_queue = qv > 0 && leaf > 0 ? qv == leaf : v.queue == w.queue;
-      if (!same_queue && qv > 0) {
-        // Another queue's work: only what that queue uses above its nominal quota now.
-        if (!borrows(qv)) continue;
-        x.queue = qv;
-        x.budgeted = x.borrowing = true;
-        x.per_member = request(v, 1);
-        x.whole = request(v, MembersOf(a));
-        if (budget.Copies(qv, x.whole) < 1 && (x.surplus == 0 || budget.Copies(qv, x.per_member) < 1)) continue;
-        const bool by_reclaim = leaf > 0 && !preemptor_borrowing;
-        if (!lower && !by_reclaim) continue;
-        x.reclaim = !lower;
-      } else {
-        // The preemptor's own queue, or work of no configured queue (no quota to protect).
-        if (!lower) continue;
-        x.borrowing = qv > 0 && borrows(qv);
-      }
-    } else if (!lower) {
-      continue;
-    }
-    x.lost = WorkLost(v, a.start_time_s, now_s);
-    victims.push_back(std::move(x));
-  }
-  if (victims.empty()) return Status::Unschedulable("no eligible victims");
-  // Borrowers first, then lower priority, then least work lost, then the most recently started.
-  std::sort(victims.begin(), victims.end(), [](const Victim& a, const Victim& b) {
-    if (a.borrowing != b.borrowing) return a.borrowing;
-    if (a.priority != b.priority) return a.priority < b.priority;
-    if (a.lost != b.lost) return a.lost < b.lost;
-    if (a.start_s != b.start_s) return a.start_s > b.start_s;
-    return a.id < b.id;
-  });
-
-  // The level whose domains the preemptor must fit inside.
-  const auto& levels = cluster.levels();
-  const int64_t g = w.per_member.gpus;
-  int level = c.required_level;
-  if (level < 0 || level == levels.node_level()) {
-    level = -1;
-    for (int l = levels.node_level() - 1; l >= 0 && level < 0; --l) {
-      auto [b, e] = cluster.LevelRange(l);
-      for (VertexId v = b; v < e; ++v) {
-        if (cluster.StaticMemberCapacity(v, g) >= c.members) {
-          level = l;
-          break;
-        }
-      }
-    }
-  }
-  auto domain_of = [&](NodeId n) { return level < 0 ? cluster.root() : cluster.AncestorAt(n, level); };
-  // GPUs of each allocation in each domain of that level (one pass over victims and leavers).
-  std::unordered_map<VertexId, int64_t> leaving_gpus;
-  for (const auto& id : leaving) {
-    const Allocation& a = cluster.running().at(id);
-    for (const auto& as : a.assignments) {
-      const VertexId d = domain_of(as.node);
-      if (d >= 0) leaving_gpus[d] += as.members * a.workload.per_member.gpus;
-    }
-  }
-  std::unordered_map<VertexId, std::vector<std::pair<size_t, int64_t>>> by_domain;
-  for (size_t i = 0; i < victims.size(); ++i) {
-    const Allocation& a = *victims[i].alloc;
-    for (const auto& as : a.assignments) {
-      const VertexId d = domain_of(as.node);
-      if (d < 0) continue;
-      auto& list = by_domain[d];
-      const int64_t gpus = as.members * a.workload.per_member.gpus;
-      if (!list.empty() && list.back().first == i) {
-        list.back().second += gpus;
-      } else {
-        list.emplace_back(i, gpus);
-      }
-    }
-  }
-  // How much of victim v a trial may take under `b`: whole (evict), `members` (shrink), or nothing.
-  struct Take {
-    bool whole = false;
-    int32_t members = 0;
-  };
-  auto may_take = [](const Victim& v, const QueueBudget& b) {
-    Take t;
-    if (!v.budgeted || b.Copies(v.queue, v.whole) >= 1) {
-      t.whole = true;
-      t.members = v.surplus;
-    } else {
-      t.members = static_cast<int32_t>(std::min<int64_t>(v.surplus, b.Copies(v.queue, v.per_member)));
-    }
-    return t;
-  };
-  struct Plan {
-    VertexId domain;
-    std::vector<size_t> touching;
-    double est_loss = 0;
-  };
-  std::vector<Plan> plans;
-  for (auto& [d, list] : by_domain) {
-    // Victim order inside a domain follows the global order (indices are already sorted).
-    std::sort(list.begin(), list.end());
-    int64_t gpus = cluster.FreeGpus(d) + leaving_gpus[d];
-    QueueBudget est = budget;
-    Plan p{d, {}, 0};
-    for (const auto& [i, here] : list) {
-      p.touching.push_back(i);
-      if (gpus >= g * c.members) continue;
-      const Victim& v = victims[i];
-      const Take t = may_take(v, est);
-      if (t.whole) {
-        gpus += here;
-        p.est_loss += v.lost;
-        if (v.budgeted) est.Take(v.queue, v.whole, 1);
-      } else if (t.members > 0) {
-        gpus += std::min<int64_t>(here, t.members * v.alloc->workload.per_member.gpus);
-        est.Take(v.queue, v.per_member, t.members);
-      }
-    }
-    if (gpus >= g * c.members) plans.push_back(std::move(p));
-  }
-  std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
-    return a.est_loss != b.est_loss ? a.est_loss < b.est_loss : a.domain < b.domain;
-  });
-  if (plans.size() > static_cast<size_t>(args_.max_domains)) plans.resize(static_cast<size_t>(args_.max_domains));
-
-  // Trial evictions per domain, in victim order, until the preemptor fits inside it.
-  bool found = false;
-  PostFilterResult best;
-  for (const Plan& p : plans) {
-    Transaction txn(cluster);
-    for (const auto& id : leaving) (void)txn.Evict(id);
-    QueueBudget left = budget;
-    PostFilterResult trial;
-    trial.nominated_domain = p.domain == cluster.root() ? "cluster" : cluster.vertex(p.domain).path;
-    PlacementConstraints inside = c;
-    inside.within = p.domain;
-    inside.reserved_from = nullptr;
-    const Vertex& vx = cluster.vertex(p.domain);
-    bool fits = false;
-    bool any_reclaim = false, any_priority = false;
-    auto fits_now = [&]() {
-      if (cluster.MemberCapacity(p.domain, g) < c.members) return false;
-      // A GPU-only check of the domain is exact for whole-GPU requests up to node fit; verify nodes.
-      int64_t members = 0;
-      for (NodeId n = vx.node_begin; n < vx.node_end && members < c.members; ++n) {
-        const Node& node = cluster.node(n);
-        if (!node.Schedulable() || !PoolAdmits(node.pool, w.front_door)) continue;
-        if (!w.gpu_model.empty() && node.gpu_model != w.gpu_model) continue;
-        members += node.Free().CopiesOf(w.per_member);
-      }
-      return members >= c.members;
-    };
-    for (size_t idx : p.touching) {
-      const Victim& v = victims[idx];
-      auto live = cluster.running().find(v.id);
-      if (live == cluster.running().end()) continue;
-      const Allocation a = live->second;
-      const Take t = may_take(v, left);
-      int32_t given = 0;  // members given back by a shrink in this trial
-      if (t.members > 0) {
-        // Elastic: give back surplus members on nodes of this domain first.
-        int32_t give = t.members;
-        std::vector<MemberAssignment> kept = a.assignments;
-        std::vector<ShrinkAction> shrinks;
-        for (auto& as : kept) {
-          if (give == 0) break;
-          if (as.node < vx.node_begin || as.node >= vx.node_end) continue;
-          const int32_t n = std::min(give, as.members);
-          as.members -= n;
-          give -= n;
-          shrinks.push_back(ShrinkAction{v.id, as.node, n});
-        }
-        if (!shrinks.empty()) {
-          kept.erase(std::remove_if(kept.begin(), kept.end(), [](const MemberAssignment& m) { return m.members == 0; }),
-                     kept.end());
-          Workload smaller = a.workload;
-          smaller.members -= t.members - give;
-          if (txn.Evict(v.id).ok() && txn.Place(smaller, kept, a.start_time_s).ok()) {
-            given = t.members - give;
-            if (v.budgeted) left.Take(v.queue, v.per_member, given);
-            trial.shrinks.insert(trial.shrinks.end(), shrinks.begin(), shrinks.end());
-            (v.reclaim ? any_reclaim : any_priority) = true;
-            if (fits_now()) {
-              fits = true;
-              break;
-            }
-          }
-        }
-      }
-      // Evicting it whole supersedes its shrink; a budgeted victim only if its queue stays at or
-      // above nominal.
-      if (!t.whole || !cluster.running().count(v.id)) continue;
-      if (!txn.Evict(v.id).ok()) continue;
-      if (v.budgeted) {
-        left.Take(v.queue, v.per_member, -given);
-        left.Take(v.queue, v.whole, 1);
-      }
-      trial.shrinks.erase(std::remove_if(trial.shrinks.begin(), trial.shrinks.end(),
-                                         [&](const ShrinkAction& s) { return s.workload == v.id; }),
-                          trial.shrinks.end());
-      trial.victims.push_back(v.id);
-      trial.lost_gpu_seconds += v.lost;
-      (v.reclaim ? any_reclaim : any_priority) = true;
-      if (fits_now()) {
-        fits = true;
-        break;
-      }
-    }
-    // The node-level check above is resource-exact; confirm with the real search (filters, topology).
-    if (fits) fits = ctx.fits(inside);
-    txn.Discard();
-    if (!fits) continue;
-    trial.reason = any_priority ? (any_reclaim ? "priority+reclaim" : "priority") : "reclaim";
-    if (!found || trial.lost_gpu_seconds < best.lost_gpu_seconds) {
-      best = std::move(trial);
-      found = true;
-    }
-  }
-  if (!found) return Status::Unschedulable("evicting every eligible victim would not make room in one domain");
-  result = std::move(best);
-  return Status::Ok();
+  return VictimSearch(ledger_, args_, w, c, ctx).Run(result);
 }
 
 StatusOr<std::unique_ptr<Plugin>> Preemption::New(const nlohmann::json& args, const PluginContext& ctx) {

@@ -1,0 +1,309 @@
+// Cycle: the steps of Scheduler::RunCycle (see cycle.h for the per-cycle state, scheduler.h for the
+// outline they follow).
+//
+// Threading: one RunCycle call, on the thread that owns the ClusterState and the reservation book.
+#include "core/framework/cycle.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "core/framework/placement.h"
+
+namespace tidal {
+
+KeptReservations KeepReservations(const std::map<std::string, Reservation>& book,
+                                  const std::vector<const Workload*>& pending, const ClusterState& state) {
+  KeptReservations k;
+  if (book.empty()) return k;
+  // Looked up per workload: the book is small, the batch may be 100k.
+  for (const Workload* w : pending) {
+    if (book.count(w->id)) k.in_batch.insert(w->id);
+  }
+  for (const auto& [id, res] : book) {
+    if (!k.in_batch.count(id)) continue;
+    bool valid = true;
+    for (const auto& a : res.assignments) {
+      valid = valid && a.node >= 0 && a.node < state.node_count() && state.node(a.node).Schedulable();
+    }
+    if (valid) k.kept.emplace(id, res);
+  }
+  return k;
+}
+
+// --- ReservationIndex ---------------------------------------------------------------------------
+
+void ReservationIndex::Add(const Reservation& r) {
+  if (reserved_from_.empty()) {
+    reserved_from_.assign(static_cast<size_t>(node_count_), INT64_MAX);
+    reserved_gpus_.assign(static_cast<size_t>(node_count_), 0);
+  }
+  for (const auto& a : r.assignments) {
+    by_node_[a.node].push_back(Entry{r.start_s, r.workload, r.per_member.gpus * a.members});
+    RecomputeNode(a.node, "");
+  }
+  view_.reserved_from = &reserved_from_;
+  view_.reserved_gpus = &reserved_gpus_;
+  view_.latest_start = std::max(view_.latest_start, r.start_s);
+}
+
+void ReservationIndex::Lift(const Reservation& r) {
+  for (const auto& a : r.assignments) {
+    auto& v = by_node_[a.node];
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const Entry& e) { return e.id == r.workload; }), v.end());
+    RecomputeNode(a.node, "");
+  }
+}
+
+void ReservationIndex::Recompute(const Reservation& r, const std::string& except) {
+  for (const auto& a : r.assignments) RecomputeNode(a.node, except);
+}
+
+void ReservationIndex::RecomputeNode(NodeId n, const std::string& except) {
+  int64_t m = INT64_MAX, g = 0;
+  for (const auto& e : by_node_[n]) {
+    if (e.id == except) continue;
+    m = std::min(m, e.start);
+    g += e.gpus;
+  }
+  reserved_from_[static_cast<size_t>(n)] = m;
+  reserved_gpus_[static_cast<size_t>(n)] = g;
+}
+
+// --- FutureView ---------------------------------------------------------------------------------
+
+namespace {
+// How a reservation is held on the future view: a running allocation under a name no workload has.
+std::string HeldId(const std::string& workload) { return "reservation:" + workload; }
+
+Workload Held(const Reservation& r) {
+  Workload held;
+  held.id = HeldId(r.workload);
+  held.per_member = r.per_member;
+  for (const auto& a : r.assignments) held.members += a.members;
+  return held;
+}
+}  // namespace
+
+bool FutureView::Enabled(size_t in_force) const {
+  const int d = profile_.backfill().depth;
+  return d != 0 && (d < 0 || in_force < static_cast<size_t>(d));
+}
+
+bool FutureView::ReservesFor(const ClusterState& state, const Workload& w) const {
+  const int64_t min_gpus = profile_.backfill().min_gpus;
+  return w.TotalGpus() >= (min_gpus > 0 ? min_gpus : state.max_gpus_per_node());
+}
+
+int64_t FutureView::ExpectedEnd(const Allocation& a) const {
+  return std::max(now_, a.start_time_s + profile_.backfill().RuntimeOf(a.workload));
+}
+
+void FutureView::MirrorPlacement(const Allocation& a) {
+  if (!future_) return;
+  (void)future_->RemoveRunning(HeldId(a.workload.id));  // its kept reservation, if any
+  if (future_->AddRunning(a).ok()) releases_.emplace(ExpectedEnd(a), a.workload.id);
+}
+
+void FutureView::Drop(const std::string& id) {
+  dropped_.insert(id);
+  if (future_) (void)future_->RemoveRunning(HeldId(id));
+}
+
+std::optional<Reservation> FutureView::Reserve(const ClusterState& state, const CycleState& cs, const Workload& w,
+                                               PlacementConstraints c) {
+  Build(state);
+  return Search(cs, w, std::move(c), INT64_MAX);
+}
+
+std::optional<Reservation> FutureView::Replan(const ClusterState& state, const CycleState& cs, const Workload& w,
+                                              PlacementConstraints c, const Reservation& old) {
+  // Due but not startable (its nodes are still busy: work outran its declared runtime, or
+  // another scheduler took them): re-planned from now, wherever and whenever it fits next.
+  const bool overdue = old.start_s <= now_;
+  Build(state);
+  if ((!overdue && cursor_ >= old.start_s) || !future_->RemoveRunning(HeldId(w.id)).ok()) return std::nullopt;
+  auto moved = Search(cs, w, std::move(c), overdue ? INT64_MAX : old.start_s - 1);
+  if (!moved) (void)future_->AddRunning(Allocation{Held(old), old.assignments, old.start_s});
+  return moved;
+}
+
+void FutureView::Build(const ClusterState& state) {
+  if (future_) return;
+  future_.emplace(state);
+  releases_.clear();
+  for (const auto& [id, a] : future_->running()) releases_.emplace(ExpectedEnd(a), id);
+  cursor_ = now_;
+  // Kept reservations are held from now until their expected end: a new reservation may take
+  // their nodes only after that.
+  for (const auto& [id, r] : kept_) {
+    if (state.running().count(id) || dropped_.count(id)) continue;
+    if (future_->AddRunning(Allocation{Held(r), r.assignments, r.start_s}).ok()) releases_.emplace(r.end_s, HeldId(id));
+  }
+}
+
+// The earliest time, no later than `until`, at which `w` fits on the future view; held there.
+std::optional<Reservation> FutureView::Search(const CycleState& cs, const Workload& w, PlacementConstraints c,
+                                              int64_t until) {
+  c.reserved_from = nullptr;
+  c.within = -1;
+  PlacementSearch search(*future_, profile_);
+  std::vector<Candidate> out;
+  while (true) {
+    if (cursor_ > until) return std::nullopt;
+    if (future_->MemberCapacity(future_->root(), w.per_member.gpus) >= c.members && search.Find(cs, w, c, out).ok()) {
+      break;
+    }
+    if (releases_.empty() || releases_.begin()->first > until) return std::nullopt;
+    cursor_ = std::max(cursor_, releases_.begin()->first);
+    while (!releases_.empty() && releases_.begin()->first <= cursor_) {
+      (void)future_->RemoveRunning(releases_.begin()->second);
+      releases_.erase(releases_.begin());
+    }
+  }
+  Reservation r{w.id, cursor_, out.front().assignments, w.per_member, cursor_ + profile_.backfill().RuntimeOf(w)};
+  // Held from its start until its expected end: later reservations may follow it on the same nodes.
+  Workload held = w;
+  held.id = HeldId(w.id);
+  held.members = c.members;
+  if (future_->AddRunning(Allocation{held, r.assignments, cursor_}).ok()) releases_.emplace(r.end_s, held.id);
+  return r;
+}
+
+// --- Cycle --------------------------------------------------------------------------------------
+
+Cycle::Cycle(const Scheduler& scheduler, ClusterState& state, int64_t now_s)
+    : scheduler_(scheduler),
+      profile_(*scheduler.profile_),
+      state_(state),
+      now_(now_s),
+      index_(state.node_count()),
+      future_(profile_, now_s, kept_.kept) {}
+
+CycleResult Cycle::Run(std::vector<const Workload*> pending) {
+  // 1. The queue in the profile's QueueSort order; it is walked whole, in that order.
+  scheduler_.SortQueue(pending);
+  result_.decisions.reserve(pending.size());
+  // Reservations kept from earlier cycles hold their nodes from the start; each counts once
+  // against `backfill.depth`.
+  kept_ = KeepReservations(*scheduler_.sticky_, pending, state_);
+  for (const auto& [id, res] : kept_.kept) index_.Add(res);
+  in_force_ = kept_.kept.size();
+  for (const Workload* w : pending) Consider(*w);
+  UpdateBook();
+  result_.shape_cache_hits = cache_.hits();
+  return std::move(result_);
+}
+
+void Cycle::Consider(const Workload& w) {
+  auto it = kept_.kept.find(w.id);
+  const Reservation* own = it != kept_.kept.end() ? &it->second : nullptr;
+  Decision d = TryNow(w, own);
+  const bool placed = d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting;
+  // A reservation holds while its workload waits for room only: not when it waits for admission
+  // or for a victim to leave, nor when it is rejected.
+  const bool waits_for_room = d.outcome == Outcome::kPending && d.placement_failed && d.preemption.victims.empty();
+  if (own != nullptr) SettleOwn(w, *own, placed, waits_for_room);
+  if (placed) {
+    MirrorPlacement(w.id);
+  } else if (waits_for_room) {
+    std::optional<Reservation> res = FindReservation(w, d, own);
+    if (res && res->start_s <= now_ && StartNow(w, *res)) return;
+    if (res) {
+      WaitOn(d, std::move(*res), true);
+    } else if (own != nullptr) {
+      WaitOn(d, *own, false);
+    }
+  }
+  result_.decisions.push_back(std::move(d));
+}
+
+Decision Cycle::TryNow(const Workload& w, const Reservation* own) {
+  if (own != nullptr) index_.Hide(*own);
+  // A workload with its own reservation sees the cluster differently: no shape memo for it.
+  cache_.memo_shapes = own == nullptr;
+  const std::vector<MemberAssignment>* at = own != nullptr && own->start_s <= now_ ? &own->assignments : nullptr;
+  Decision d = scheduler_.ScheduleOne(state_, w, now_, &cache_, index_.view(), at);
+  const bool proposed = !d.preemption.victims.empty() || !d.preemption.shrinks.empty();
+  if (proposed && scheduler_.options_.apply_preemptions && d.outcome == Outcome::kPending) {
+    d = EvictAndRetry(w, std::move(d));
+  }
+  return d;  // one returned object: no copy or move on the common path
+}
+
+Decision Cycle::EvictAndRetry(const Workload& w, Decision blocked) {
+  scheduler_.ApplyPreemption(state_, blocked.preemption);
+  // Evictions freed capacity: failed shapes may fit now, and the future view is stale.
+  cache_.Clear();
+  future_.Invalidate();
+  Decision d = scheduler_.ScheduleOne(state_, w, now_, &cache_, index_.view());
+  d.preemption = std::move(blocked.preemption);
+  if (d.outcome == Outcome::kPlaced) {
+    d.explanation += "; after preempting " + std::to_string(d.preemption.victims.size()) + " workload(s)";
+  }
+  return d;
+}
+
+void Cycle::SettleOwn(const Workload& w, const Reservation& own, bool placed, bool waits_for_room) {
+  if (waits_for_room) {
+    index_.Restore(own);
+    return;
+  }
+  --in_force_;
+  if (!placed) future_.Drop(w.id);
+  index_.Lift(own);
+}
+
+std::optional<Reservation> Cycle::FindReservation(const Workload& w, const Decision& d, const Reservation* own) {
+  CycleState cs;
+  if (own != nullptr) {
+    // Work ended sooner than expected: it may move earlier (or, overdue, to its next start).
+    std::optional<Reservation> moved = future_.Replan(state_, cs, w, d.constraints, *own);
+    if (moved) {
+      index_.Lift(*own);
+      --in_force_;
+    }
+    return moved;
+  }
+  if (future_.Enabled(in_force_) && future_.ReservesFor(state_, w)) return future_.Reserve(state_, cs, w, d.constraints);
+  return std::nullopt;
+}
+
+bool Cycle::StartNow(const Workload& w, const Reservation& res) {
+  // The future view found room on these nodes now, alongside every reservation: start there.
+  Decision now_d = scheduler_.ScheduleOne(state_, w, now_, nullptr, nullptr, &res.assignments);
+  if (now_d.outcome != Outcome::kPlaced) return false;
+  MirrorPlacement(w.id);
+  result_.decisions.push_back(std::move(now_d));
+  return true;
+}
+
+void Cycle::WaitOn(Decision& d, Reservation res, bool fresh) {
+  if (fresh) {
+    index_.Add(res);
+    ++in_force_;
+  }
+  d.reserved = true;
+  d.eta_s = res.start_s;
+  d.explanation += "; reserved to start at t=" + std::to_string(res.start_s) + " (in " +
+                   std::to_string(res.start_s - now_) + "s) on " + std::to_string(res.assignments.size()) + " node(s)";
+  result_.reservations.push_back(std::move(res));
+}
+
+void Cycle::MirrorPlacement(const std::string& id) {
+  auto it = state_.running().find(id);
+  if (it != state_.running().end()) future_.MirrorPlacement(it->second);
+}
+
+void Cycle::UpdateBook() {
+  // Entries of workloads this cycle did not see (a caller may pass part of the queue) stay unless
+  // long past; the others are replaced by this cycle's reservations.
+  std::map<std::string, Reservation>& book = *scheduler_.sticky_;
+  for (auto it = book.begin(); it != book.end();) {
+    const bool seen = kept_.in_batch.count(it->first) > 0;
+    it = seen || it->second.start_s < now_ - 86400 ? book.erase(it) : std::next(it);
+  }
+  for (const auto& res : result_.reservations) book[res.workload] = res;
+}
+
+}  // namespace tidal
