@@ -226,7 +226,7 @@ class Engine {
   // Text for a gang key "ns/gang" or a pod "ns/name".
   Status Explain(const std::string& name, std::string* text);
   // The same as JSON plus, for a pending gang, its position in queue order and its estimated start
-  // (from a dry-run cycle with reservations for every pending gang on copies of the state).
+  // (from a dry-run cycle with reservations on copies of the state, bounded: see "explain" below).
   StatusOr<nlohmann::json> ExplainJson(const std::string& name);
   EngineStats Stats();
   EngineGauges Gauges();
@@ -243,6 +243,37 @@ class Engine {
   Status LoadLedger(const std::string& json);
   // "queue team-a uses ..." for every leaf queue.
   std::string DescribeQueues();
+
+  // --- explain (engine_views.cc)
+  // ExplainJson's dry run is bounded: under mu_ it copies the timeline, the ledger, the book and
+  // the workloads of at most max_ahead pending gangs ahead of the asked one in queue order (plus
+  // the asked one and the gangs holding a book reservation), releases mu_, and runs the dry cycle
+  // on the copies. One dry run at a time (explain_mu_, taken before mu_, never inside it).
+  struct ExplainOptions {
+    int32_t max_ahead = 2000;  // pending gangs ahead of the asked one the dry run considers (>= 1)
+  };
+  // The last ExplainJson's account (tests, benchmarks).
+  struct ExplainStats {
+    int64_t considered = 0;    // workloads given to the dry cycle
+    int64_t ahead = 0;         // pending gangs ahead of the asked one (pending index)
+    bool cut = false;          // the queue ahead was cut at max_ahead: position and ETA estimated
+    int64_t lock_held_ns = 0;  // time mu_ was held
+    int64_t total_ns = 0;
+  };
+  void SetExplainOptions(const ExplainOptions& o);
+  ExplainStats LastExplainStats();
+
+ private:
+  struct ExplainBatch;  // engine_views.cc
+  // Explain's text; *key (optional) gets the gang key GangKeyForLocked resolved `name` to.
+  Status ExplainTextLocked(const std::string& name, std::string* text, std::string* key = nullptr);
+  // The workloads of the dry run for the pending gang `key` (the whole queue when it is no longer
+  // than max_ahead). Runs under mu_ and explain_mu_.
+  void ExplainBatchLocked(const std::string& key, ExplainBatch& out) const;
+  std::mutex explain_mu_;           // serialises ExplainJson; guards the two below
+  ExplainOptions explain_opts_;
+  ExplainStats explain_stats_;
+  // --- end explain
 
  private:
   struct Slot {

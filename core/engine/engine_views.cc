@@ -1,17 +1,55 @@
-// Engine's read-mostly views: Explain, ExplainJson, Gauges (metrics). Same class and threading as
-// engine.cc: every method takes Engine::mu_. (Preempt lives in engine_preempt.cc.)
+// Engine's read-mostly views: Explain, ExplainJson (the /explain API), Gauges (metrics). Same
+// class as engine.cc. (Preempt lives in engine_preempt.cc.)
+//
+// Threading: Explain and Gauges hold Engine::mu_ for their whole run. ExplainJson takes
+// explain_mu_ (one dry run at a time), then mu_ only while it reads the gang and copies what its
+// dry run needs (the timeline, the ledger, the book, and the workloads of at most max_ahead gangs
+// ahead of the asked one: ExplainBatchLocked); the dry cycle itself runs on those copies with mu_
+// released, so other RPCs wait for the copying only, never for the cycle. The copies share
+// nothing mutable with the live state (Workload::constraints are immutable and shared).
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <unordered_set>
 
 #include "core/engine/engine.h"
 #include "plugins/registry.h"
 
 namespace tidal {
 
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+int64_t NanosSince(SteadyClock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t0).count();
+}
+// Adds the time from its construction to its destruction to *ns.
+struct ScopedTimer {
+  int64_t* ns;
+  SteadyClock::time_point t0 = SteadyClock::now();
+  ~ScopedTimer() { *ns += NanosSince(t0); }
+};
+}  // namespace
+
+// What one ExplainJson's dry run is given (filled under mu_ by ExplainBatchLocked).
+struct Engine::ExplainBatch {
+  std::vector<Workload> workloads;
+  bool full = false;         // every pending gang: the queue is no longer than max_ahead
+  bool cut = false;          // gangs were left out: position and ETA are estimates
+  int64_t ahead = 0;         // pending gangs ahead of the asked one (bounded path)
+  int64_t queue_length = 0;  // pending gangs in all (bounded path: from the pending index)
+  int64_t walked = 0, ahead_indexed = 0;  // gangs ahead looked at / in the pending index
+  int64_t book_left_out = 0;              // gangs holding a reservation left out (over max_ahead)
+};
+
 std::string Engine::GangKeyForLocked(const std::string& name, const PodInfo** lone_pod) const {
   if (gangs_.count(name)) return name;
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return name;
+  const std::string_view ns(name.data(), slash), pod(name.data() + slash + 1, name.size() - slash - 1);
   for (const auto& [uid, p] : pods_) {
-    if (p.Key() != name) continue;
+    if (p.ns != ns || p.name != pod) continue;  // no Key() string per pod: 100k pods are scanned
     auto g = pod_gang_.find(uid);
     if (g != pod_gang_.end()) return g->second;
     if (lone_pod != nullptr) *lone_pod = &p;  // a pod Tidal does not schedule
@@ -20,72 +58,222 @@ std::string Engine::GangKeyForLocked(const std::string& name, const PodInfo** lo
   return name;
 }
 
+void Engine::SetExplainOptions(const ExplainOptions& o) {
+  std::lock_guard<std::mutex> serial(explain_mu_);
+  explain_opts_ = o;
+  explain_opts_.max_ahead = std::max<int32_t>(1, o.max_ahead);
+}
+
+Engine::ExplainStats Engine::LastExplainStats() {
+  std::lock_guard<std::mutex> serial(explain_mu_);
+  return explain_stats_;
+}
+
+void Engine::ExplainBatchLocked(const std::string& key, ExplainBatch& out) const {
+  const Gang& target = gangs_.at(key);
+  const size_t max_ahead = static_cast<size_t>(explain_opts_.max_ahead);  // explain_mu_ is held
+  int64_t total = 0;
+  for (const auto& [q, gangs] : pending_by_queue_) total += static_cast<int64_t>(gangs.size());
+  // The pending index orders a queue's gangs as both QueueSorts do (priority, submit time, key;
+  // the workload id is "plan:" + key); fairshare puts the queues' fair-share ranks first.
+  const std::string_view sort = sched_->profile().queue_sort().Name();
+  const bool index_order = sort == "fairshare" || sort == "priority";
+  if (static_cast<size_t>(total) <= max_ahead || !index_order || !target.head) {
+    out.workloads = PendingGangWorkloadsLocked();
+    out.full = true;
+    return;
+  }
+  // As PendingGangWorkloadsLocked, for one gang.
+  auto workload_of = [&](const std::string& k) -> std::optional<Workload> {
+    auto it = gangs_.find(k);
+    if (it == gangs_.end()) return std::nullopt;
+    const Gang& g = it->second;
+    if (g.plan || g.pods.empty() || HeldLocked(PlanId(g))) return std::nullopt;
+    const PodInfo& p = pods_.at(*g.pods.begin());
+    auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+    if (!sp.ok()) return std::nullopt;
+    return GangWorkloadLocked(g, *sp, nullptr);
+  };
+  // Fair-share ranks as FairShare::RankOf reads them (an unknown queue ranks with rank[0]).
+  const std::vector<int32_t> ranks = sort == "fairshare" ? ledger_.FairShareRanks() : std::vector<int32_t>{};
+  auto rank_of = [&](const std::string& queue) -> int32_t {
+    if (ranks.empty()) return 0;
+    const int q = ledger_.tree().Find(queue);
+    return q > 0 && static_cast<size_t>(q) < ranks.size() ? ranks[static_cast<size_t>(q)] : ranks[0];
+  };
+  struct Cursor {
+    int32_t rank;
+    std::set<HeadKey>::const_iterator it, end;
+  };
+  const int32_t own_rank = rank_of(target.head_queue);
+  std::vector<Cursor> cursors;
+  int64_t ahead = 0;  // index entries ahead of the target: a walk of pointers, no workload built
+  for (const auto& [q, gangs] : pending_by_queue_) {
+    const int32_t r = rank_of(q);
+    if (r > own_rank) continue;
+    if (r < own_rank) {
+      ahead += static_cast<int64_t>(gangs.size());
+    } else {
+      for (auto it = gangs.begin(); it != gangs.end() && *it < *target.head; ++it) ++ahead;
+    }
+    cursors.push_back(Cursor{r, gangs.begin(), gangs.end()});
+  }
+  // The first max_ahead gangs in queue order (a merge of the queues' indexes), up to the target.
+  int64_t walked = 0, skipped = 0;
+  while (static_cast<size_t>(walked) < max_ahead) {
+    Cursor* next = nullptr;
+    for (auto& c : cursors) {
+      if (c.it == c.end) continue;
+      if (next == nullptr || c.rank < next->rank || (c.rank == next->rank && *c.it < *next->it)) next = &c;
+    }
+    if (next == nullptr || next->it->gang == key) break;
+    const std::string& k = next->it->gang;
+    ++next->it;
+    ++walked;
+    if (auto w = workload_of(k)) {
+      out.workloads.push_back(std::move(*w));
+    } else {
+      ++skipped;  // planned, holding a preemption, or nothing left to place: not in the dry run
+    }
+  }
+  out.cut = walked < ahead;
+  if (auto w = workload_of(key)) out.workloads.push_back(std::move(*w));
+  // Gangs holding a reservation in the book, wherever they are in the queue: their kept
+  // reservations are commitments the asked gang may not delay (at most max_ahead of them).
+  std::unordered_set<std::string> ids;
+  for (const auto& w : out.workloads) ids.insert(w.id);
+  size_t added = 0;
+  for (const auto& [id, res] : *book_) {
+    if (ids.count(id) || id.rfind("plan:", 0) != 0) continue;
+    if (added == max_ahead) {
+      ++out.book_left_out;
+      out.cut = true;
+      continue;
+    }
+    if (auto w = workload_of(id.substr(5))) {
+      out.workloads.push_back(std::move(*w));
+      ++added;
+    }
+  }
+  out.ahead = ahead - skipped;
+  out.queue_length = total - skipped;
+  out.walked = walked;
+  out.ahead_indexed = ahead;
+}
+
 StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
-  std::string text;
-  if (Status s = Explain(name, &text); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
-  const std::string key = GangKeyForLocked(name, nullptr);
-  nlohmann::json j{{"workload", key}, {"text", text}};
-  auto git = gangs_.find(key);
-  if (git == gangs_.end()) return j;
-  const Gang& gang = git->second;
-  const PodInfo& any = pods_.at(*gang.pods.begin());
-  auto spec = ParsePodSchedulingSpec(any.labels, any.annotations, cfg_.levels);
-  if (!spec.ok()) {
-    j["state"] = "invalid";
-    j["reason"] = spec.status().Message();
-    return j;
+  std::lock_guard<std::mutex> serial(explain_mu_);
+  // The call's account, recorded however it returns.
+  struct Account {
+    ExplainStats* out;
+    ExplainStats s;
+    SteadyClock::time_point t0 = SteadyClock::now();
+    ~Account() {
+      s.total_ns = NanosSince(t0);
+      *out = s;
+    }
+  } acct{&explain_stats_, {}};
+  nlohmann::json j;
+  ExplainBatch batch;
+  std::optional<ClusterState> dry;
+  std::optional<QuotaLedger> dry_ledger;
+  std::shared_ptr<std::map<std::string, Reservation>> book;
+  ProfileSpec ps;
+  TopologyLevels levels;
+  int64_t now = 0;
+  std::string plan_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ScopedTimer held{&acct.s.lock_held_ns};
+    std::string text, key;
+    if (Status s = ExplainTextLocked(name, &text, &key); !s.ok()) return s;
+    j = nlohmann::json{{"workload", key}, {"text", text}};
+    auto git = gangs_.find(key);
+    if (git == gangs_.end()) return j;
+    const Gang& gang = git->second;
+    const PodInfo& any = pods_.at(*gang.pods.begin());
+    auto spec = ParsePodSchedulingSpec(any.labels, any.annotations, cfg_.levels);
+    if (!spec.ok()) {
+      j["state"] = "invalid";
+      j["reason"] = spec.status().Message();
+      return j;
+    }
+    int32_t bound = 0, pending = 0;
+    for (const auto& u : gang.pods) (pods_.at(u).UsesCapacity() ? bound : pending)++;
+    j["queue"] = spec->queue;
+    j["class"] = std::string(WorkloadClassName(spec->workload_class));
+    j["members"] = {{"size", spec->gang_size}, {"min", spec->gang_min}, {"pending", pending}, {"bound", bound}};
+    j["last"] = gang.last_reason;
+    if (auto r = book_->find(PlanId(gang)); r != book_->end()) {
+      j["reservation"] = {{"start_unix", r->second.start_s}, {"nodes", r->second.assignments.size()}};
+    }
+    const int q = ledger_.tree().Find(spec->queue);
+    j["quota"] = q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured";
+    if (gang.plan) {
+      j["state"] = "planned";
+      j["domain"] = gang.plan->domain;
+      return j;
+    }
+    if (bound >= spec->gang_size) {
+      j["state"] = "running";
+      return j;
+    }
+    j["state"] = "pending";
+    // Position and ETA: one dry-run cycle on copies of the cluster (bound pods end at their
+    // expected end) and the ledger; nothing of the live state changes.
+    EnsureStateLocked();
+    PruneBookLocked();
+    ExplainBatchLocked(key, batch);
+    dry.emplace(TimelineLocked());
+    dry_ledger.emplace(ledger_);
+    book = std::make_shared<std::map<std::string, Reservation>>(*book_);  // kept ones, on a copy
+    ps = cfg_.profile;
+    levels = cfg_.levels;
+    now = clock_();
+    plan_id = PlanId(gang);
   }
-  int32_t bound = 0, pending = 0;
-  for (const auto& u : gang.pods) (pods_.at(u).UsesCapacity() ? bound : pending)++;
-  j["queue"] = spec->queue;
-  j["class"] = std::string(WorkloadClassName(spec->workload_class));
-  j["members"] = {{"size", spec->gang_size}, {"min", spec->gang_min}, {"pending", pending}, {"bound", bound}};
-  j["last"] = gang.last_reason;
-  if (auto r = book_->find(PlanId(gang)); r != book_->end()) {
-    j["reservation"] = {{"start_unix", r->second.start_s}, {"nodes", r->second.assignments.size()}};
-  }
-  const int q = ledger_.tree().Find(spec->queue);
-  j["quota"] = q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured";
-  if (gang.plan) {
-    j["state"] = "planned";
-    j["domain"] = gang.plan->domain;
-    return j;
-  }
-  if (bound >= spec->gang_size) {
-    j["state"] = "running";
-    return j;
-  }
-  j["state"] = "pending";
-  // Position and ETA: one dry-run cycle over every pending gang on copies of the cluster and the
-  // ledger (nothing of the live state changes).
-  EnsureStateLocked();
-  PruneBookLocked();
-  std::vector<Workload> pending_ws = PendingGangWorkloadsLocked();
-  ClusterState dry = TimelineLocked();  // bound pods end at their expected end
-  QuotaLedger dry_ledger = ledger_;
-  ProfileSpec ps = cfg_.profile;
-  if (ps.backfill.depth >= 0) ps.backfill.depth = -1;  // every pending gang gets an ETA
+  // mu_ released: the dry cycle runs on the copies.
+  if (ps.backfill.depth >= 0) ps.backfill.depth = -1;  // every gang considered gets an ETA
   const Registry registry = plugins::DefaultRegistry();
-  auto profile = Profile::Build(ps, registry, PluginContext{cfg_.levels, &dry_ledger});
+  auto profile = Profile::Build(ps, registry, PluginContext{levels, &*dry_ledger});
   if (!profile.ok()) return j;
   SchedulerOptions opts;
-  opts.reservations = std::make_shared<std::map<std::string, Reservation>>(*book_);  // kept ones, on a copy
+  opts.reservations = std::move(book);
   Scheduler dry_sched(std::move(profile).value(), std::move(opts));
-  CycleResult cr = dry_sched.RunCycle(dry, pending_ws, clock_());
-  j["queue_length"] = cr.decisions.size();
+  acct.s.considered = static_cast<int64_t>(batch.workloads.size());
+  acct.s.cut = batch.cut;
+  CycleResult cr = dry_sched.RunCycle(*dry, std::move(batch.workloads), now);
+  j["queue_length"] = batch.full ? static_cast<int64_t>(cr.decisions.size()) : batch.queue_length;
+  j["estimate"] = batch.cut;
+  j["dry_run"] = {{"considered", acct.s.considered}, {"max_ahead", explain_opts_.max_ahead}, {"cut", batch.cut}};
   for (size_t i = 0; i < cr.decisions.size(); ++i) {
     const Decision& d = cr.decisions[i];
-    if (d.workload_id != PlanId(gang)) continue;
-    j["position"] = i + 1;
+    if (d.workload_id != plan_id) continue;
+    const int64_t position = batch.full ? static_cast<int64_t>(i) + 1 : batch.ahead + 1;
+    acct.s.ahead = position - 1;
+    j["position"] = position;
     j["would"] = std::string(OutcomeName(d.outcome));
     j["why"] = d.explanation;
     if (d.outcome == Outcome::kPlaced) {
-      j["eta_unix"] = clock_();
+      j["eta_unix"] = now;
     } else if (d.eta_s >= 0) {
       j["eta_unix"] = d.eta_s;
     } else {
       j["eta_unix"] = nullptr;
+    }
+    if (batch.cut) {
+      std::string note = "estimate: the dry run considered";
+      if (batch.walked < batch.ahead_indexed) {
+        note += " the first " + std::to_string(batch.walked) + " of the " + std::to_string(batch.ahead_indexed) +
+                " gangs ahead in queue order (position counted from the pending index)";
+      }
+      if (batch.book_left_out > 0) {
+        note += std::string(batch.walked < batch.ahead_indexed ? " and" : "") + " not " +
+                std::to_string(batch.book_left_out) + " gangs holding reservations (over max_ahead)";
+      }
+      note += "; the ETA is optimistic, as if the gangs left out took no capacity first";
+      j["estimate_reason"] = note;
+      j["why"] = d.explanation + " [" + note + "]";
     }
   }
   return j;
@@ -93,8 +281,13 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
 
 Status Engine::Explain(const std::string& name, std::string* text) {
   std::lock_guard<std::mutex> lock(mu_);
+  return ExplainTextLocked(name, text);
+}
+
+Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std::string* key_out) {
   const PodInfo* lone = nullptr;
   const std::string key = GangKeyForLocked(name, &lone);
+  if (key_out != nullptr) *key_out = key;
   if (lone != nullptr) {
     *text = "pod " + name + (lone->node_name.empty() ? " is pending" : " is bound to " + lone->node_name) +
             " and is not scheduled by " + cfg_.scheduler_name;
