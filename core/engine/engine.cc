@@ -35,7 +35,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineConfig cfg, Clock clock) 
           .count();
     };
   }
+  const int32_t max_ahead = cfg.explain_max_ahead;
   std::unique_ptr<Engine> e(new Engine(std::move(cfg), std::move(clock), *tree));
+  e->SetExplainOptions(ExplainOptions{max_ahead});
   std::lock_guard<std::mutex> lock(e->mu_);
   if (Status s = e->BuildSchedulerLocked(); !s.ok()) return s;
   return e;
@@ -54,6 +56,12 @@ Status Engine::BuildSchedulerLocked() {
 }
 
 Status Engine::Reconfigure(const EngineConfig& cfg) {
+  if (Status s = ReconfigureLocked(cfg); !s.ok()) return s;
+  SetExplainOptions(ExplainOptions{cfg.explain_max_ahead});  // explain_mu_ is never taken inside mu_
+  return Status::Ok();
+}
+
+Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
   std::lock_guard<std::mutex> lock(mu_);
   auto tree = QueueTree::Build(cfg.queues);
   if (!tree.ok()) return tree.status();

@@ -110,9 +110,11 @@ struct EngineConfig {
   int64_t runtime_limit_grace_s = 60;
   // How long a node the front door's filters refused stays excluded for that gang.
   int64_t exclusion_ttl_s = 120;
+  // Explain's dry run considers at most this many pending gangs ahead of the asked one.
+  int32_t explain_max_ahead = 2000;
 };
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
-// poolLabel, runtimeLimit: {enforce, graceSeconds}, topology: {levels}, profile, resources,
+// poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds}, topology: {levels}, profile, resources,
 // usageHalfLife, queues}. Every problem is one
 // reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);
@@ -362,6 +364,7 @@ class Engine {
   std::optional<Workload> GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound) const;
   Node ToNode(const NodeInfo& n) const;
   void AttachConstraintsLocked(const Gang& g, Workload& w) const;
+  Status ReconfigureLocked(const EngineConfig& cfg);  // takes mu_ (Reconfigure's body)
   // The topology levels whose label node n lacks (or holds an invalid value for), outermost first.
   std::vector<std::string> MissingLevels(const NodeInfo& n) const;
   std::string NodeModelLocked(const std::string& node) const;  // "" when unknown

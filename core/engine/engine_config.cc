@@ -21,6 +21,14 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
   cfg.permit_timeout_ms = permit_s * 1000;
   f.Int("planTtlSeconds", &cfg.plan_ttl_s, 1, 86400);
   f.Str("poolLabel", &cfg.pool_label);
+  f.Int("exclusionTtlSeconds", &cfg.exclusion_ttl_s, 1, 86400);
+  if (const auto* e = f.Get("explain")) {
+    Fields ef(*e, "explain");
+    int64_t max_ahead = cfg.explain_max_ahead;
+    ef.Int("maxAhead", &max_ahead, 1, 10000000);
+    cfg.explain_max_ahead = static_cast<int32_t>(max_ahead);
+    if (Status s = ef.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
   if (const auto* r = f.Get("runtimeLimit")) {
     Fields rf(*r, "runtimeLimit");
     rf.Bool("enforce", &cfg.enforce_runtime_limit);

@@ -129,5 +129,17 @@ TEST_F(LedgerTest, AnUnreservedPlanExpiresAfterItsTtl) {
   EXPECT_EQ(Usage("gpus"), 0);
 }
 
+TEST(EngineConfigFields, ExclusionTtlAndExplainBoundAreReadAndChecked) {
+  auto ok = ParseEngineConfig("exclusionTtlSeconds: 30\nexplain: {maxAhead: 500}\n", "e.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->exclusion_ttl_s, 30);
+  EXPECT_EQ(ok->explain_max_ahead, 500);
+  auto bad = ParseEngineConfig("explain: {maxAhead: 0}\n", "e.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("explain.maxAhead"), std::string::npos) << bad.status().ToString();
+  auto unknown = ParseEngineConfig("explain: {depth: 3}\n", "e.yaml");
+  EXPECT_FALSE(unknown.ok());
+}
+
 }  // namespace
 }  // namespace tidal
