@@ -364,6 +364,9 @@ class Engine {
   std::optional<Workload> GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound) const;
   Node ToNode(const NodeInfo& n) const;
   void AttachConstraintsLocked(const Gang& g, Workload& w) const;
+  // The workload of a gang waiting to be planned (nullopt when planned, empty or its spec is
+  // invalid); *spec_out (optional) gets its parsed spec.
+  std::optional<Workload> PendingWorkloadLocked(const Gang& g, PodSchedulingSpec* spec_out = nullptr) const;
   Status ReconfigureLocked(const EngineConfig& cfg);  // takes mu_ (Reconfigure's body)
   // The topology levels whose label node n lacks (or holds an invalid value for), outermost first.
   std::vector<std::string> MissingLevels(const NodeInfo& n) const;

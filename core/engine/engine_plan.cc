@@ -89,7 +89,9 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   ReservationView rv;
   std::vector<int32_t> ranks;
   int32_t own_rank = -1;
-  if (const int q = w.queue_id > 0 ? w.queue_id : ledger_.tree().Find(w.queue); q > 0 && ledger_.tree().size() > 2) {
+  // Ranks only matter to filter the book: none are computed for an empty book or a single queue.
+  if (const int q = w.queue_id > 0 ? w.queue_id : ledger_.tree().Find(w.queue);
+      q > 0 && ledger_.tree().size() > 2 && !book_->empty()) {
     ranks = ledger_.FairShareRanks();
     own_rank = ranks[static_cast<size_t>(q)];
   }
@@ -187,13 +189,11 @@ std::string Engine::PlanQueueHeadLocked(const std::string& queue, std::vector<Po
     Gang& h = gangs_.at(it->gang);
     if (h.plan || h.pods.empty()) continue;
     ++looked;
-    const PodInfo& p = pods_.at(*h.pods.begin());
-    auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
-    if (!spec.ok() || !p.spec_error.ok() || static_cast<int32_t>(h.pods.size()) < spec->gang_min) continue;
-    auto hw = GangWorkloadLocked(h, *spec, nullptr);
-    if (!hw) continue;
+    PodSchedulingSpec spec;
+    auto hw = PendingWorkloadLocked(h, &spec);
+    if (!hw || !pods_.at(*h.pods.begin()).spec_error.ok() || static_cast<int32_t>(h.pods.size()) < spec.gang_min) continue;
     const std::string key = h.key;
-    if (ScheduleGangLocked(h, *spec, std::move(*hw)).outcome != Outcome::kPlaced) return {};
+    if (ScheduleGangLocked(h, spec, std::move(*hw)).outcome != Outcome::kPlaced) return {};
     for (const auto& u : h.pods) {
       const PodInfo& m = pods_.at(u);
       if (m.node_name.empty()) activate->push_back({m.uid, m.ns, m.name});

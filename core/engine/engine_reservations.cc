@@ -30,13 +30,19 @@ std::vector<Workload> Engine::PendingGangWorkloadsLocked() const {
   for (const auto& [k, g] : gangs_) {
     // A gang holding capacity its victims free (engine_preempt.cc) waits for exactly that: a dry
     // cycle must neither move nor drop its hold (TimelineLocked keeps the hold's nodes instead).
-    if (g.plan || g.pods.empty() || HeldLocked(PlanId(g))) continue;
-    const PodInfo& p = pods_.at(*g.pods.begin());
-    auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
-    if (!sp.ok()) continue;
-    if (auto w = GangWorkloadLocked(g, *sp, nullptr)) out.push_back(std::move(*w));
+    if (HeldLocked(PlanId(g))) continue;
+    if (auto w = PendingWorkloadLocked(g)) out.push_back(std::move(*w));
   }
   return out;
+}
+
+std::optional<Workload> Engine::PendingWorkloadLocked(const Gang& g, PodSchedulingSpec* spec_out) const {
+  if (g.plan || g.pods.empty()) return std::nullopt;
+  const PodInfo& p = pods_.at(*g.pods.begin());
+  auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+  if (!sp.ok()) return std::nullopt;
+  if (spec_out != nullptr) *spec_out = *sp;
+  return GangWorkloadLocked(g, *sp, nullptr);
 }
 
 void Engine::PruneBookLocked() {

@@ -87,12 +87,8 @@ void Engine::ExplainBatchLocked(const std::string& key, ExplainBatch& out) const
   auto workload_of = [&](const std::string& k) -> std::optional<Workload> {
     auto it = gangs_.find(k);
     if (it == gangs_.end()) return std::nullopt;
-    const Gang& g = it->second;
-    if (g.plan || g.pods.empty() || HeldLocked(PlanId(g))) return std::nullopt;
-    const PodInfo& p = pods_.at(*g.pods.begin());
-    auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
-    if (!sp.ok()) return std::nullopt;
-    return GangWorkloadLocked(g, *sp, nullptr);
+    if (HeldLocked(PlanId(it->second))) return std::nullopt;
+    return PendingWorkloadLocked(it->second);
   };
   // Fair-share ranks as FairShare::RankOf reads them (an unknown queue ranks with rank[0]).
   const std::vector<int32_t> ranks = sort == "fairshare" ? ledger_.FairShareRanks() : std::vector<int32_t>{};
