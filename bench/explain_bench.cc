@@ -20,7 +20,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "core/engine/engine.h"
+#include "engine/engine.h"
 #include "core/io/cluster_file.h"
 
 namespace tidal::bench {

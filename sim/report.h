@@ -1,7 +1,7 @@
 // Report of a multi-policy replay: `doc` = {"input": {...}, "policies": [ComputeMetrics(...), ...]}.
 //   MarkdownReport  tables comparing the policies (headline metrics, then queueing delay by job size)
 //   WriteReport     DIR/report.md and DIR/metrics.json (the plots are drawn from metrics.json by
-//                   tools/plot/sim_report.py; see core/cmd/tidalctl/sim.cc)
+//                   tools/plot/sim_report.py; see cmd/tidalctl/sim.cc)
 // Threading: plain functions.
 #pragma once
 

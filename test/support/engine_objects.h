@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/engine/engine.h"
+#include "engine/engine.h"
 
 namespace tidal::testing {
 

@@ -1,10 +1,10 @@
-// Engine::ExplainJson's bounded dry run (core/engine/engine_views.cc): for a short queue the
+// Engine::ExplainJson's bounded dry run (engine/engine_views.cc): for a short queue the
 // answer is the whole queue's; beyond ExplainOptions::max_ahead gangs ahead the queue is cut, the
 // answer says it is an estimate, and the work (workloads given to the dry cycle, counted in
 // LastExplainStats) stays bounded; queue order across queues follows fair share; gangs holding a
 // book reservation are always in the dry run.
 // Threading: single-threaded; the engine's clock is the fixture's now_.
-#include "core/engine/engine.h"
+#include "engine/engine.h"
 
 #include <string>
 #include <vector>

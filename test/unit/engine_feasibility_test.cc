@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/engine/engine.h"
+#include "engine/engine.h"
 #include "test/support/engine_objects.h"
 
 namespace tidal {

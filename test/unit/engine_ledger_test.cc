@@ -3,7 +3,7 @@
 // the node's GPU model) and plans expire from their deadline.
 #include <gtest/gtest.h>
 
-#include "core/engine/engine.h"
+#include "engine/engine.h"
 
 namespace tidal {
 namespace {

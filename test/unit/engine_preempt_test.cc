@@ -1,10 +1,10 @@
-// Engine::Preempt / Engine::Evicted (core/engine/engine_preempt.cc): victims on the incrementally
+// Engine::Preempt / Engine::Evicted (engine/engine_preempt.cc): victims on the incrementally
 // maintained preemption view, the reservation book honoured, freed capacity held for the
 // preemptor, terminating and PDB-protected victims skipped, minRuntime from the pods' real start,
 // and tidal_preemptions_total counting evictions the front door reports.
 // Threading: single-threaded; the engine's clock is the fixture's now_.
-#include "core/engine/engine.h"
-#include "core/engine/observability.h"
+#include "engine/engine.h"
+#include "engine/observability.h"
 
 #include <set>
 

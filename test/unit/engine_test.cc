@@ -1,6 +1,6 @@
 // Engine: the gang protocol behind the shim's extension points, on plain domain types.
-#include "core/engine/engine.h"
-#include "core/engine/observability.h"
+#include "engine/engine.h"
+#include "engine/observability.h"
 
 #include <set>
 

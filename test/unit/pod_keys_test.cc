@@ -1,12 +1,12 @@
-// The keys Tidal reads (core/engine/pod_keys.cc): precedence between Tidal's own, the upstream
+// The keys Tidal reads (engine/pod_keys.cc): precedence between Tidal's own, the upstream
 // PodGroup's and the peers' keys, their errors, and JobSet's exclusive topology in the engine.
 #include <map>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "core/engine/engine.h"
-#include "core/engine/pod_spec.h"
+#include "engine/engine.h"
+#include "engine/pod_spec.h"
 
 namespace tidal {
 namespace {

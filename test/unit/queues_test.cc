@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/engine/engine.h"
+#include "engine/engine.h"
 #include "core/state/queues.h"
 #include "plugins/quota/quota.h"
 

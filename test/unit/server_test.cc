@@ -2,7 +2,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "core/server/service.h"
+#include "server/service.h"
 
 namespace tidal {
 namespace {

@@ -5,7 +5,7 @@
 //
 // The engine reads what a pod asks for from its labels and annotations, so the converted pod (only
 // the message to the engine, never the API object) gets the PodGroup in reserved annotations, which
-// the engine reads after tidal.dev/* and before the peers' keys (core/engine/pod_keys.cc):
+// the engine reads after tidal.dev/* and before the peers' keys (engine/pod_keys.cc):
 //
 //	podgroup.internal.tidal.dev/name          the PodGroup's name
 //	podgroup.internal.tidal.dev/state         gang | basic | missing (an unbound pod whose PodGroup
@@ -32,7 +32,7 @@ import (
 	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
 )
 
-// The reserved annotations of the converted pod (kept in sync with core/engine/pod_spec.h).
+// The reserved annotations of the converted pod (kept in sync with engine/pod_spec.h).
 const (
 	PodGroupPrefix         = "podgroup.internal.tidal.dev/"
 	PodGroupNameKey        = PodGroupPrefix + "name"

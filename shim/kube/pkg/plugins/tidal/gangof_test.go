@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// gangOf reads the engine's keys in the engine's order (core/engine/pod_keys.cc).
+// gangOf reads the engine's keys in the engine's order (engine/pod_keys.cc).
 func TestGangOfFollowsTheEnginesPrecedence(t *testing.T) {
 	pg := "upstream"
 	withGroup := func(p *v1.Pod) *v1.Pod { p.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &pg}; return p }

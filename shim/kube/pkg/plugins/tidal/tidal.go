@@ -404,7 +404,7 @@ func reasons(s *tidalv1.Status, fallback string) []string {
 	return s.GetReasons()
 }
 
-// gangKeys: the keys that name a gang, in the engine's order (core/engine/pod_keys.cc); a row's
+// gangKeys: the keys that name a gang, in the engine's order (engine/pod_keys.cc); a row's
 // values are joined by "-". The upstream PodGroup (spec.schedulingGroup) comes right after row 0.
 var gangKeys = [][]string{
 	{"tidal.dev/gang"},

@@ -1,0 +1,20 @@
+// tidalctl subcommands. Each takes the arguments after its name and returns the exit code:
+// 0 success, 1 the command ran but found a problem (e.g. an invalid file), 2 bad usage.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cmd/flags.h"
+
+namespace tidal::cli {
+
+
+int Place(const Args& args);
+int Config(const Args& args);
+int Explain(const Args& args);
+int Queues(const Args& args);
+int Sim(const Args& args);
+
+
+}  // namespace tidal::cli

@@ -1,0 +1,47 @@
+// tidalctl: Tidal's command line. Threading: single-threaded.
+#include <iostream>
+#include <string>
+
+#include "cmd/tidalctl/commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(tidalctl: Tidal's command line
+
+Usage:
+  tidalctl place [--topology FILE] [--workloads FILE] [--profile FILE] [-o table|json]
+      Place workloads on a fabric with the engine's own scheduling core and print, per workload,
+      where it landed and why (or why it waits). Without files: the built-in sample
+      (deploy/examples/sample-fabric.yaml and sample-workloads.yaml). Files are YAML or JSON.
+  tidalctl config validate FILE
+      Validate an engine config (topology levels, profile, queues) as tidal-engine would load it;
+      every problem is printed as "file:line: field: reason" and the exit code is 1.
+  tidalctl sim --trace FILE [--policy tidal|fifo|easy-backfill|kube-default|all] [--out FILE] [--report DIR] ...
+      Replay a job trace (Philly CSV, generic CSV, YAML/JSON) on a virtual clock through the same
+      core and plugins as tidal-engine, and baselines; metrics per policy (docs/simulator.md).
+  tidalctl explain NAMESPACE/NAME [--engine http://127.0.0.1:8081] [-o text|json]
+      Why a workload (gang or pod) waits: state, members, position in queue order, estimated
+      start, quota state; read from tidal-engine's explain API.
+  tidalctl queues [--engine http://127.0.0.1:8081] [-o table|json]
+      Queue usage, nominal quota, borrowed GPUs, fair share and pending workloads.
+  tidalctl help
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "place") return tidal::cli::Place(args);
+  if (cmd == "config") return tidal::cli::Config(args);
+  if (cmd == "explain") return tidal::cli::Explain(args);
+  if (cmd == "queues") return tidal::cli::Queues(args);
+  if (cmd == "sim") return tidal::cli::Sim(args);
+  std::cerr << "tidalctl: unknown command \"" << cmd << "\"\n" << kUsage;
+  return 2;
+}

@@ -1,0 +1,301 @@
+// tidalctl sim: replays a job trace on a virtual clock through the scheduling core (policy tidal)
+// and sim-only baselines, and reports metrics per policy (sim/, docs/simulator.md).
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "cmd/tidalctl/commands.h"
+#include "engine/engine.h"
+#include "core/io/cluster_file.h"
+#include "sim/fabric.h"
+#include "sim/replay.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+
+namespace tidal::cli {
+namespace {
+
+constexpr const char* kSimUsage = R"(usage: tidalctl sim --trace FILE [options]
+
+Replays a job trace on a virtual clock through the same core and plugins as tidal-engine (policy
+tidal) and through baselines, and reports metrics per policy. Reference: docs/simulator.md.
+
+Input
+  --trace FILE            job table: Philly CSV, generic CSV or YAML/JSON (see docs/simulator.md)
+  --format F              auto (default) | philly | csv | json
+  --on-bad-row M          skip (default: report each malformed row with its line, skip it) | fail
+  --from T, --to T        window on submit time: a timestamp ("2017-10-01", "2017-10-01 12:00:00",
+                          traces with timestamps) or a duration from the trace start ("30d", "3600")
+  --max-jobs N            only the first N jobs (submit order) of the window
+  --load-scale X          divide submit times by X (time compression; 2 = twice the arrival rate)
+  --limit-factor F        declared runtime limit = actual duration x F for jobs that declare none
+                          (default 2; the traces carry actual durations only)
+Cluster and policies
+  --config FILE           engine config (topology levels, queues, profile), as tidal-engine loads it;
+                          without queues: one queue per trace queue (Philly: virtual cluster), weight 1
+  --topology FILE         a cluster file (core/io/cluster_file.h) instead of the synthetic fabric
+  --gpus N                synthetic fabric size in GPUs (default 2048)
+  --gpus-per-node N       default 8
+  --nodes-per-domain N    nodes per NVLink domain (deepest level; default 4)
+  --fanout A,B            children per vertex below the outermost level, outermost first
+                          (default 4,8: 4 leaves per block, 8 NVLink domains per leaf)
+  --policy P              tidal (default) | fifo | easy-backfill | kube-default | all | a,b,...
+Output
+  --out FILE              metrics of every policy as JSON
+  --report DIR            DIR/report.md (tables), DIR/metrics.json and PNG plots (python3 +
+                          matplotlib, tools/plot/sim_report.py)
+  --plot-script FILE      the plotting script (default: found from the working directory or binary)
+  --sample-interval D     time-series period (default: about 2,000 samples over the trace)
+  --timing on|off         include the simulator's wall time (default on; off for byte-identical output)
+  --tidal-shortcuts on|off  tidal's exact shortcuts (skipped, verified-prefix and PostFilter-free
+                          cycles while no victim can exist; default on). off = every cycle over the
+                          whole queue with PostFilter: the same results, much slower
+)";
+
+bool ParseInt64(const std::string& flag, const std::string& v, int64_t lo, int64_t hi, int64_t* out) {
+  try {
+    size_t pos = 0;
+    const long long x = std::stoll(v, &pos);
+    if (pos != v.size() || x < lo || x > hi) throw std::out_of_range("");
+    *out = x;
+    return true;
+  } catch (const std::exception&) {
+    std::cerr << "tidalctl sim: " << flag << ": expected a whole number in " << lo << ".." << hi << ", got \"" << v
+              << "\"\n";
+    return false;
+  }
+}
+
+bool ParseDouble(const std::string& flag, const std::string& v, double* out) {
+  try {
+    size_t pos = 0;
+    *out = std::stod(v, &pos);
+    if (pos != v.size()) throw std::invalid_argument("");
+    return true;
+  } catch (const std::exception&) {
+    std::cerr << "tidalctl sim: " << flag << ": expected a number, got \"" << v << "\"\n";
+    return false;
+  }
+}
+
+std::string FindPlotScript(const std::string& flag_value) {
+  if (!flag_value.empty()) return flag_value;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists("tools/plot/sim_report.py", ec)) return "tools/plot/sim_report.py";
+  const fs::path exe = fs::canonical("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path p = exe.parent_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
+      if (fs::exists(p / "tools/plot/sim_report.py", ec)) return (p / "tools/plot/sim_report.py").string();
+    }
+  }
+  return "";
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+int Sim(const Args& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kSimUsage;
+      return 0;
+    }
+  }
+  Flags flags(args);
+  if (!flags.Parse({"--trace", "--format", "--on-bad-row", "--from", "--to", "--max-jobs", "--load-scale",
+                    "--limit-factor", "--config", "--topology", "--gpus", "--gpus-per-node", "--nodes-per-domain",
+                    "--fanout", "--policy", "--out", "--report", "--plot-script", "--sample-interval", "--timing",
+                    "--tidal-shortcuts"})) {
+    std::cerr << kSimUsage;
+    return 2;
+  }
+  if (!flags.positional().empty()) {
+    std::cerr << "tidalctl sim: unexpected argument \"" << flags.positional().front() << "\"\n" << kSimUsage;
+    return 2;
+  }
+  const std::string trace_file = flags.Get("--trace");
+  if (trace_file.empty()) {
+    std::cerr << "tidalctl sim: --trace is required\n" << kSimUsage;
+    return 2;
+  }
+  sim::TraceOptions to;
+  to.format = flags.Get("--format", "auto");
+  const std::string bad = flags.Get("--on-bad-row", "skip");
+  if (bad != "skip" && bad != "fail") {
+    std::cerr << "tidalctl sim: --on-bad-row: expected skip or fail, got \"" << bad << "\"\n";
+    return 2;
+  }
+  to.on_bad_row = bad == "fail" ? sim::TraceOptions::OnBadRow::kFail : sim::TraceOptions::OnBadRow::kSkip;
+  to.from = flags.Get("--from");
+  to.to = flags.Get("--to");
+  if (!ParseDouble("--load-scale", flags.Get("--load-scale", "1"), &to.load_scale)) return 2;
+  if (!ParseDouble("--limit-factor", flags.Get("--limit-factor", "2"), &to.limit_factor)) return 2;
+  if (!ParseInt64("--max-jobs", flags.Get("--max-jobs", "0"), 0, INT64_MAX / 2, &to.max_jobs)) return 2;
+  const std::string timing = flags.Get("--timing", "on");
+  if (timing != "on" && timing != "off") {
+    std::cerr << "tidalctl sim: --timing: expected on or off\n";
+    return 2;
+  }
+  const std::string shortcuts = flags.Get("--tidal-shortcuts", "on");
+  if (shortcuts != "on" && shortcuts != "off") {
+    std::cerr << "tidalctl sim: --tidal-shortcuts: expected on or off\n";
+    return 2;
+  }
+  auto policies = sim::ParsePolicies(flags.Get("--policy", "tidal"));
+  if (!policies.ok()) return std::cerr << "tidalctl sim: " << policies.status().Message() << "\n", 2;
+
+  // Config: levels, queues, profile.
+  EngineConfig cfg;
+  if (const std::string c = flags.Get("--config"); !c.empty()) {
+    auto loaded = LoadEngineConfig(c);
+    if (!loaded.ok()) {
+      for (const auto& r : loaded.status().reasons()) std::cerr << r << "\n";
+      return 1;
+    }
+    cfg = *loaded;
+  }
+
+  // Fabric.
+  sim::SyntheticFabric sf;
+  if (!ParseInt64("--gpus", flags.Get("--gpus", "2048"), 1, int64_t{1} << 40, &sf.gpus)) return 2;
+  if (!ParseInt64("--gpus-per-node", flags.Get("--gpus-per-node", "8"), 1, 1024, &sf.gpus_per_node)) return 2;
+  int64_t npd = 4;
+  if (!ParseInt64("--nodes-per-domain", flags.Get("--nodes-per-domain", "4"), 1, 1 << 20, &npd)) return 2;
+  sf.nodes_per_domain = static_cast<int32_t>(npd);
+  if (const std::string fo = flags.Get("--fanout"); !fo.empty()) {
+    sf.fanout.clear();
+    std::stringstream ss(fo);
+    std::string x;
+    while (std::getline(ss, x, ',')) {
+      int64_t v = 0;
+      if (!ParseInt64("--fanout", x, 1, 1 << 20, &v)) return 2;
+      sf.fanout.push_back(static_cast<int32_t>(v));
+    }
+  } else if (cfg.levels.levels.size() != 3) {
+    sf.fanout.assign(cfg.levels.levels.empty() ? 0 : cfg.levels.levels.size() - 1, 4);
+  }
+  std::string fabric_desc;
+  std::optional<ClusterState> fabric;
+  if (const std::string topo = flags.Get("--topology"); !topo.empty()) {
+    auto st = LoadCluster(topo);
+    if (!st.ok()) return std::cerr << st.status().Message() << "\n", 1;
+    fabric.emplace(std::move(st).value());
+    int64_t g = 0;
+    for (const auto& n : fabric->nodes()) g += n.capacity.gpus;
+    fabric_desc = topo + ": " + std::to_string(fabric->node_count()) + " nodes, " + std::to_string(g) + " GPUs, levels " +
+                  fabric->levels().Accepted();
+    to.gpus_per_node = fabric->max_gpus_per_node();
+  } else {
+    auto st = sim::BuildSyntheticFabric(cfg.levels, sf);
+    if (!st.ok()) return std::cerr << "tidalctl sim: " << st.status().Message() << "\n", 2;
+    fabric.emplace(std::move(st).value());
+    fabric_desc = "synthetic: " + sim::DescribeFabric(cfg.levels, sf);
+    to.gpus_per_node = sf.gpus_per_node;
+  }
+
+  // Trace.
+  auto trace = sim::LoadTrace(trace_file, to);
+  if (!trace.ok()) return std::cerr << trace.status().Message() << "\n", 1;
+  for (const auto& b : trace->bad_rows) std::cerr << b.message << "\n";
+  if (!trace->bad_rows.empty()) {
+    std::cerr << "tidalctl sim: " << trace->bad_rows.size() << " malformed row(s) skipped (--on-bad-row=fail refuses them)\n";
+  }
+  if (trace->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << trace_file << "\n", 1;
+
+  sim::ReplaySpec spec;
+  spec.fabric = &*fabric;
+  spec.jobs = &trace->jobs;
+  spec.queues = cfg.queues;
+  spec.profile = cfg.profile;
+  spec.tidal_shortcuts = shortcuts == "on";
+  if (const std::string si = flags.Get("--sample-interval"); !si.empty()) {
+    auto d = ParseDurationSeconds(si, "--sample-interval");
+    if (!d.ok() || *d <= 0) return std::cerr << "tidalctl sim: --sample-interval: expected a positive duration\n", 2;
+    spec.sample_interval_s = *d;
+  }
+
+  nlohmann::json input;
+  input["trace"] = trace_file + " (" + trace->format + ")";
+  input["jobs"] = static_cast<int64_t>(trace->jobs.size());
+  input["rows"] = trace->rows;
+  input["malformed_rows"] = static_cast<int64_t>(trace->bad_rows.size());
+  input["outside_window"] = trace->outside_window;
+  if (!trace->origin.empty()) input["trace_start"] = trace->origin;
+  if (!to.from.empty() || !to.to.empty()) input["window"] = "[" + to.from + ", " + to.to + ")";
+  if (to.max_jobs > 0) input["max_jobs"] = to.max_jobs;
+  input["load_scale"] = to.load_scale;
+  input["runtime_estimate"] = "declared limit = actual duration x " + flags.Get("--limit-factor", "2") +
+                              " (rounded up) unless the row declares one";
+  input["fabric"] = fabric_desc;
+  const QueueConfig queues = sim::EffectiveQueues(spec);
+  input["queues"] = cfg.queues.queues.empty()
+                        ? std::to_string(queues.queues.size()) + " (one per trace queue, weight 1, no quota limits)"
+                        : std::to_string(queues.queues.size()) + " (from " + flags.Get("--config") + ")";
+  std::string plugins;
+  for (const auto& p : cfg.profile.plugins) plugins += (plugins.empty() ? "" : ", ") + p.name;
+  input["tidal_profile"] = cfg.profile.name + " (" + plugins + "; backfill depth " +
+                           std::to_string(cfg.profile.backfill.depth) + ")";
+
+  nlohmann::json doc;
+  doc["input"] = input;
+  doc["policies"] = nlohmann::json::array();
+  sim::MetricsOptions mopts;
+  mopts.timing = timing == "on";
+  for (const auto& p : *policies) {
+    std::cerr << "tidalctl sim: replaying " << trace->jobs.size() << " jobs under " << p << " ...\n";
+    auto m = sim::RunPolicy(spec, p, mopts);
+    if (!m.ok()) return std::cerr << "tidalctl sim: " << p << ": " << m.status().Message() << "\n", 1;
+    if (mopts.timing) {
+      std::cerr << "tidalctl sim: " << p << ": " << (*m)["sim"]["wall_s"].get<double>() << " s wall, "
+                << (*m)["sim"]["jobs_per_s"].get<double>() << " jobs/s\n";
+    }
+    doc["policies"].push_back(std::move(m).value());
+  }
+
+  nlohmann::json printable = doc;
+  for (auto& p : printable["policies"]) {
+    p.erase("series");
+    p.erase("queueing_delay_quantiles");
+  }
+  std::cout << sim::MarkdownReport(printable);
+  if (const std::string out = flags.Get("--out"); !out.empty()) {
+    std::ofstream o(out);
+    if (!o) return std::cerr << "tidalctl sim: " << out << ": cannot write\n", 1;
+    o << printable.dump(1) << "\n";
+  }
+  if (const std::string dir = flags.Get("--report"); !dir.empty()) {
+    if (Status s = sim::WriteReport(dir, doc); !s.ok()) return std::cerr << "tidalctl sim: " << s.Message() << "\n", 1;
+    const std::string script = FindPlotScript(flags.Get("--plot-script"));
+    if (script.empty()) {
+      std::cerr << "tidalctl sim: plots not drawn: tools/plot/sim_report.py not found (give --plot-script)\n";
+      return 1;
+    }
+    // Debian's interpreter first: python3-matplotlib (make deps) installs there, and PATH may
+    // lead to another python3 without it. TIDAL_PYTHON overrides.
+    std::string python = "python3";
+    if (const char* env = std::getenv("TIDAL_PYTHON"); env != nullptr && *env != 0) {
+      python = env;
+    } else if (std::error_code ec; std::filesystem::exists("/usr/bin/python3", ec)) {
+      python = "/usr/bin/python3";
+    }
+    const std::string cmd = Quote(python) + " " + Quote(script) + " " + Quote(dir + "/metrics.json") + " " + Quote(dir);
+    if (std::system(cmd.c_str()) != 0) {
+      std::cerr << "tidalctl sim: plots not drawn: `" << cmd << "` failed (needs python3-matplotlib); "
+                << dir << "/report.md and metrics.json are written\n";
+      return 1;
+    }
+    std::cerr << "tidalctl sim: report in " << dir << "/report.md\n";
+  }
+  return 0;
+}
+
+}  // namespace tidal::cli

@@ -1,0 +1,113 @@
+// Engine: lifecycle - creation, the scheduler built from the profile, hot reload, the ledger's
+// state file, and stats. The front door's mirror is engine_sync.cc, the gang protocol
+// engine_gang.cc, planning engine_plan.cc, reservations engine_reservations.cc, preemption
+// engine_preempt.cc, read-only views engine_views.cc. Threading: every public method takes mu_.
+#include "engine/engine.h"
+
+#include <chrono>
+#include <random>
+
+#include "plugins/registry.h"
+
+namespace tidal {
+
+namespace {
+
+std::string RandomEpoch() {
+  std::random_device rd;
+  std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                      static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 16; ++i) s += kHex[rng() % 16];
+  return s;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineConfig cfg, Clock clock) {
+  auto tree = QueueTree::Build(cfg.queues);
+  if (!tree.ok()) return tree.status();
+  if (!clock) {
+    clock = [] {
+      // Wall clock: the ledger's state file must stay meaningful across restarts.
+      return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+  const int32_t max_ahead = cfg.explain_max_ahead;
+  std::unique_ptr<Engine> e(new Engine(std::move(cfg), std::move(clock), *tree));
+  e->SetExplainOptions(ExplainOptions{max_ahead});
+  std::lock_guard<std::mutex> lock(e->mu_);
+  if (Status s = e->BuildSchedulerLocked(); !s.ok()) return s;
+  return e;
+}
+
+Engine::Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree)
+    : cfg_(std::move(cfg)), clock_(std::move(clock)), epoch_(RandomEpoch()), ledger_(std::move(tree)) {}
+
+Status Engine::BuildSchedulerLocked() {
+  const Registry registry = plugins::DefaultRegistry();
+  auto profile = Profile::Build(cfg_.profile, registry, PluginContext{cfg_.levels, &ledger_});
+  if (!profile.ok()) return profile.status();
+  sched_ = std::make_unique<Scheduler>(std::move(profile).value());
+  book_->clear();
+  return Status::Ok();
+}
+
+Status Engine::Reconfigure(const EngineConfig& cfg) {
+  if (Status s = ReconfigureLocked(cfg); !s.ok()) return s;
+  SetExplainOptions(ExplainOptions{cfg.explain_max_ahead});  // explain_mu_ is never taken inside mu_
+  return Status::Ok();
+}
+
+Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto tree = QueueTree::Build(cfg.queues);
+  if (!tree.ok()) return tree.status();
+  for (auto& [key, g] : gangs_) DropPlanLocked(g);
+  const bool levels_changed = cfg.levels.Accepted() != cfg_.levels.Accepted();
+  cfg_ = cfg;
+  ledger_.Reconfigure(*tree);
+  if (levels_changed) state_.reset();
+  return BuildSchedulerLocked();
+}
+
+std::string Engine::SaveLedger() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ledger_.Advance(clock_());
+  return ledger_.SaveState();
+}
+
+Status Engine::LoadLedger(const std::string& json) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status s = ledger_.LoadState(json);
+  // Usage decays over the time the engine was down (nothing was integrated meanwhile).
+  if (s.ok()) ledger_.Advance(clock_());
+  return s;
+}
+
+std::string Engine::DescribeQueues() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ledger_.Advance(clock_());
+  std::string out;
+  const QueueTree& t = ledger_.tree();
+  for (int q = 1; q < t.size(); ++q) {
+    if (t.IsLeaf(q)) out += ledger_.Describe(q) + "; share " + std::to_string(ledger_.Share(q)) + "\n";
+  }
+  return out.empty() ? "no queues configured\n" : out;
+}
+
+EngineStats Engine::Stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineStats s;
+  s.nodes = static_cast<int32_t>(nodes_.size());
+  s.pods = static_cast<int32_t>(pods_.size());
+  s.gangs = static_cast<int32_t>(gangs_.size());
+  for (const auto& [k, g] : gangs_) s.plans += g.plan ? 1 : 0;
+  s.generation = generation_;
+  s.synced = synced_;
+  return s;
+}
+
+}  // namespace tidal

@@ -1,0 +1,481 @@
+// Engine: the single owner of the scheduling state behind tidal-engine's RPCs (plain C++; the gRPC
+// layer in server converts messages and calls in here).
+//
+// What it holds: every node and every pod the front door reported (pods of ALL schedulers: bound
+// pods use capacity whoever placed them), the gangs of pending Tidal pods, each gang's plan (slots
+// on nodes, held in the ClusterState as a running allocation "plan:<gang>" so later plans see the
+// capacity as taken), and the ClusterState built from nodes + bound pods + plans.
+//
+// Gang protocol (the shim's extension points):
+//   CheckPod (PreEnqueue) -> PlanPod (PreFilter: the first member plans the whole gang, every member
+//   gets its slot's node) -> Reserve -> Permit (allow when every member is reserved) -> Bound.
+//   Unreserve of any member drops the whole plan, so nothing is ever bound half-way by the engine's
+//   choice; plans not completed within plan_ttl are dropped.
+// Reservations: a gang that does not fit gets a backfill reservation (book_, refreshed by a dry
+//   cycle over every pending gang); every later plan honours the book (docs/scheduling.md).
+// Restart: the engine keeps nothing on disk for this; the shim's first Sync message is a full
+// snapshot, from which nodes, bound pods and gangs are rebuilt. Plans in flight are lost; their
+// members time out in Permit and are retried.
+//
+// Fair share: PlanPod plans the heads of queues further below their share first (engine_plan.cc).
+// Feasibility: node selectors, affinity, taints/tolerations are evaluated before planning; nodes
+//   kube-scheduler's own filters refused are excluded for the gang (NodeRefused).
+//
+// One class, one file per responsibility: engine.cc (lifecycle, reload, ledger file), engine_sync.cc
+// (the front door's mirror and bound pods' charges), engine_gang.cc (the gang protocol),
+// engine_plan.cc (planning, fair-share order), engine_reservations.cc (backfill book, timeline,
+// runtime limits), engine_preempt.cc (preemption view and holds), engine_views.cc (explain,
+// gauges), engine_exclusive.cc (JobSet/LWS exclusive topology), engine_config.cc (config file).
+//
+// Threading: every public method takes mu_; callers may be any gRPC thread. Nothing is returned by
+// reference into the guarded state.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/observability.h"
+#include "engine/pod_spec.h"
+#include "core/framework/scheduler.h"
+#include "core/state/cluster_state.h"
+#include "core/state/queues.h"
+
+namespace tidal {
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+struct PodInfo {
+  std::string uid, ns, name, scheduler_name, node_name;
+  PodPhase phase = PodPhase::kPending;
+  Resources request;
+  int32_t priority = 0;
+  std::map<std::string, std::string> labels, annotations;
+  int64_t creation_unix = 0;
+  int64_t start_unix = 0;  // status.startTime; 0 until the kubelet starts it
+  bool terminating = false;
+  // Node selector, node affinity, tolerations, self anti-affinity (nullptr = none), and why the
+  // front door's spec could not be read (refused at CheckPod/PlanPod, naming the field).
+  std::shared_ptr<const NodeConstraints> constraints;
+  Status spec_error;
+
+  std::string Key() const { return ns + "/" + name; }
+  bool UsesCapacity() const {
+    return !node_name.empty() && phase != PodPhase::kSucceeded && phase != PodPhase::kFailed;
+  }
+};
+
+struct NodeInfo {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  Resources capacity;
+  bool ready = true;
+  bool unschedulable = false;
+  std::string gpu_model;
+  std::vector<Taint> taints;
+};
+
+struct NodeWarningInfo {
+  std::string node, reason, message;
+};
+
+struct SyncBatch {
+  bool resync = false;
+  std::vector<NodeInfo> upsert_nodes;
+  std::vector<std::string> delete_nodes;
+  std::vector<PodInfo> upsert_pods;
+  std::vector<std::string> delete_pods;
+};
+
+struct EngineConfig {
+  TopologyLevels levels = TopologyLevels::Default();
+  QueueConfig queues;
+  ProfileSpec profile = ProfileSpec::Default();
+  std::string scheduler_name = "tidal-scheduler";
+  int64_t permit_timeout_ms = 60000;
+  int64_t plan_ttl_s = 120;
+  std::string pool_label = "tidal.dev/pool";
+  // Declared runtime limits (tidal.dev/runtime-limit) are enforced: a pod of this scheduler still
+  // running grace_s after its limit is reported by Overdue() and evicted by the front door.
+  bool enforce_runtime_limit = true;
+  int64_t runtime_limit_grace_s = 60;
+  // How long a node the front door's filters refused stays excluded for that gang.
+  int64_t exclusion_ttl_s = 120;
+  // Explain's dry run considers at most this many pending gangs ahead of the asked one.
+  int32_t explain_max_ahead = 2000;
+};
+// Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
+// poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds}, topology: {levels}, profile, resources,
+// usageHalfLife, queues}. Every problem is one
+// reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
+StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);
+StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file);
+
+struct PodRefInfo {
+  std::string uid, ns, name;
+};
+
+struct PlanResult {
+  Status status;
+  std::string node, gang, domain, explanation;
+  // Pods of gangs planned ahead of this one by fair share: the front door moves them to its
+  // active queue (kube-scheduler's Activate) so they bind on the capacity held for them.
+  std::vector<PodRefInfo> activate;
+};
+
+struct PermitResult {
+  Status status;
+  int64_t wait_timeout_ms = 0;
+  std::vector<PodRefInfo> allow;
+};
+
+// State-derived gauges, sampled at scrape time.
+struct EngineGauges {
+  struct Row {
+    std::vector<std::string> labels;
+    double value = 0;
+  };
+  std::vector<Row> gpus;            // state, pool
+  std::vector<Row> pending;         // queue, class
+  std::vector<Row> reservations;    // queue: pending gangs holding a backfill reservation
+  std::vector<Row> queue_usage, queue_nominal, queue_borrowed;  // queue, resource
+  std::vector<Row> fair_share;      // queue
+  std::vector<Row> largest_gang;    // level (GPUs of the largest whole-node gang placeable now)
+  double unusable_free_gpus = 0;    // free GPUs on nodes too small for every pending member shape
+  std::vector<Row> missing_topology;  // level: nodes without that level's label (own domains)
+};
+
+// A bound pod that outran its declared runtime limit (plus the grace): the front door evicts it.
+struct OverduePod {
+  PodRefInfo pod;
+  std::string reason;  // "ran 12m0s, over its tidal.dev/runtime-limit of 10m (grace 1m)"
+};
+
+// --- preemption (engine_preempt.cc)
+struct PreemptResult {
+  Status status;                  // Success when victims were chosen
+  std::vector<PodRefInfo> victims;  // every pod of every victim gang (gangs are evicted whole)
+  // The same pods by victim workload: id ("ns/gang" for a Tidal gang, "pod:ns/name" for a lone
+  // pod of another scheduler) -> its pods. The front door evicts a workload whole or not at all.
+  std::vector<std::pair<std::string, std::vector<PodRefInfo>>> victim_gangs;
+  // A node name when the preemptor's held capacity is on one node; else the topology domain.
+  std::string nominated_domain, reason;
+  double lost_gpu_seconds = 0;
+};
+
+// What the front door did with a preemption's victims (Engine::Evicted).
+struct EvictionReport {
+  std::string preemptor_uid;            // the pod whose Preempt chose them ("" = unknown)
+  std::vector<PodRefInfo> evicted;      // pods the Eviction API accepted
+  std::string reason;                   // the preemption's reason as Preempt reported it
+  std::vector<std::string> protected_gangs;  // victim workloads skipped: PDBs refuse them whole
+};
+// --- end preemption
+
+struct EngineStats {
+  int32_t nodes = 0, pods = 0, gangs = 0, plans = 0;
+  uint64_t generation = 0;
+  bool synced = false;
+};
+
+class Engine {
+ public:
+  using Clock = std::function<int64_t()>;  // seconds
+  static StatusOr<std::unique_ptr<Engine>> Create(EngineConfig cfg, Clock clock = nullptr);
+
+  const std::string& epoch() const { return epoch_; }
+
+  // Applies one Sync message. Returns the generation reached; a malformed object is skipped and
+  // named in the status, the rest of the batch still applies.
+  // `warnings` (optional) gets caveats about nodes of the batch for their admins (a node missing
+  // a topology level's label: its own domain at that level), once per node and change.
+  Status Sync(const SyncBatch& batch, uint64_t* generation, std::vector<NodeWarningInfo>* warnings = nullptr);
+  Status CheckPod(const std::string& uid, std::string* gang);
+  PlanResult PlanPod(const std::string& uid);
+  Status Reserve(const std::string& uid, const std::string& node);
+  std::vector<PodRefInfo> Unreserve(const std::string& uid);
+  PermitResult Permit(const std::string& uid);
+  Status Bound(const std::string& uid, const std::string& node);
+  // --- preemption (engine_preempt.cc)
+  // PostFilter: choose victims for this pod's gang with the profile's preemption plugin, on the
+  // preemption view (bound pods grouped into their gangs; capacity the reservation book holds is
+  // not the preemptor's to take), and hold the capacity they free for the gang (a reservation in
+  // the book starting now) until it is planned, deleted, or plan_ttl_s passes. Nothing is evicted
+  // here: the front door evicts (with grace periods), reports it (Evicted) and the gang retries.
+  PreemptResult Preempt(const std::string& uid);
+  // The front door's report: pods it evicted (counted in tidal_preemptions_total), and victim
+  // workloads it skipped because PodDisruptionBudgets refuse evicting them whole (never victims
+  // for plan_ttl_s; the preemptor's hold is dropped so it can choose again).
+  Status Evicted(const EvictionReport& report);
+  // --- end preemption
+  // Pods of this scheduler, bound and not terminating, that have run longer than their declared
+  // tidal.dev/runtime-limit plus the grace (none when enforcement is off). Run time counts from
+  // the pod's start (status.startTime), or from when the engine saw it bound until there is one.
+  std::vector<OverduePod> Overdue();
+  // The front door's own filters (kube-scheduler's NodePorts, InterPodAffinity, VolumeBinding,
+  // ...) refused the node planned for this pod: the node is excluded for the pod's gang for
+  // exclusion_ttl_s, and the gang's plan is dropped so the next plan differs.
+  Status NodeRefused(const std::string& uid, const std::string& node, const std::string& why);
+  // Text for a gang key "ns/gang" or a pod "ns/name".
+  Status Explain(const std::string& name, std::string* text);
+  // The same as JSON plus, for a pending gang, its position in queue order and its estimated start
+  // (from a dry-run cycle with reservations on copies of the state, bounded: see "explain" below).
+  StatusOr<nlohmann::json> ExplainJson(const std::string& name);
+  EngineStats Stats();
+  EngineGauges Gauges();
+  // Optional: metrics and decision log (set before serving; not owned).
+  void SetObservability(EngineMetrics* m, DecisionLog* log) {
+    metrics_ = m;
+    decision_log_ = log;
+  }
+  // Hot reload: swaps in a new, already validated config. Usage history and charges carry over by
+  // queue name; plans in flight are dropped (their members retry).
+  Status Reconfigure(const EngineConfig& cfg);
+  // Ledger state file (see docs/fair-share.md): save / restore decayed usage.
+  std::string SaveLedger();
+  Status LoadLedger(const std::string& json);
+  // "queue team-a uses ..." for every leaf queue.
+  std::string DescribeQueues();
+
+  // --- explain (engine_views.cc)
+  // ExplainJson's dry run is bounded: under mu_ it copies the timeline, the ledger, the book and
+  // the workloads of at most max_ahead pending gangs ahead of the asked one in queue order (plus
+  // the asked one and the gangs holding a book reservation), releases mu_, and runs the dry cycle
+  // on the copies. One dry run at a time (explain_mu_, taken before mu_, never inside it).
+  struct ExplainOptions {
+    int32_t max_ahead = 2000;  // pending gangs ahead of the asked one the dry run considers (>= 1)
+  };
+  // The last ExplainJson's account (tests, benchmarks).
+  struct ExplainStats {
+    int64_t considered = 0;    // workloads given to the dry cycle
+    int64_t ahead = 0;         // pending gangs ahead of the asked one (pending index)
+    bool cut = false;          // the queue ahead was cut at max_ahead: position and ETA estimated
+    int64_t lock_held_ns = 0;  // time mu_ was held
+    int64_t total_ns = 0;
+  };
+  void SetExplainOptions(const ExplainOptions& o);
+  ExplainStats LastExplainStats();
+
+ private:
+  struct ExplainBatch;  // engine_views.cc
+  // Explain's text; *key (optional) gets the gang key GangKeyForLocked resolved `name` to.
+  Status ExplainTextLocked(const std::string& name, std::string* text, std::string* key = nullptr);
+  // The workloads of the dry run for the pending gang `key` (the whole queue when it is no longer
+  // than max_ahead). Runs under mu_ and explain_mu_.
+  void ExplainBatchLocked(const std::string& key, ExplainBatch& out) const;
+  std::mutex explain_mu_;           // serialises ExplainJson; guards the two below
+  ExplainOptions explain_opts_;
+  ExplainStats explain_stats_;
+  // --- end explain
+
+ private:
+  struct Slot {
+    std::string node;
+    std::string pod_uid;  // "" = not yet claimed by a pod
+    bool reserved = false;
+  };
+  struct Plan {
+    std::vector<Slot> slots;
+    Resources per_member;
+    std::string queue;
+    std::string domain, explanation;
+    int64_t created_s = 0;
+  };
+  // Queue order of a queue's pending gangs: priority (higher first), submit time, key.
+  struct HeadKey {
+    int64_t neg_priority = 0;
+    int64_t submitted = 0;
+    std::string gang;
+    auto operator<=>(const HeadKey&) const = default;
+  };
+  struct Gang {
+    std::string key;
+    bool start_observed = false;
+    std::set<std::string> pods;  // uids of its pods (pending or bound)
+    std::optional<Plan> plan;
+    std::string last_reason;
+    // Nodes the front door's own filters refused for this gang (NodeRefused): node -> excluded
+    // until (engine clock, s). Planned around until then, so a refused node is never planned twice.
+    std::map<std::string, int64_t> excluded;
+    // Its entry in pending_by_queue_ (engine_plan.cc), while it has pending pods.
+    std::optional<HeadKey> head;
+    std::string head_queue;
+  };
+
+  Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree);
+  Status BuildSchedulerLocked();
+  void ChargePodLocked(const PodInfo& p, bool borrowed);
+  Status UpsertPodLocked(const PodInfo& p);
+  void DeletePodLocked(const std::string& uid);
+  std::string GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const;
+  void EnsureStateLocked();
+  // A copy of state_ in which every bound pod is a running allocation ("pod:<uid>") from its
+  // bound time, so a future view can release it at its expected end.
+  ClusterState TimelineLocked();
+  // Workloads of every pending gang without a plan (dry runs).
+  std::vector<Workload> PendingGangWorkloadsLocked() const;
+  // Drops reservations of gangs that are gone or planned; refreshes the book (see book_).
+  void PruneBookLocked();
+  // Refreshes the book unless it was refreshed under a second ago; then it only marks it stale,
+  // and the next plan of any pod refreshes it first (so a throttled refresh is never lost).
+  void RefreshReservationsLocked();
+  // After state_ is rebuilt: moves every reservation onto the new NodeIds by node name; one that
+  // lost a node, or now sits on a node that takes no work, is dropped and the book marked stale.
+  void RemapBookLocked();
+  // What a plan for workload `own` must honour: every other reservation in the book, and its own
+  // reserved nodes once due (filled in place: the view points into the struct).
+  struct ReservationView {
+    std::vector<int64_t> from, gpus;
+    BackfillView view;
+    const std::vector<MemberAssignment>* at = nullptr;
+    int32_t yielded = 0;  // reservations left out because their queue ranks behind the planner's
+    const BackfillView* get() const { return view.reserved_from ? &view : nullptr; }
+    ReservationView() = default;
+    ReservationView(const ReservationView&) = delete;
+    ReservationView& operator=(const ReservationView&) = delete;
+  };
+  // With `ranks` (QuotaLedger::FairShareRanks) and the planner's queue rank: reservations of
+  // gangs whose queue ranks behind it are left out (they yield to fair share; preemption holds
+  // never do).
+  void ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank = -1,
+                             const std::vector<int32_t>* ranks = nullptr) const;
+  // The fair-share rank of the queue of the book entry's gang (-1 when unknown).
+  int32_t BookRankLocked(const std::string& plan_id, const std::vector<int32_t>& ranks) const;
+  // "reserved to start in 2h (1970-01-01T02:16:40Z) on 2 node(s)", or "" without a reservation.
+  std::string ReservedStartLocked(const std::string& id) const;
+  void ApplyBoundLocked(const PodInfo& p);   // charge a bound pod, releasing its slot if any
+  void ReleaseBoundLocked(const std::string& uid);
+  void DropPlanLocked(Gang& g);
+  void ExpirePlansLocked();
+  std::string PlanId(const Gang& g) const { return "plan:" + g.key; }
+  // The gang key for "ns/gang" or a pod "ns/name" (`name` itself when unknown); a pod that belongs
+  // to no Tidal gang sets *lone_pod and returns "".
+  std::string GangKeyForLocked(const std::string& name, const PodInfo** lone_pod) const;
+  // The workload a gang's pending pods make (nullopt when nothing is left to place).
+  std::optional<Workload> GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound) const;
+  Node ToNode(const NodeInfo& n) const;
+  void AttachConstraintsLocked(const Gang& g, Workload& w) const;
+  // The workload of a gang waiting to be planned (nullopt when planned, empty or its spec is
+  // invalid); *spec_out (optional) gets its parsed spec.
+  std::optional<Workload> PendingWorkloadLocked(const Gang& g, PodSchedulingSpec* spec_out = nullptr) const;
+  Status ReconfigureLocked(const EngineConfig& cfg);  // takes mu_ (Reconfigure's body)
+  // The topology levels whose label node n lacks (or holds an invalid value for), outermost first.
+  std::vector<std::string> MissingLevels(const NodeInfo& n) const;
+  std::string NodeModelLocked(const std::string& node) const;  // "" when unknown
+  // --- exclusive topology (engine_exclusive.cc)
+  // A gang whose pods name a JobSet / LeaderWorkerSet exclusive topology: pins its workload to its
+  // group's domain, choosing one (unused by other such groups) for the group's first member.
+  void PinExclusiveDomainLocked(const Gang& g, Workload& w) const;
+  // --- end exclusive topology
+  // --- planning and fair-share order (engine_plan.cc)
+  // Schedules gang g now (reservations honoured); on success g.plan holds the placement.
+  Decision ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Workload w);
+  // Plans the heads of queues further below their fair share than w's (their pods into
+  // *activate); returns a note naming the first, or "".
+  std::string PlanAheadLocked(const Workload& w, std::vector<PodRefInfo>* activate);
+  // Plans the head gang of `queue` if it fits now; returns its key ("" when nothing was planned).
+  std::string PlanQueueHeadLocked(const std::string& queue, std::vector<PodRefInfo>* activate);
+  void ReindexGangLocked(const std::string& key);  // after any change to the gang's pods
+  void UnindexGangLocked(Gang& g);                 // before the gang is erased
+
+  EngineConfig cfg_;
+  Clock clock_;
+  EngineMetrics* metrics_ = nullptr;
+  DecisionLog* decision_log_ = nullptr;
+  std::unique_ptr<Scheduler> sched_;
+  std::string epoch_;
+
+  std::mutex mu_;  // guards everything below
+  uint64_t generation_ = 0;
+  bool synced_ = false;
+  std::map<std::string, NodeInfo> nodes_;
+  std::unordered_map<std::string, PodInfo> pods_;
+  std::unordered_map<std::string, std::string> pod_gang_;   // uid -> gang key (Tidal pods only)
+  std::map<std::string, Gang> gangs_;
+  std::map<std::string, std::set<HeadKey>> pending_by_queue_;  // queue -> pending gangs in order
+  std::set<std::pair<int64_t, std::string>> plan_deadlines_;   // (plan created_s, gang): expiry index
+  std::unordered_map<std::string, std::pair<std::string, Resources>> charged_;  // uid -> node, request
+  // Bound pods on the timeline: since when each runs (the kubelet's start time once reported,
+  // until then when the engine first saw it bound) and its declared run time (0: the class
+  // default), so dry runs can release them in order of expected end (ETAs, reservations).
+  struct BoundSince {
+    int64_t since_s = 0;
+    int64_t runtime_limit_s = 0;
+    WorkloadClass workload_class = WorkloadClass::kBatch;
+    std::string queue;
+    bool overdue = false;  // already reported by Overdue() (counted once)
+  };
+  std::unordered_map<std::string, BoundSince> bound_since_;
+  // Backfill reservations of pending gangs, keyed by plan id: kept across planning attempts,
+  // refreshed by a dry cycle over every pending gang when a gang does not fit (at most once a
+  // second), and honoured by every plan: nothing planned may delay them
+  // (core/framework/scheduler.h). NodeIds of state_: moved by name when state_ is rebuilt
+  // (book_nodes_ names the NodeIds it holds), cleared when the profile changes.
+  std::shared_ptr<std::map<std::string, Reservation>> book_ = std::make_shared<std::map<std::string, Reservation>>();
+  std::vector<std::string> book_nodes_;
+  int64_t book_refreshed_s_ = INT64_MIN;
+  bool book_stale_ = false;  // a refresh was skipped or a reservation dropped since the last one
+  std::optional<ClusterState> state_;  // rebuilt lazily when nodes change
+
+  // --- preemption (engine_preempt.cc)
+  // The preemption view: state_'s nodes with every bound pod in a running allocation of its
+  // workload (a Tidal gang: its gang key; any other pod: "pod:<ns>/<name>"). Maintained
+  // incrementally: ApplyBoundLocked / ReleaseBoundLocked / UpsertPodLocked mark the pod, and
+  // Preempt regroups only the workloads of marked pods; rebuilt only when state_ is (nodes
+  // changed: EnsureStateLocked drops it). Plans in flight and the reservation book are laid over
+  // it per call and taken off again.
+  struct VictimGroup {
+    std::map<std::string, std::pair<NodeId, Resources>> members;  // uid -> node, request
+  };
+  std::optional<ClusterState> pview_;
+  std::unordered_map<std::string, VictimGroup> pgroups_;          // allocation id -> members
+  std::unordered_map<std::string, std::string> pgroup_of_;        // uid -> allocation id
+  std::set<std::string> pview_dirty_;                             // uids to regroup
+  void MarkPreemptViewLocked(const std::string& uid) {
+    if (pview_ && (charged_.count(uid) || pgroup_of_.count(uid))) pview_dirty_.insert(uid);
+  }
+  // Capacity freed for a preemptor: its reservation is book_[plan id] (start = when chosen); this
+  // records what it waits for. Dropped with the reservation (planned, gang gone, plan_ttl_s).
+  struct PreemptHold {
+    struct Victim {
+      std::string id;
+      std::vector<std::string> uids;
+      double lost_gpu_seconds = 0;
+      bool counted = false;  // reported evicted (metrics count each victim once)
+    };
+    std::vector<Victim> victims;
+    std::string reason;
+    int64_t created_s = 0;
+    bool evicted = false;  // the front door reported evictions for it
+  };
+  std::map<std::string, PreemptHold> holds_;          // plan id -> hold
+  std::map<std::string, int64_t> pdb_protected_;      // allocation id -> protected until (s)
+  void EnsurePreemptViewLocked();
+  void RegroupLocked(const std::string& id);
+  Allocation GroupAllocationLocked(const std::string& id, const VictimGroup& g) const;
+  // Drops holds whose reservation or gang is gone or that outlived plan_ttl_s, and expired
+  // PDB protections. Called from ExpirePlansLocked.
+  void ExpireHoldsLocked();
+  bool HeldLocked(const std::string& plan_id) const { return holds_.count(plan_id) > 0; }
+  // Plans in flight and the book's reserved GPUs that `w` may not use, as never-victim allocations.
+  std::vector<Allocation> OverlaysLocked(const Workload& w) const;
+  void HoldLocked(const Workload& w, const PostFilterResult& pr, PreemptResult& out);
+  // Why the gang waits instead of choosing again ("" = it may choose).
+  std::string AwaitingVictimsLocked(const std::string& plan_id) const;
+  void DropHoldLocked(const std::string& plan_id);
+  // Dry cycles (TimelineLocked): holds keep their nodes until the gang's expected end.
+  void LayHoldsLocked(ClusterState& timeline) const;
+  // --- end preemption
+  QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
+};
+
+}  // namespace tidal

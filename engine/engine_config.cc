@@ -1,0 +1,83 @@
+// The engine's config file (YAML/JSON) into an EngineConfig, every problem reported as
+// "file:line: field: reason" (see core/io/queue_config.h). Pure functions: no state, no threads.
+#include "engine/engine.h"
+#include "core/io/cluster_file.h"
+#include "core/io/document.h"
+#include "core/io/fields.h"
+#include "core/io/queue_config.h"
+#include "plugins/registry.h"
+
+namespace tidal {
+
+StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file) {
+  auto doc = ParseDocument(text, file);
+  if (!doc.ok()) return doc.status();
+  EngineConfig cfg;
+  std::vector<std::string> errors;
+  Fields f(doc->root, "");
+  f.Str("schedulerName", &cfg.scheduler_name);
+  int64_t permit_s = cfg.permit_timeout_ms / 1000;
+  f.Int("permitTimeoutSeconds", &permit_s, 1, 3600);
+  cfg.permit_timeout_ms = permit_s * 1000;
+  f.Int("planTtlSeconds", &cfg.plan_ttl_s, 1, 86400);
+  f.Str("poolLabel", &cfg.pool_label);
+  f.Int("exclusionTtlSeconds", &cfg.exclusion_ttl_s, 1, 86400);
+  if (const auto* e = f.Get("explain")) {
+    Fields ef(*e, "explain");
+    int64_t max_ahead = cfg.explain_max_ahead;
+    ef.Int("maxAhead", &max_ahead, 1, 10000000);
+    cfg.explain_max_ahead = static_cast<int32_t>(max_ahead);
+    if (Status s = ef.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
+  if (const auto* r = f.Get("runtimeLimit")) {
+    Fields rf(*r, "runtimeLimit");
+    rf.Bool("enforce", &cfg.enforce_runtime_limit);
+    rf.Int("graceSeconds", &cfg.runtime_limit_grace_s, 0, 7 * 86400);
+    if (Status s = rf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
+  if (const auto* t = f.Get("topology")) {
+    Fields tf(*t, "topology");
+    if (const auto* l = tf.Get("levels")) {
+      if (Status s = DecodeLevels(*l, "topology.levels", &cfg.levels); !s.ok()) tf.Fail(s);
+    }
+    if (Status s = tf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
+  if (const auto* p = f.Get("profile")) {
+    auto ps = ProfileSpec::FromJson(*p, "profile");
+    if (!ps.ok()) {
+      errors.push_back(doc->Locate(ps.status()).Message());
+    } else {
+      cfg.profile = *ps;
+    }
+  }
+  f.Get("resources");
+  f.Get("usageHalfLife");
+  f.Get("queues");
+  if (doc->root.is_object()) cfg.queues = DecodeQueueConfig(*doc, doc->root, &errors);
+  if (Status s = f.Done(); !s.ok()) errors.insert(errors.begin(), doc->Locate(s).Message());
+  if (errors.empty()) {
+    auto tree = QueueTree::Build(cfg.queues);
+    if (!tree.ok()) {
+      errors.push_back(file + ": " + tree.status().Message());
+    } else {
+      QuotaLedger ledger(*tree);
+      const Registry registry = plugins::DefaultRegistry();
+      auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels, &ledger});
+      if (!profile.ok()) errors.push_back(file + ": " + profile.status().Message());
+    }
+  }
+  if (!errors.empty()) {
+    Status st(StatusCode::kError, errors.front());
+    for (size_t i = 1; i < errors.size(); ++i) st.AddReason(errors[i]);
+    return st;
+  }
+  return cfg;
+}
+
+StatusOr<EngineConfig> LoadEngineConfig(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseEngineConfig(*text, path);
+}
+
+}  // namespace tidal

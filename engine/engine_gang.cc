@@ -1,0 +1,245 @@
+// Engine: the gang protocol behind the shim's extension points - CheckPod (PreEnqueue), Reserve,
+// Unreserve, Permit, Bound (PostBind), NodeRefused (PostFilter) - and what a gang's pods make of
+// it: its workload, its node constraints, its plan's expiry. Threading: every public method takes
+// mu_; the *Locked functions run under it.
+#include <algorithm>
+
+#include "engine/engine.h"
+
+namespace tidal {
+
+void Engine::DropPlanLocked(Gang& g) {
+  if (!g.plan) return;
+  ledger_.Uncharge(PlanId(g));
+  if (state_) (void)state_->RemoveRunning(PlanId(g));
+  g.plan.reset();
+}
+
+void Engine::ExpirePlansLocked() {
+  // From the deadline index: only plans whose TTL ran out are looked at (an entry whose gang was
+  // re-planned, bound or erased since is stale and skipped).
+  const int64_t now = clock_();
+  while (!plan_deadlines_.empty() && plan_deadlines_.begin()->first < now - cfg_.plan_ttl_s) {
+    const std::string key = plan_deadlines_.begin()->second;
+    const int64_t created = plan_deadlines_.begin()->first;
+    plan_deadlines_.erase(plan_deadlines_.begin());
+    auto it = gangs_.find(key);
+    if (it == gangs_.end()) continue;
+    Gang& g = it->second;
+    if (!g.plan || g.plan->created_s != created) continue;
+    const bool all_reserved = std::all_of(g.plan->slots.begin(), g.plan->slots.end(), [](const Slot& s) { return s.reserved; });
+    if (all_reserved) continue;
+    DropPlanLocked(g);
+    g.last_reason = "plan expired after " + std::to_string(cfg_.plan_ttl_s) + "s before every member was reserved";
+  }
+  ExpireHoldsLocked();  // preemption holds (engine_preempt.cc)
+}
+
+std::string Engine::GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const {
+  if (!p.spec_error.ok()) {
+    *st = p.spec_error;
+    return {};
+  }
+  auto parsed = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+  if (!parsed.ok()) {
+    *st = parsed.status();
+    return {};
+  }
+  *spec = *parsed;
+  *st = Status::Ok();
+  return spec->gang.empty() ? p.ns + "/pod/" + p.name : p.ns + "/" + spec->gang;
+}
+
+Status Engine::CheckPod(const std::string& uid, std::string* gang) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return Status::Unschedulable("pod is not synced to the engine yet", "engine");
+  PodSchedulingSpec spec;
+  Status st;
+  const std::string key = GangKeyLocked(it->second, &spec, &st);
+  if (!st.ok()) return st;
+  *gang = key;
+  auto g = gangs_.find(key);
+  const int32_t have = g == gangs_.end() ? 0 : static_cast<int32_t>(g->second.pods.size());
+  if (have < spec.gang_min) {
+    return Status::Wait("gang " + key + ": " + std::to_string(have) + " of " + std::to_string(spec.gang_min) +
+                            " members exist",
+                        "gang");
+  }
+  return Status::Ok();
+}
+
+Status Engine::Reserve(const std::string& uid, const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto gk = pod_gang_.find(uid);
+  if (gk == pod_gang_.end()) return Status::Error("pod uid " + uid + " is not a known Tidal pod", "engine");
+  Gang& g = gangs_.at(gk->second);
+  if (!g.plan) return Status::Error("gang " + g.key + " has no plan (released, expired or engine restarted)", "engine");
+  for (auto& s : g.plan->slots) {
+    if (s.pod_uid != uid) continue;
+    if (s.node != node) {
+      return Status::Error("pod is planned on " + s.node + " but was reserved on " + node, "engine");
+    }
+    s.reserved = true;
+    return Status::Ok();
+  }
+  return Status::Error("gang " + g.key + ": pod holds no slot in the plan", "engine");
+}
+
+std::vector<PodRefInfo> Engine::Unreserve(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PodRefInfo> released;
+  auto gk = pod_gang_.find(uid);
+  if (gk == pod_gang_.end()) return released;
+  Gang& g = gangs_.at(gk->second);
+  if (!g.plan) return released;
+  // A pod that holds no slot of the current plan is unreserving an earlier plan (dropped and
+  // planned again since, e.g. the shim's delayed Unreserve of a member rejected from Permit): the
+  // current plan is not its to release.
+  if (std::none_of(g.plan->slots.begin(), g.plan->slots.end(), [&](const Slot& s) { return s.pod_uid == uid; })) {
+    return released;
+  }
+  for (const auto& s : g.plan->slots) {
+    if (s.pod_uid.empty() || s.pod_uid == uid) continue;
+    const auto& p = pods_.at(s.pod_uid);
+    released.push_back({p.uid, p.ns, p.name});
+  }
+  DropPlanLocked(g);
+  auto p = pods_.find(uid);
+  g.last_reason = "plan released: member " + (p == pods_.end() ? uid : p->second.name) + " was unreserved";
+  return released;
+}
+
+PermitResult Engine::Permit(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PermitResult r;
+  auto gk = pod_gang_.find(uid);
+  if (gk == pod_gang_.end()) return r.status = Status::Error("pod uid " + uid + " is not a known Tidal pod", "engine"), r;
+  Gang& g = gangs_.at(gk->second);
+  if (!g.plan) return r.status = Status::Unschedulable("gang " + g.key + " has no plan (released or expired)", "gang"), r;
+  const auto& slots = g.plan->slots;
+  const auto reserved = std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.reserved; });
+  if (static_cast<size_t>(reserved) < slots.size()) {
+    r.status = Status::Wait("gang " + g.key + ": " + std::to_string(reserved) + " of " + std::to_string(slots.size()) +
+                                " members reserved",
+                            "gang");
+    r.wait_timeout_ms = cfg_.permit_timeout_ms;
+    return r;
+  }
+  for (const auto& s : slots) {
+    const auto& p = pods_.at(s.pod_uid);
+    r.allow.push_back({p.uid, p.ns, p.name});
+  }
+  return r;
+}
+
+Status Engine::Bound(const std::string& uid, const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return Status::Error("pod uid " + uid + " is not known", "engine");
+  if (auto gk = pod_gang_.find(uid); gk != pod_gang_.end() && metrics_ != nullptr) {
+    Gang& g = gangs_.at(gk->second);
+    if (!g.start_observed && g.plan) {
+      g.start_observed = true;
+      int64_t first = INT64_MAX;
+      for (const auto& u : g.pods) first = std::min(first, pods_.at(u).creation_unix);
+      auto spec = ParsePodSchedulingSpec(it->second.labels, it->second.annotations, cfg_.levels);
+      if (spec.ok() && first != INT64_MAX) {
+        const int64_t gpus = g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
+        metrics_->time_to_start.With({spec->queue, std::string(WorkloadClassName(spec->workload_class)), SizeBucket(gpus)})
+            .Observe(static_cast<double>(std::max<int64_t>(0, clock_() - first)));
+      }
+    }
+  }
+  it->second.node_name = node;
+  if (auto gk = pod_gang_.find(uid); gk != pod_gang_.end()) ReindexGangLocked(gk->second);
+  auto charged = charged_.find(uid);
+  if (charged == charged_.end() || charged->second.first != node) {
+    ReleaseBoundLocked(uid);
+    ApplyBoundLocked(it->second);
+  }
+  return Status::Ok();
+}
+
+std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound_out) const {
+  int32_t bound = 0, pending = 0;
+  Resources per_member;
+  int32_t priority = INT32_MIN;
+  int64_t submitted = INT64_MAX;
+  for (const auto& u : g.pods) {
+    const PodInfo& p = pods_.at(u);
+    if (p.UsesCapacity()) {
+      ++bound;
+    } else if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending) {
+      ++pending;
+      per_member.gpus = std::max(per_member.gpus, p.request.gpus);
+      per_member.cpu_milli = std::max(per_member.cpu_milli, p.request.cpu_milli);
+      per_member.memory_bytes = std::max(per_member.memory_bytes, p.request.memory_bytes);
+      priority = std::max(priority, p.priority);
+      submitted = std::min(submitted, p.creation_unix);
+    }
+  }
+  if (bound_out != nullptr) *bound_out = bound;
+  const int32_t need = spec.gang_size - bound;
+  if (need <= 0 || pending == 0) return std::nullopt;
+  Workload w;
+  w.id = PlanId(g);
+  w.queue = spec.queue;
+  w.queue_id = ledger_.tree().Find(spec.queue);
+  w.workload_class = spec.workload_class;
+  w.members = need;
+  w.min_members = std::clamp(spec.gang_min - bound, 1, need);
+  w.arrived_members = pending;
+  w.per_member = per_member;
+  w.priority = priority;
+  w.preemptible = spec.preemptible;
+  w.runtime_limit_s = spec.runtime_limit_s;
+  w.checkpoint_interval_s = spec.checkpoint_interval_s;
+  w.submit_time_s = submitted;
+  w.required_level = spec.required_level;
+  w.preferred_level = spec.preferred_level;
+  AttachConstraintsLocked(g, w);
+  PinExclusiveDomainLocked(g, w);  // exclusive topology (engine_exclusive.cc)
+  return w;
+}
+
+void Engine::AttachConstraintsLocked(const Gang& g, Workload& w) const {
+  // The members' node constraints: those of its first pending pod (a gang's pods share a
+  // template), plus the nodes the front door refused for the gang.
+  std::shared_ptr<const NodeConstraints> base;
+  for (const auto& u : g.pods) {
+    const PodInfo& p = pods_.at(u);
+    if (!p.UsesCapacity() && p.constraints) {
+      base = p.constraints;
+      break;
+    }
+  }
+  const int64_t now = clock_();
+  const bool excluding = std::any_of(g.excluded.begin(), g.excluded.end(), [now](const auto& e) { return e.second > now; });
+  if (excluding) {
+    auto c = base ? std::make_shared<NodeConstraints>(*base) : std::make_shared<NodeConstraints>();
+    for (const auto& [node, until] : g.excluded) {
+      if (until > now) c->excluded_nodes.insert(node);
+    }
+    base = std::move(c);
+  }
+  w.constraints = std::move(base);
+  w.constraints_sig = w.constraints ? w.constraints->Signature() : std::string();
+}
+
+Status Engine::NodeRefused(const std::string& uid, const std::string& node, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto gk = pod_gang_.find(uid);
+  if (gk == pod_gang_.end()) return Status::Error("pod uid " + uid + " is not a known Tidal pod", "engine");
+  if (node.empty()) return Status::Error("node_name: must be set", "engine");
+  Gang& g = gangs_.at(gk->second);
+  const int64_t now = clock_();
+  for (auto it = g.excluded.begin(); it != g.excluded.end();) it = it->second <= now ? g.excluded.erase(it) : std::next(it);
+  g.excluded[node] = now + cfg_.exclusion_ttl_s;
+  DropPlanLocked(g);
+  g.last_reason = "plan dropped: kube-scheduler refused planned node " + node + (why.empty() ? "" : " (" + why + ")") +
+                  "; excluded for " + std::to_string(cfg_.exclusion_ttl_s) + "s";
+  return Status::Ok();
+}
+
+}  // namespace tidal

@@ -1,0 +1,267 @@
+// Engine: planning on the Kubernetes path - PlanPod (PreFilter), the one step that schedules a
+// gang (ScheduleGangLocked), and fair-share order (PlanAheadLocked over the pending index).
+//
+// Fair-share order. kube-scheduler picks the next pod by its own QueueSort (priority, then age),
+// which knows nothing of queues. So when a pod of queue Q asks for a plan, the engine first plans
+// the head gang of every queue that is further below its fair share than Q (hierarchical weighted
+// DRF: QuotaLedger::FairShareRanks, the same order the engine config defines and `tidalctl sim` uses), at
+// again and again (ranks are recomputed after each plan) until no queue ahead of Q has a head that
+// fits now, at most kMaxAhead plans; their pods are returned for the shim to Activate. Q's pod is
+// planned afterwards on what is left: it runs when the queues ahead cannot use the room (work
+// conserving), and waits, saying which queue went first, when they can. A queue's head is its
+// first pending gang by priority, then submit time (pending_by_queue_, kept up to date on every
+// pod change by ReindexGangLocked, so no scan of every gang per plan).
+//
+// Threading: every function here runs under mu_ (the *Locked convention; PlanPod takes it).
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <set>
+
+#include "engine/engine.h"
+
+namespace tidal {
+
+namespace {
+constexpr int kMaxAhead = 16;      // gangs planned ahead per PlanPod
+constexpr int kHeadLookahead = 4;  // unplanned gangs of a queue looked at to find its head
+// Preferred node affinity, first pass: w with its heaviest preferred term made required (ANDed
+// into every required term), so a placement on the preferred nodes wins when one exists;
+// nullopt when w prefers nothing.
+std::optional<Workload> WithPreferredRequired(const Workload& w) {
+  const NodeConstraints* c = w.constraints.get();
+  if (c == nullptr || c->preferred.empty()) return std::nullopt;
+  const PreferredTerm* top = &c->preferred.front();
+  for (const auto& p : c->preferred) top = p.weight > top->weight ? &p : top;
+  auto strict = std::make_shared<NodeConstraints>(*c);
+  if (strict->required.empty()) strict->required.push_back(SelectorTerm{});
+  for (auto& t : strict->required) {
+    t.expressions.insert(t.expressions.end(), top->term.expressions.begin(), top->term.expressions.end());
+    t.fields.insert(t.fields.end(), top->term.fields.begin(), top->term.fields.end());
+  }
+  Workload out = w;
+  out.constraints_sig = strict->Signature();
+  out.constraints = std::move(strict);
+  return out;
+}
+
+}  // namespace
+
+void Engine::UnindexGangLocked(Gang& g) {
+  if (!g.head) return;
+  auto q = pending_by_queue_.find(g.head_queue);
+  if (q != pending_by_queue_.end()) {
+    q->second.erase(*g.head);
+    if (q->second.empty()) pending_by_queue_.erase(q);
+  }
+  g.head.reset();
+}
+
+void Engine::ReindexGangLocked(const std::string& key) {
+  auto it = gangs_.find(key);
+  if (it == gangs_.end()) return;
+  Gang& g = it->second;
+  UnindexGangLocked(g);
+  int32_t priority = INT32_MIN;
+  int64_t submitted = INT64_MAX;
+  const PodInfo* first = nullptr;
+  for (const auto& u : g.pods) {
+    const PodInfo& p = pods_.at(u);
+    if (!p.node_name.empty() || p.terminating || p.phase != PodPhase::kPending) continue;
+    first = first == nullptr ? &p : first;
+    priority = std::max(priority, p.priority);
+    submitted = std::min(submitted, p.creation_unix);
+  }
+  if (first == nullptr) return;
+  auto spec = ParsePodSchedulingSpec(first->labels, first->annotations, cfg_.levels);
+  if (!spec.ok()) return;
+  g.head_queue = spec->queue;
+  g.head = HeadKey{-static_cast<int64_t>(priority), submitted, key};
+  pending_by_queue_[g.head_queue].insert(*g.head);
+}
+
+Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Workload w) {
+  const Resources per_member = w.per_member;
+  const int64_t submitted = w.submit_time_s;
+  const auto t0 = std::chrono::steady_clock::now();
+  // Honour the reservations of other gangs (start now only where none is delayed); a gang whose
+  // own reservation is due starts on its reserved nodes when they hold it.
+  ReservationView rv;
+  std::vector<int32_t> ranks;
+  int32_t own_rank = -1;
+  // Ranks only matter to filter the book: none are computed for an empty book or a single queue.
+  if (const int q = w.queue_id > 0 ? w.queue_id : ledger_.tree().Find(w.queue);
+      q > 0 && ledger_.tree().size() > 2 && !book_->empty()) {
+    ranks = ledger_.FairShareRanks();
+    own_rank = ranks[static_cast<size_t>(q)];
+  }
+  ReservationViewLocked(w.id, rv, own_rank, ranks.empty() ? nullptr : &ranks);
+  Decision d;
+  if (auto preferred = WithPreferredRequired(w)) d = sched_->ScheduleOne(*state_, *preferred, clock_(), nullptr, rv.get(), rv.at);
+  if (d.outcome != Outcome::kPlaced) d = sched_->ScheduleOne(*state_, w, clock_(), nullptr, rv.get(), rv.at);
+  if (d.outcome == Outcome::kPlaced) {
+    book_->erase(w.id);
+    if (rv.yielded > 0) book_stale_ = true;  // a yielded reservation may have lost its nodes
+  } else if (d.outcome == Outcome::kPending && d.placement_failed) {
+    RefreshReservationsLocked();
+    if (std::string when = ReservedStartLocked(w.id); !when.empty()) {
+      d.explanation += "; " + when;
+      d.status.AddReason(std::move(when));
+    }
+  }
+  const std::string klass(WorkloadClassName(w.workload_class));
+  if (metrics_ != nullptr) {
+    metrics_->cycle_duration.With({}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    metrics_->decisions.With({std::string(OutcomeName(d.outcome))}).Inc();
+  }
+  auto log = [&](const char* outcome) {
+    if (decision_log_ == nullptr) return;
+    nlohmann::json j{{"ts", clock_()}, {"workload", g.key}, {"queue", w.queue}, {"class", klass}, {"gpus", w.TotalGpus()},
+                     {"outcome", outcome}, {"reasons", d.status.reasons()}, {"explanation", d.explanation}};
+    if (d.outcome == Outcome::kPlaced) j["domain"] = d.placement.domain;
+    decision_log_->Write(std::move(j));
+  };
+  if (d.outcome != Outcome::kPlaced) {
+    if (g.last_reason != d.explanation) log(d.outcome == Outcome::kRejected ? "rejected" : "pending");
+    g.last_reason = d.explanation;
+    return d;
+  }
+  log("placed");
+  if (metrics_ != nullptr) {
+    metrics_->admission_wait.With({w.queue, klass, SizeBucket(w.TotalGpus())})
+        .Observe(static_cast<double>(std::max<int64_t>(0, clock_() - submitted)));
+  }
+  Plan plan;
+  plan.per_member = per_member;
+  plan.queue = spec.queue;
+  plan.domain = d.placement.domain;
+  plan.explanation = d.explanation;
+  plan.created_s = clock_();
+  for (const auto& a : d.placement.assignments) {
+    for (int32_t i = 0; i < a.members; ++i) plan.slots.push_back(Slot{state_->node(a.node).name, "", false});
+  }
+  plan_deadlines_.insert({plan.created_s, g.key});
+  g.plan = std::move(plan);
+  g.last_reason = "planned: " + d.explanation;
+  return d;
+}
+
+std::string Engine::PlanAheadLocked(const Workload& w, std::vector<PodRefInfo>* activate) {
+  const QueueTree& t = ledger_.tree();
+  const int own = w.queue_id > 0 ? w.queue_id : t.Find(w.queue);
+  if (own <= 0 || pending_by_queue_.size() < 2) return {};
+  std::string note;
+  std::set<int> done;  // queues whose head does not fit now (or that have none)
+  for (int planned = 0; planned < kMaxAhead;) {
+    // Ranks move with every plan (a plan charges its queue): recompute, take the best queue ahead.
+    const std::vector<int32_t> rank = ledger_.FairShareRanks();
+    int best = -1;
+    for (const auto& [name, gangs] : pending_by_queue_) {
+      const int q = t.Find(name);
+      if (q <= 0 || q == own || !t.IsLeaf(q) || done.count(q) || rank[static_cast<size_t>(q)] >= rank[static_cast<size_t>(own)]) {
+        continue;
+      }
+      if (best < 0 || std::pair(rank[static_cast<size_t>(q)], q) < std::pair(rank[static_cast<size_t>(best)], best)) best = q;
+    }
+    if (best < 0) break;
+    std::string head = PlanQueueHeadLocked(t.Name(best), activate);
+    if (head.empty()) {
+      done.insert(best);
+      continue;
+    }
+    ++planned;
+    if (note.empty()) {
+      note = "fair share: queue " + t.Name(best) + " is further below its share than " + t.Name(own) + "; its gang " +
+             head + " was planned first";
+    }
+  }
+  return note;
+}
+
+std::string Engine::PlanQueueHeadLocked(const std::string& queue, std::vector<PodRefInfo>* activate) {
+  auto idx = pending_by_queue_.find(queue);
+  if (idx == pending_by_queue_.end()) return {};
+  // The queue's head: its first gang that can be planned (complete, valid, not planned yet).
+  // Gangs planned already (their pods are on their way to bind) are passed over without counting:
+  // the head is the first one still to plan.
+  int looked = 0;
+  for (auto it = idx->second.begin(); it != idx->second.end() && looked < kHeadLookahead; ++it) {
+    Gang& h = gangs_.at(it->gang);
+    if (h.plan || h.pods.empty()) continue;
+    ++looked;
+    PodSchedulingSpec spec;
+    auto hw = PendingWorkloadLocked(h, &spec);
+    if (!hw || !pods_.at(*h.pods.begin()).spec_error.ok() || static_cast<int32_t>(h.pods.size()) < spec.gang_min) continue;
+    const std::string key = h.key;
+    if (ScheduleGangLocked(h, spec, std::move(*hw)).outcome != Outcome::kPlaced) return {};
+    for (const auto& u : h.pods) {
+      const PodInfo& m = pods_.at(u);
+      if (m.node_name.empty()) activate->push_back({m.uid, m.ns, m.name});
+    }
+    return key;
+  }
+  return {};
+}
+
+PlanResult Engine::PlanPod(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PlanResult r;
+  ExpirePlansLocked();
+  auto pit = pods_.find(uid);
+  if (pit == pods_.end()) return r.status = Status::Unschedulable("pod is not synced to the engine yet", "engine"), r;
+  const PodInfo& pod = pit->second;
+  PodSchedulingSpec spec;
+  Status st;
+  const std::string key = GangKeyLocked(pod, &spec, &st);
+  if (!st.ok()) return r.status = st, r;
+  r.gang = key;
+  auto git = gangs_.find(key);
+  if (git == gangs_.end()) return r.status = Status::Unschedulable("gang " + key + " is not known yet", "engine"), r;
+  Gang& g = git->second;
+  EnsureStateLocked();  // drops plans whose nodes left, before a member claims a slot on one
+  auto claim = [&]() -> bool {
+    for (auto& s : g.plan->slots) {
+      if (s.pod_uid == uid) return r.node = s.node, true;
+    }
+    for (auto& s : g.plan->slots) {
+      if (s.pod_uid.empty()) return s.pod_uid = uid, r.node = s.node, true;
+    }
+    return false;
+  };
+  if (g.plan) {
+    r.domain = g.plan->domain;
+    r.explanation = g.plan->explanation;
+    if (!claim()) {
+      r.status = Status::Unschedulable("gang " + key + ": every slot of its plan is taken (more pods than the plan's " +
+                                           std::to_string(g.plan->slots.size()) + " members)",
+                                       "gang");
+    }
+    return r;
+  }
+  // Plan the whole gang now.
+  int32_t bound = 0;
+  auto built = GangWorkloadLocked(g, spec, &bound);
+  if (!built) {
+    r.status = Status::Unresolvable("gang " + key + " already has " + std::to_string(bound) + " of " +
+                                        std::to_string(spec.gang_size) + " members bound; this pod is surplus",
+                                    "gang");
+    return r;
+  }
+  ledger_.Advance(clock_());
+  EnsureStateLocked();
+  if (book_stale_) RefreshReservationsLocked();  // a refresh skipped under a second ago is due
+  const std::string ahead = PlanAheadLocked(*built, &r.activate);
+  Decision d = ScheduleGangLocked(g, spec, std::move(*built));
+  if (d.outcome != Outcome::kPlaced) {
+    r.status = d.status;
+    if (r.status.ok()) r.status = Status::Unschedulable(d.explanation, "engine");
+    if (!ahead.empty()) r.status.AddReason(ahead);
+    return r;
+  }
+  r.domain = g.plan->domain;
+  r.explanation = g.plan->explanation;
+  claim();
+  return r;
+}
+
+}  // namespace tidal

@@ -1,0 +1,469 @@
+// Engine: preemption on the Kubernetes path (Preempt, the shim's PostFilter; Evicted, its report).
+//
+// Steps of one Preempt call, each a function below:
+//   1. the view (EnsurePreemptViewLocked + the overlays): an INCREMENTALLY MAINTAINED second
+//      ClusterState, pview_, over the same nodes as state_, in which every bound pod sits in a
+//      running allocation of its workload (a Tidal gang: its gang key; any other pod:
+//      "pod:<ns>/<name>", never a victim). ApplyBoundLocked / ReleaseBoundLocked / UpsertPodLocked
+//      only mark the pod (MarkPreemptViewLocked); a call regroups the workloads of marked pods and
+//      nothing else. It is rebuilt from scratch only when state_ is (nodes changed). Per call, plans
+//      in flight and the reservation book are laid over it as allocations that are never victims,
+//      and taken off again when the call returns (Overlay);
+//   2. choose (ChooseVictimsLocked): the live profile's search + PostFilter on that view. A
+//      reservation counts where the preemptor would still run when it starts (the rule PlanPod's
+//      ReservationView applies), so no victim is chosen for capacity the preemptor may not use;
+//   3. hold (HoldLocked): where the gang lands once the victims are gone (the same search on the
+//      view without them) becomes its reservation in the book, starting now: every other plan
+//      honours it while the victims terminate; the gang's own PlanPod starts there. The hold goes
+//      when the gang is planned or gone, when plan_ttl_s passes, or when the front door reports
+//      a victim it could not evict whole (Evicted: PDBs).
+// Victims are never: pods of other schedulers, plans in flight, reserved capacity, workloads with a
+// terminating pod (already going: Allocation::terminating, and never-victim priority here too),
+// workloads the front door reported PDB-protected (for plan_ttl_s). Run time (minRuntime, work
+// lost) counts from the pod's start (PodInfo::start_unix), else from when the engine saw it bound.
+// tidal_preemptions_total counts victims the front door reports evicted (Evicted), not proposals.
+//
+// Threading and ownership: as engine.cc: every public method takes mu_, the *Locked ones run
+// under it. pview_, pgroups_, pgroup_of_, pview_dirty_, holds_ and pdb_protected_ are the
+// Engine's (engine.h, block "preemption"); the hold's reservation lives in book_.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "engine/engine.h"
+#include "core/state/transaction.h"
+
+namespace tidal {
+
+namespace {
+
+constexpr int32_t kNeverVictim = INT32_MAX;
+
+// Allocations laid over the view for one call; taken off again (in reverse) when it goes.
+class Overlay {
+ public:
+  explicit Overlay(ClusterState& view) : view_(view) {}
+  Overlay(const Overlay&) = delete;
+  Overlay& operator=(const Overlay&) = delete;
+  ~Overlay() {
+    for (auto it = ids_.rbegin(); it != ids_.rend(); ++it) (void)view_.RemoveRunning(*it);
+  }
+  void Add(Allocation a) {
+    std::string id = a.workload.id;
+    if (view_.AddRunning(std::move(a)).ok()) ids_.push_back(std::move(id));
+  }
+
+ private:
+  ClusterState& view_;
+  std::vector<std::string> ids_;
+};
+
+void AddMember(std::vector<MemberAssignment>& as, NodeId n) {
+  auto it = std::find_if(as.begin(), as.end(), [n](const MemberAssignment& m) { return m.node == n; });
+  if (it == as.end()) {
+    as.push_back({n, 1});
+  } else {
+    it->members++;
+  }
+}
+
+}  // namespace
+
+// --- 1. the view -------------------------------------------------------------------------------------
+
+void Engine::EnsurePreemptViewLocked() {
+  EnsureStateLocked();  // drops pview_ when it rebuilds state_ (the NodeIds change)
+  if (!pview_) {
+    // Same nodes, same order as state_ (both built from nodes_ by ToNode), so NodeIds agree.
+    std::vector<Node> nodes;
+    nodes.reserve(nodes_.size());
+    for (const auto& [name, n] : nodes_) nodes.push_back(ToNode(n));
+    auto built = ClusterState::Build(cfg_.levels, std::move(nodes));
+    if (!built.ok()) built = ClusterState::Build(cfg_.levels, {});
+    pview_ = std::move(built).value();
+    pgroups_.clear();
+    pgroup_of_.clear();
+    pview_dirty_.clear();
+    for (const auto& [uid, charge] : charged_) pview_dirty_.insert(uid);
+  }
+  if (pview_dirty_.empty()) return;
+  std::set<std::string> touched;
+  for (const auto& uid : pview_dirty_) {
+    if (auto old = pgroup_of_.find(uid); old != pgroup_of_.end()) {
+      pgroups_[old->second].members.erase(uid);
+      touched.insert(old->second);
+      pgroup_of_.erase(old);
+    }
+    auto c = charged_.find(uid);
+    auto p = pods_.find(uid);
+    if (c == charged_.end() || p == pods_.end()) continue;
+    const NodeId n = pview_->FindNode(c->second.first);
+    if (n == kNoNode) continue;
+    auto g = pod_gang_.find(uid);
+    const std::string id = g != pod_gang_.end() ? g->second : "pod:" + p->second.Key();
+    pgroups_[id].members[uid] = {n, c->second.second};
+    pgroup_of_[uid] = id;
+    touched.insert(id);
+  }
+  pview_dirty_.clear();
+  for (const auto& id : touched) RegroupLocked(id);
+}
+
+void Engine::RegroupLocked(const std::string& id) {
+  (void)pview_->RemoveRunning(id);
+  auto g = pgroups_.find(id);
+  if (g == pgroups_.end()) return;
+  if (g->second.members.empty()) {
+    pgroups_.erase(g);
+    return;
+  }
+  (void)pview_->AddRunning(GroupAllocationLocked(id, g->second));
+}
+
+Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGroup& g) const {
+  Allocation a;
+  a.workload.id = id;
+  a.workload.priority = kNeverVictim;
+  a.start_time_s = INT64_MAX;
+  bool ours = false, terminating = false;
+  const PodInfo* first = nullptr;
+  int32_t priority = INT32_MIN;
+  for (const auto& [uid, where] : g.members) {
+    const auto& [n, req] = where;
+    a.workload.per_member.gpus = std::max(a.workload.per_member.gpus, req.gpus);
+    a.workload.per_member.cpu_milli = std::max(a.workload.per_member.cpu_milli, req.cpu_milli);
+    a.workload.per_member.memory_bytes = std::max(a.workload.per_member.memory_bytes, req.memory_bytes);
+    a.workload.members++;
+    AddMember(a.assignments, n);
+    // Run time counts from the pod's real start, else from when the engine saw it bound (never
+    // from its creation: a pod that queued for an hour has not run for an hour).
+    int64_t since = clock_();
+    auto p = pods_.find(uid);
+    auto b = bound_since_.find(uid);
+    if (p != pods_.end() && p->second.start_unix > 0) {
+      since = p->second.start_unix;
+    } else if (b != bound_since_.end()) {
+      since = b->second.since_s;
+    }
+    a.start_time_s = std::min(a.start_time_s, since);
+    if (p == pods_.end()) continue;
+    terminating = terminating || p->second.terminating;
+    if (pod_gang_.count(uid)) {
+      ours = true;
+      priority = std::max(priority, p->second.priority);
+      if (first == nullptr) first = &p->second;
+    }
+  }
+  a.workload.min_members = a.workload.members;  // bound pods of a gang are evicted whole, never shrunk
+  if (ours && first != nullptr) {
+    a.workload.priority = priority;
+    if (auto ps = ParsePodSchedulingSpec(first->labels, first->annotations, cfg_.levels); ps.ok()) {
+      a.workload.preemptible = ps->preemptible;
+      a.workload.queue = ps->queue;
+      a.workload.checkpoint_interval_s = ps->checkpoint_interval_s;
+      a.workload.workload_class = ps->workload_class;
+    }
+  }
+  a.terminating = terminating;
+  // Already going, or the front door cannot evict it whole (PDBs): not a victim, whatever the
+  // plugin would say. Its capacity still counts as used until its pods are gone.
+  if (terminating || pdb_protected_.count(id)) {
+    a.workload.priority = kNeverVictim;
+    a.workload.preemptible = false;
+  }
+  return a;
+}
+
+// --- 2. choose ---------------------------------------------------------------------------------------
+
+PreemptResult Engine::Preempt(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PreemptResult out;
+  auto gk = pod_gang_.find(uid);
+  if (gk == pod_gang_.end()) return out.status = Status::Error("pod uid " + uid + " is not a known Tidal pod", "engine"), out;
+  auto git = gangs_.find(gk->second);
+  auto pit = pods_.find(uid);
+  if (git == gangs_.end() || pit == pods_.end()) {
+    return out.status = Status::Error("pod uid " + uid + " is not a known Tidal pod", "engine"), out;
+  }
+  Gang& g = git->second;
+  if (g.plan) return out.status = Status::Unschedulable("gang " + g.key + " already has a plan", "preemption"), out;
+  auto spec = ParsePodSchedulingSpec(pit->second.labels, pit->second.annotations, cfg_.levels);
+  if (!spec.ok()) return out.status = spec.status(), out;
+  auto w = GangWorkloadLocked(g, *spec, nullptr);
+  if (!w) return out.status = Status::Unschedulable("gang " + g.key + " has nothing left to place", "preemption"), out;
+  ExpireHoldsLocked();
+  if (std::string waiting = AwaitingVictimsLocked(w->id); !waiting.empty()) {
+    g.last_reason = waiting;
+    return out.status = Status::Unschedulable(waiting, "preemption"), out;
+  }
+  DropHoldLocked(w->id);  // choosing afresh
+  EnsurePreemptViewLocked();
+  Overlay overlay(*pview_);
+  for (auto& a : OverlaysLocked(*w)) overlay.Add(std::move(a));
+  Decision d = sched_->ScheduleOne(*pview_, *w, clock_());
+  if (d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting) {
+    // Room was freed meanwhile: undo the placement on the view; the gang simply retries.
+    (void)pview_->RemoveRunning(w->id);
+    ledger_.Uncharge(w->id);
+    return out.status = Status::Unschedulable("the gang fits now without preemption; retry", "preemption"), out;
+  }
+  if (d.preemption.victims.empty()) {
+    return out.status = Status::Unschedulable("no victims: " + d.explanation, "preemption"), out;
+  }
+  HoldLocked(*w, d.preemption, out);
+  for (const auto& v : d.preemption.victims) {
+    std::vector<PodRefInfo> pods;
+    if (auto grp = pgroups_.find(v); grp != pgroups_.end()) {
+      for (const auto& [puid, where] : grp->second.members) {
+        auto p = pods_.find(puid);
+        if (p != pods_.end()) pods.push_back({p->second.uid, p->second.ns, p->second.name});
+      }
+    }
+    out.victims.insert(out.victims.end(), pods.begin(), pods.end());
+    out.victim_gangs.emplace_back(v, std::move(pods));
+  }
+  out.reason = d.preemption.reason;
+  out.lost_gpu_seconds = d.preemption.lost_gpu_seconds;
+  if (decision_log_ != nullptr) {
+    decision_log_->Write({{"ts", clock_()}, {"workload", g.key}, {"outcome", "preempting"}, {"victims", d.preemption.victims},
+                          {"domain", out.nominated_domain}, {"reason", out.reason}, {"lost_gpu_seconds", out.lost_gpu_seconds}});
+  }
+  g.last_reason = "preempting " + std::to_string(d.preemption.victims.size()) + " workload(s) in " + out.nominated_domain;
+  return out;
+}
+
+std::vector<Allocation> Engine::OverlaysLocked(const Workload& w) const {
+  std::vector<Allocation> out;
+  // Plans in flight: never victims.
+  for (const auto& [key, other] : gangs_) {
+    if (!other.plan) continue;
+    Allocation a;
+    a.workload.id = "plan:" + key;
+    a.workload.per_member = other.plan->per_member;
+    a.workload.priority = kNeverVictim;
+    a.start_time_s = clock_();
+    for (const auto& sl : other.plan->slots) {
+      const NodeId n = pview_->FindNode(sl.node);
+      if (n != kNoNode) AddMember(a.assignments, n);
+    }
+    for (const auto& as : a.assignments) a.workload.members += as.members;
+    out.push_back(std::move(a));
+  }
+  // The book: on a node where a reservation starts before the preemptor would end, the GPUs it
+  // needs are not the preemptor's (PlanPod's rule: core/framework/placement.cc).
+  ReservationView rv;
+  ReservationViewLocked(w.id, rv);
+  if (rv.from.empty()) return out;
+  const int64_t ends_at = clock_() + sched_->profile().backfill().RuntimeOf(w);
+  for (NodeId n = 0; n < state_->node_count(); ++n) {
+    const size_t i = static_cast<size_t>(n);
+    if (rv.from[i] == INT64_MAX || ends_at <= rv.from[i] || rv.gpus[i] <= 0) continue;
+    const NodeId vn = pview_->FindNode(state_->node(n).name);
+    if (vn == kNoNode) continue;
+    Allocation a;
+    a.workload.id = "reserved:" + state_->node(n).name;
+    a.workload.per_member.gpus = rv.gpus[i];
+    a.workload.members = 1;
+    a.workload.priority = kNeverVictim;
+    a.assignments = {{vn, 1}};
+    a.start_time_s = clock_();
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+void Engine::LayHoldsLocked(ClusterState& timeline) const {
+  // A dry cycle's timeline: each hold keeps its nodes from now until the gang's expected end, so
+  // no reservation is planned onto capacity being freed for a preemptor.
+  for (const auto& [id, h] : holds_) {
+    auto r = book_->find(id);
+    if (r == book_->end()) continue;
+    Allocation a;
+    a.workload.id = "hold:" + id;
+    a.workload.per_member = r->second.per_member;
+    a.workload.priority = kNeverVictim;
+    a.workload.runtime_limit_s = std::max<int64_t>(1, r->second.end_s - r->second.start_s);
+    for (const auto& as : r->second.assignments) a.workload.members += as.members;
+    a.assignments = r->second.assignments;
+    a.start_time_s = r->second.start_s;
+    (void)timeline.AddRunning(std::move(a));
+  }
+}
+
+// --- 3. hold -----------------------------------------------------------------------------------------
+
+void Engine::HoldLocked(const Workload& w, const PostFilterResult& pr, PreemptResult& out) {
+  out.nominated_domain = pr.nominated_domain;
+  // Where the gang lands once the victims are gone: the search on the view without them.
+  std::vector<MemberAssignment> at;
+  {
+    Transaction txn(*pview_);
+    for (const auto& v : pr.victims) (void)txn.Evict(v);
+    Decision after = sched_->ScheduleOne(*pview_, w, clock_());
+    if (after.outcome == Outcome::kPlaced || after.outcome == Outcome::kWaiting) {
+      at = after.placement.assignments;
+      (void)pview_->RemoveRunning(w.id);
+      ledger_.Uncharge(w.id);
+    }
+    txn.Discard();
+  }
+  PreemptHold hold;
+  hold.reason = pr.reason;
+  hold.created_s = clock_();
+  for (const auto& v : pr.victims) {
+    PreemptHold::Victim hv;
+    hv.id = v;
+    if (auto grp = pgroups_.find(v); grp != pgroups_.end()) {
+      for (const auto& [puid, where] : grp->second.members) hv.uids.push_back(puid);
+    }
+    hold.victims.push_back(std::move(hv));
+  }
+  // Work lost is reported for the whole choice; apportion it by victim GPUs for the metric.
+  int64_t total_gpus = 0;
+  std::vector<int64_t> gpus(hold.victims.size(), 0);
+  for (size_t i = 0; i < hold.victims.size(); ++i) {
+    for (const auto& u : hold.victims[i].uids) {
+      if (auto c = charged_.find(u); c != charged_.end()) gpus[i] += c->second.second.gpus;
+    }
+    total_gpus += gpus[i];
+  }
+  for (size_t i = 0; i < hold.victims.size(); ++i) {
+    hold.victims[i].lost_gpu_seconds =
+        total_gpus > 0 ? pr.lost_gpu_seconds * static_cast<double>(gpus[i]) / static_cast<double>(total_gpus)
+                       : pr.lost_gpu_seconds / static_cast<double>(hold.victims.size());
+  }
+  holds_[w.id] = std::move(hold);
+  if (at.empty()) return;  // no placement to hold (the victims alone make room only with others' help)
+  Reservation r;
+  r.workload = w.id;
+  r.start_s = clock_();
+  r.per_member = w.per_member;
+  r.end_s = r.start_s + sched_->profile().backfill().RuntimeOf(w);
+  for (const auto& a : at) {
+    const NodeId n = state_->FindNode(pview_->node(a.node).name);
+    if (n != kNoNode) r.assignments.push_back({n, a.members});
+  }
+  if (r.assignments.size() == 1) out.nominated_domain = state_->node(r.assignments[0].node).name;
+  (*book_)[w.id] = std::move(r);
+}
+
+std::string Engine::AwaitingVictimsLocked(const std::string& plan_id) const {
+  auto h = holds_.find(plan_id);
+  if (h == holds_.end() || !book_->count(plan_id)) return {};
+  int32_t going = 0, left = 0;
+  for (const auto& v : h->second.victims) {
+    for (const auto& u : v.uids) {
+      auto p = pods_.find(u);
+      if (p == pods_.end() || !p->second.UsesCapacity()) {
+        ++going;  // gone already
+      } else if (p->second.terminating) {
+        ++going;
+        ++left;
+      } else {
+        ++left;
+      }
+    }
+  }
+  // Evicted (reported, or seen terminating / gone) and not all gone yet: wait for them; choosing
+  // again now would take more victims for the same room.
+  if (left == 0 || (!h->second.evicted && going == 0)) return {};
+  return "waiting for " + std::to_string(left) + " evicted victim pod(s) to terminate; their capacity is held for the gang";
+}
+
+void Engine::DropHoldLocked(const std::string& plan_id) {
+  if (holds_.erase(plan_id) == 0) return;
+  if (book_->erase(plan_id) > 0) book_stale_ = true;
+}
+
+void Engine::ExpireHoldsLocked() {
+  const int64_t now = clock_();
+  for (auto it = holds_.begin(); it != holds_.end();) {
+    auto g = gangs_.find(it->first.substr(5));  // "plan:<gang>"
+    const bool expired = now - it->second.created_s > cfg_.plan_ttl_s;
+    // Gone, planned (PlanPod erased its reservation), its reservation dropped (a node left, the
+    // profile changed), or given up after the plan TTL.
+    if (g != gangs_.end() && !g->second.plan && book_->count(it->first) && !expired) {
+      ++it;
+      continue;
+    }
+    if (book_->erase(it->first) > 0) book_stale_ = true;
+    if (expired && g != gangs_.end() && !g->second.plan) {
+      g->second.last_reason = "preemption hold released after " + std::to_string(cfg_.plan_ttl_s) + "s";
+    }
+    it = holds_.erase(it);
+  }
+  for (auto it = pdb_protected_.begin(); it != pdb_protected_.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    if (auto grp = pgroups_.find(it->first); grp != pgroups_.end()) {
+      for (const auto& [u, where] : grp->second.members) MarkPreemptViewLocked(u);
+    }
+    it = pdb_protected_.erase(it);
+  }
+}
+
+// --- the front door's report -------------------------------------------------------------------------
+
+Status Engine::Evicted(const EvictionReport& report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_();
+  std::string plan_id;
+  if (auto gk = pod_gang_.find(report.preemptor_uid); gk != pod_gang_.end()) plan_id = "plan:" + gk->second;
+  auto h = plan_id.empty() ? holds_.end() : holds_.find(plan_id);
+  // PDB-protected victims: never chosen again for a while; a hold that needed them goes.
+  for (const auto& id : report.protected_gangs) {
+    if (id.empty()) continue;
+    pdb_protected_[id] = now + cfg_.plan_ttl_s;
+    if (auto grp = pgroups_.find(id); grp != pgroups_.end()) {
+      for (const auto& [u, where] : grp->second.members) MarkPreemptViewLocked(u);
+    }
+  }
+  if (!report.protected_gangs.empty() && h != holds_.end()) {
+    DropHoldLocked(plan_id);
+    h = holds_.end();
+    if (auto g = gangs_.find(plan_id.substr(5)); g != gangs_.end()) {
+      g->second.last_reason = "preemption skipped " + std::to_string(report.protected_gangs.size()) +
+                              " victim workload(s) that PodDisruptionBudgets protect; choosing again";
+    }
+  }
+  std::set<std::string> evicted;
+  for (const auto& p : report.evicted) evicted.insert(p.uid);
+  // Count each victim workload once, when the first of its pods is reported evicted.
+  std::map<std::string, std::pair<double, double>> by_reason;  // reason -> workloads, GPU-seconds lost
+  if (h != holds_.end()) {
+    for (auto& v : h->second.victims) {
+      if (v.counted) continue;
+      if (std::none_of(v.uids.begin(), v.uids.end(), [&](const std::string& u) { return evicted.count(u) > 0; })) continue;
+      v.counted = true;
+      auto& [n, lost] = by_reason[h->second.reason];
+      n += 1;
+      lost += v.lost_gpu_seconds;
+    }
+    h->second.evicted = h->second.evicted || !evicted.empty();
+  } else if (!evicted.empty()) {
+    // No hold (expired, or another front door's eviction): count the workloads the pods belong to.
+    std::set<std::string> ids;
+    for (const auto& u : evicted) {
+      auto pg = pod_gang_.find(u);
+      auto p = pods_.find(u);
+      ids.insert(pg != pod_gang_.end() ? pg->second : p != pods_.end() ? "pod:" + p->second.Key() : "uid:" + u);
+    }
+    by_reason[report.reason.empty() ? "unknown" : report.reason].first += static_cast<double>(ids.size());
+  }
+  for (const auto& [reason, v] : by_reason) {
+    if (metrics_ != nullptr) {
+      metrics_->preemptions.With({reason}).Inc(v.first);
+      if (v.second > 0) metrics_->preempted_gpu_seconds.With({reason}).Inc(v.second);
+    }
+    if (decision_log_ != nullptr) {
+      decision_log_->Write({{"ts", now}, {"workload", plan_id.empty() ? std::string() : plan_id.substr(5)}, {"outcome", "evicted"},
+                            {"victims", v.first}, {"pods", evicted.size()}, {"reason", reason}, {"lost_gpu_seconds", v.second}});
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tidal

@@ -1,0 +1,198 @@
+// Engine: backfill reservations on the Kubernetes path, the timeline they are computed on (bound
+// pods released at their start time + declared runtime), and enforcing those declared runtimes
+// (Overdue). See book_ in engine.h and docs/scheduling.md. Threading: every function here runs
+// under mu_ (the *Locked convention; Overdue takes it itself).
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <ctime>
+#include <utility>
+
+#include "core/api/duration.h"
+#include "plugins/registry.h"
+
+namespace tidal {
+
+namespace {
+// "in 29m59s (2026-11-29T23:12:59Z)": a reserved start for people reading events (unix clock).
+std::string InWords(int64_t start_s, int64_t now_s) {
+  const std::string in = FormatDurationSeconds(start_s - now_s);
+  const std::time_t t = static_cast<std::time_t>(start_s);
+  std::tm tm{};
+  char iso[32] = "";
+  if (gmtime_r(&t, &tm) != nullptr) std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return "in " + in + " (" + iso + ")";
+}
+}  // namespace
+
+std::vector<Workload> Engine::PendingGangWorkloadsLocked() const {
+  std::vector<Workload> out;
+  for (const auto& [k, g] : gangs_) {
+    // A gang holding capacity its victims free (engine_preempt.cc) waits for exactly that: a dry
+    // cycle must neither move nor drop its hold (TimelineLocked keeps the hold's nodes instead).
+    if (HeldLocked(PlanId(g))) continue;
+    if (auto w = PendingWorkloadLocked(g)) out.push_back(std::move(*w));
+  }
+  return out;
+}
+
+std::optional<Workload> Engine::PendingWorkloadLocked(const Gang& g, PodSchedulingSpec* spec_out) const {
+  if (g.plan || g.pods.empty()) return std::nullopt;
+  const PodInfo& p = pods_.at(*g.pods.begin());
+  auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+  if (!sp.ok()) return std::nullopt;
+  if (spec_out != nullptr) *spec_out = *sp;
+  return GangWorkloadLocked(g, *sp, nullptr);
+}
+
+void Engine::PruneBookLocked() {
+  for (auto it = book_->begin(); it != book_->end();) {
+    auto g = it->first.rfind("plan:", 0) == 0 ? gangs_.find(it->first.substr(5)) : gangs_.end();
+    it = g == gangs_.end() || g->second.plan ? book_->erase(it) : std::next(it);
+  }
+}
+
+void Engine::RefreshReservationsLocked() {
+  if (cfg_.profile.backfill.depth == 0) return;
+  // At most once a second: one dry cycle covers every pending gang (about 250 ms at 100k pending).
+  if (clock_() - book_refreshed_s_ < 1) {
+    book_stale_ = true;
+    return;
+  }
+  book_refreshed_s_ = clock_();
+  book_stale_ = false;
+  PruneBookLocked();
+  // A dry cycle over every pending gang on copies of the cluster (bound pods on their timeline)
+  // and the ledger, sharing the live book: it keeps, moves earlier and adds reservations there.
+  ClusterState dry = TimelineLocked();
+  QuotaLedger dry_ledger = ledger_;
+  auto profile = Profile::Build(cfg_.profile, plugins::DefaultRegistry(), PluginContext{cfg_.levels, &dry_ledger});
+  if (!profile.ok()) return;
+  SchedulerOptions opts;
+  opts.reservations = book_;
+  Scheduler dry_sched(std::move(profile).value(), std::move(opts));
+  (void)dry_sched.RunCycle(dry, PendingGangWorkloadsLocked(), clock_());
+}
+
+void Engine::RemapBookLocked() {
+  std::vector<std::string> names;
+  names.reserve(static_cast<size_t>(state_->node_count()));
+  for (const auto& n : state_->nodes()) names.push_back(n.name);
+  for (auto it = book_->begin(); it != book_->end();) {
+    bool kept = true;
+    for (auto& a : it->second.assignments) {
+      const NodeId n = a.node >= 0 && static_cast<size_t>(a.node) < book_nodes_.size()
+                           ? state_->FindNode(book_nodes_[static_cast<size_t>(a.node)])
+                           : kNoNode;
+      if (n == kNoNode || !state_->node(n).Schedulable()) {
+        kept = false;
+        break;
+      }
+      a.node = n;
+    }
+    if (kept) {
+      ++it;
+    } else {
+      it = book_->erase(it);
+      book_stale_ = true;
+    }
+  }
+  book_nodes_ = std::move(names);
+}
+
+ClusterState Engine::TimelineLocked() {
+  EnsureStateLocked();
+  ClusterState t = *state_;
+  for (const auto& [uid, c] : charged_) {
+    const NodeId n = t.FindNode(c.first);
+    if (n == kNoNode) continue;
+    auto b = bound_since_.find(uid);
+    Allocation a;
+    a.workload.id = "pod:" + uid;
+    a.workload.per_member = c.second;
+    a.workload.members = 1;
+    a.workload.min_members = 1;
+    a.workload.runtime_limit_s = b != bound_since_.end() ? b->second.runtime_limit_s : 0;
+    a.workload.workload_class = b != bound_since_.end() ? b->second.workload_class : WorkloadClass::kBatch;
+    a.assignments = {{n, 1}};
+    a.start_time_s = b != bound_since_.end() ? b->second.since_s : clock_();
+    t.Release(n, c.second);
+    if (!t.AddRunning(std::move(a)).ok()) t.Allocate(n, c.second);
+  }
+  LayHoldsLocked(t);  // preemption holds keep their nodes (engine_preempt.cc)
+  return t;
+}
+
+int32_t Engine::BookRankLocked(const std::string& plan_id, const std::vector<int32_t>& ranks) const {
+  if (plan_id.rfind("plan:", 0) != 0) return -1;
+  auto g = gangs_.find(plan_id.substr(5));
+  if (g == gangs_.end() || !g->second.head) return -1;
+  const int q = ledger_.tree().Find(g->second.head_queue);
+  return q > 0 ? ranks[static_cast<size_t>(q)] : -1;
+}
+
+void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank,
+                                   const std::vector<int32_t>* ranks) const {
+  for (const auto& [id, res] : *book_) {
+    if (id == own) {
+      if (res.start_s <= clock_()) rv.at = &res.assignments;
+      continue;
+    }
+    // Fair share outranks an older reservation: a gang of a queue now ranked behind the planner's
+    // does not hold capacity against it (the next refresh re-plans that reservation). Preemption
+    // holds are promises and always count.
+    if (ranks != nullptr && own_rank >= 0 && !HeldLocked(id)) {
+      const int32_t r = BookRankLocked(id, *ranks);
+      if (r > own_rank) {
+        ++rv.yielded;
+        continue;
+      }
+    }
+    if (rv.from.empty()) {
+      rv.from.assign(static_cast<size_t>(state_->node_count()), INT64_MAX);
+      rv.gpus.assign(static_cast<size_t>(state_->node_count()), 0);
+    }
+    for (const auto& a : res.assignments) {
+      if (a.node < 0 || a.node >= state_->node_count()) continue;
+      auto& from = rv.from[static_cast<size_t>(a.node)];
+      from = std::min(from, res.start_s);
+      rv.gpus[static_cast<size_t>(a.node)] += res.per_member.gpus * a.members;
+    }
+    rv.view.latest_start = std::max(rv.view.latest_start, res.start_s);
+  }
+  if (!rv.from.empty()) {
+    rv.view.reserved_from = &rv.from;
+    rv.view.reserved_gpus = &rv.gpus;
+  }
+}
+
+std::vector<OverduePod> Engine::Overdue() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<OverduePod> out;
+  if (!cfg_.enforce_runtime_limit) return out;
+  const int64_t now = clock_();
+  for (auto& [uid, b] : bound_since_) {
+    if (b.runtime_limit_s <= 0 || now < b.since_s + b.runtime_limit_s + cfg_.runtime_limit_grace_s) continue;
+    auto p = pods_.find(uid);
+    if (p == pods_.end() || p->second.terminating || !p->second.UsesCapacity() ||
+        p->second.scheduler_name != cfg_.scheduler_name) {
+      continue;
+    }
+    if (!b.overdue && metrics_ != nullptr) metrics_->runtime_limit_exceeded.With({b.queue}).Inc();
+    b.overdue = true;
+    out.push_back({{uid, p->second.ns, p->second.name},
+                   "ran " + FormatDurationSeconds(now - b.since_s) + ", over its " + std::string(kLabelRuntimeLimit) + " of " +
+                       FormatDurationSeconds(b.runtime_limit_s) + " (grace " + FormatDurationSeconds(cfg_.runtime_limit_grace_s) + ")"});
+  }
+  std::sort(out.begin(), out.end(), [](const OverduePod& a, const OverduePod& b) { return a.pod.uid < b.pod.uid; });
+  return out;
+}
+
+std::string Engine::ReservedStartLocked(const std::string& id) const {
+  auto own = book_->find(id);
+  if (own == book_->end()) return {};
+  return "reserved to start " + InWords(own->second.start_s, clock_()) + " on " +
+         std::to_string(own->second.assignments.size()) + " node(s)";
+}
+
+}  // namespace tidal

@@ -1,0 +1,324 @@
+// Engine: the mirror of the front door - nodes and pods from the Sync stream, the ClusterState
+// built from them (topology domains, bound pods, plans), and the charges bound pods make on the
+// queue ledger. Threading: Sync takes mu_; the *Locked functions run under it.
+#include <algorithm>
+
+#include "engine/engine.h"
+
+namespace tidal {
+
+namespace {
+
+bool SameNode(const NodeInfo& a, const NodeInfo& b) {
+  return a.labels == b.labels && a.capacity == b.capacity && a.ready == b.ready &&
+         a.unschedulable == b.unschedulable && a.gpu_model == b.gpu_model && a.taints == b.taints;
+}
+
+// A valid label value that no labelled node has: the node's own domain at a level it lacks.
+std::string OwnDomainValue(const std::string& node) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : node) h = (h ^ c) * 1099511628211ULL;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s = "unlabeled-";
+  for (int i = 0; i < 12; ++i) s += kHex[(h >> (4 * i)) & 15];
+  return s;
+}
+
+}  // namespace
+
+Node Engine::ToNode(const NodeInfo& in) const {
+  Node n;
+  n.name = in.name;
+  n.labels = in.labels;
+  // A node without a level's label (a CPU node, a new rack) is its own domain at that level (and
+  // below): it never shares a domain with strangers, so it cannot help satisfy a required level
+  // together with other nodes (see MissingLevelsLocked for the warning and the metric).
+  bool missing = false;
+  for (const auto& l : cfg_.levels.levels) {
+    auto it = n.labels.find(l.label_key);
+    missing = missing || it == n.labels.end() || !IsValidLabelValue(it->second);
+    if (missing) n.labels[l.label_key] = OwnDomainValue(in.name);
+  }
+  n.capacity = in.capacity;
+  n.gpu_model = in.gpu_model;
+  n.taints = in.taints;
+  n.health = !in.ready ? NodeHealth::kUnhealthy : in.unschedulable ? NodeHealth::kCordoned : NodeHealth::kReady;
+  n.pool = Pool::kKubernetes;
+  if (auto it = in.labels.find(cfg_.pool_label); it != in.labels.end()) {
+    if (auto p = ParsePool(it->second, cfg_.pool_label); p.ok()) n.pool = *p;
+  }
+  return n;
+}
+
+void Engine::EnsureStateLocked() {
+  if (state_) return;
+  std::vector<Node> nodes;
+  nodes.reserve(nodes_.size());
+  for (const auto& [name, n] : nodes_) nodes.push_back(ToNode(n));
+  auto built = ClusterState::Build(cfg_.levels, std::move(nodes));
+  if (!built.ok()) {
+    // Cannot happen for sanitised labels and unique names; keep an empty cluster rather than crash.
+    built = ClusterState::Build(cfg_.levels, {});
+  }
+  state_ = std::move(built).value();
+  pview_.reset();     // preemption view: same NodeIds as state_, rebuilt with it (engine_preempt.cc)
+  RemapBookLocked();  // its NodeIds were those of the old state
+  ResVec capacity(static_cast<size_t>(ledger_.tree().resources()), 0);
+  for (const auto& n : state_->nodes()) {
+    const ResVec c = ledger_.tree().Request(n.capacity, n.gpu_model);
+    for (size_t i = 0; i < c.size(); ++i) capacity[i] += c[i];
+  }
+  ledger_.SetCapacity(std::move(capacity));
+  for (const auto& [uid, charge] : charged_) {
+    const NodeId n = state_->FindNode(charge.first);
+    if (n != kNoNode) state_->Allocate(n, charge.second);
+  }
+  for (auto& [key, g] : gangs_) {
+    if (!g.plan) continue;
+    Allocation a;
+    a.workload.id = PlanId(g);
+    a.workload.per_member = g.plan->per_member;
+    bool lost_node = false;
+    for (const auto& s : g.plan->slots) {
+      const NodeId n = state_->FindNode(s.node);
+      if (n == kNoNode) {
+        lost_node = true;
+        break;
+      }
+      auto it = std::find_if(a.assignments.begin(), a.assignments.end(), [n](const MemberAssignment& m) { return m.node == n; });
+      if (it == a.assignments.end()) {
+        a.assignments.push_back({n, 1});
+      } else {
+        it->members++;
+      }
+    }
+    if (lost_node) {
+      ledger_.Uncharge(PlanId(g));  // a re-plan charges again
+      g.plan.reset();
+      g.last_reason = "plan dropped: a planned node left the cluster";
+      continue;
+    }
+    if (!a.assignments.empty()) (void)state_->AddRunning(std::move(a));
+  }
+}
+
+void Engine::ChargePodLocked(const PodInfo& p, bool borrowed) {
+  // Bound pods are charged to their queue whoever scheduled them, if they name one (Tidal pods
+  // always have one: "default" unless labelled).
+  const bool ours = p.scheduler_name == cfg_.scheduler_name;
+  if (!ours && !p.labels.count(kLabelQueue) && !p.annotations.count(kLabelQueue)) return;
+  auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+  if (!spec.ok()) return;
+  const int q = ledger_.tree().Find(spec->queue);
+  if (q <= 0 || !ledger_.tree().IsLeaf(q)) return;
+  (void)ledger_.Charge(p.uid, q, ledger_.tree().Request(p.request, NodeModelLocked(p.node_name)), borrowed);
+}
+
+std::string Engine::NodeModelLocked(const std::string& node) const {
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? std::string() : it->second.gpu_model;
+}
+
+void Engine::ApplyBoundLocked(const PodInfo& p) {
+  bool borrowed = false;
+  if (auto g = pod_gang_.find(p.uid); g != pod_gang_.end()) {
+    auto gi = gangs_.find(g->second);
+    if (gi != gangs_.end() && gi->second.plan) {
+      auto& slots = gi->second.plan->slots;
+      auto s = std::find_if(slots.begin(), slots.end(), [&](const Slot& x) { return x.pod_uid == p.uid; });
+      if (s != slots.end()) {
+        // The slot's capacity and quota charge become the pod's own charges below.
+        const std::string plan_id = PlanId(gi->second);
+        if (state_) (void)state_->ReleaseMembers(plan_id, state_->FindNode(s->node), 1);
+        auto ch = ledger_.charges().find(plan_id);
+        if (ch != ledger_.charges().end()) {
+          borrowed = ch->second.borrowed;
+          ledger_.Reduce(plan_id, ledger_.tree().Request(gi->second.plan->per_member, NodeModelLocked(s->node)));
+        }
+        slots.erase(s);
+        if (slots.empty()) {
+          ledger_.Uncharge(plan_id);
+          gi->second.plan.reset();
+        }
+      }
+    }
+  }
+  ChargePodLocked(p, borrowed);
+  charged_[p.uid] = {p.node_name, p.request};
+  if (!bound_since_.count(p.uid)) {
+    BoundSince b;
+    b.since_s = clock_();
+    if (auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels); sp.ok()) {
+      b.runtime_limit_s = sp->runtime_limit_s;
+      b.workload_class = sp->workload_class;
+      b.queue = sp->queue;
+    }
+    bound_since_[p.uid] = b;
+  }
+  if (state_) {
+    const NodeId n = state_->FindNode(p.node_name);
+    if (n != kNoNode) state_->Allocate(n, p.request);
+  }
+  MarkPreemptViewLocked(p.uid);  // regrouped in the preemption view (engine_preempt.cc)
+}
+
+void Engine::ReleaseBoundLocked(const std::string& uid) {
+  MarkPreemptViewLocked(uid);  // regrouped in the preemption view (engine_preempt.cc)
+  ledger_.Uncharge(uid);
+  bound_since_.erase(uid);
+  auto it = charged_.find(uid);
+  if (it == charged_.end()) return;
+  if (state_) {
+    const NodeId n = state_->FindNode(it->second.first);
+    if (n != kNoNode) state_->Release(n, it->second.second);
+  }
+  charged_.erase(it);
+}
+
+Status Engine::UpsertPodLocked(const PodInfo& p) {
+  if (p.uid.empty()) return Status::Error("pod " + p.Key() + ": uid: must not be empty");
+  if (p.name.empty()) return Status::Error("pod uid " + p.uid + ": name: must not be empty");
+  if (p.request.AnyNegative()) return Status::Error("pod " + p.Key() + ": request: must not be negative");
+  auto charged = charged_.find(p.uid);
+  if (charged != charged_.end() && p.node_name.empty() && p.phase == PodPhase::kPending) {
+    // A pod is never unbound: an update without a node for a pod the engine knows bound (by Bound
+    // from PostBind, or an earlier update) is stale, sent before the binding reached the
+    // informer. Keep the binding and its charge.
+    PodInfo kept = p;
+    kept.node_name = charged->second.first;
+    pods_[p.uid] = std::move(kept);
+    return Status::Ok();
+  }
+  pods_[p.uid] = p;
+  if (p.UsesCapacity()) {
+    if (charged == charged_.end() || charged->second.first != p.node_name || !(charged->second.second == p.request)) {
+      ReleaseBoundLocked(p.uid);
+      ApplyBoundLocked(p);
+    }
+    // Run time counts from the start the kubelet reports once there is one (an image pull is not
+    // run time), also for pods the engine first sees after a restart.
+    if (auto b = bound_since_.find(p.uid); b != bound_since_.end() && p.start_unix > 0) b->second.since_s = p.start_unix;
+  } else if (charged != charged_.end()) {
+    ReleaseBoundLocked(p.uid);
+  }
+  MarkPreemptViewLocked(p.uid);  // start time, terminating, labels of a bound pod (engine_preempt.cc)
+  if (p.scheduler_name != cfg_.scheduler_name) return Status::Ok();
+  PodSchedulingSpec spec;
+  Status st;
+  const std::string key = GangKeyLocked(p, &spec, &st);
+  auto old = pod_gang_.find(p.uid);
+  if (old != pod_gang_.end() && old->second != key) {
+    auto g = gangs_.find(old->second);
+    if (g != gangs_.end()) {
+      g->second.pods.erase(p.uid);
+      DropPlanLocked(g->second);
+      if (g->second.pods.empty()) {
+        UnindexGangLocked(g->second);
+        gangs_.erase(g);
+      } else {
+        ReindexGangLocked(old->second);
+      }
+    }
+    pod_gang_.erase(old);
+  }
+  if (!st.ok()) return Status::Ok();  // reported to the pod through CheckPod / PlanPod
+  pod_gang_[p.uid] = key;
+  Gang& g = gangs_[key];
+  g.key = key;
+  g.pods.insert(p.uid);
+  ReindexGangLocked(key);
+  return Status::Ok();
+}
+
+void Engine::DeletePodLocked(const std::string& uid) {
+  ReleaseBoundLocked(uid);
+  if (auto it = pod_gang_.find(uid); it != pod_gang_.end()) {
+    auto g = gangs_.find(it->second);
+    if (g != gangs_.end()) {
+      g->second.pods.erase(uid);
+      if (g->second.plan) {
+        const auto& slots = g->second.plan->slots;
+        if (std::any_of(slots.begin(), slots.end(), [&](const Slot& s) { return s.pod_uid == uid; })) {
+          DropPlanLocked(g->second);
+          g->second.last_reason = "plan dropped: a planned member was deleted";
+        }
+      }
+      if (g->second.pods.empty()) {
+        UnindexGangLocked(g->second);
+        gangs_.erase(g);
+      } else {
+        ReindexGangLocked(it->second);
+      }
+    }
+    pod_gang_.erase(it);
+  }
+  pods_.erase(uid);
+}
+
+std::vector<std::string> Engine::MissingLevels(const NodeInfo& n) const {
+  std::vector<std::string> out;
+  for (const auto& l : cfg_.levels.levels) {
+    auto it = n.labels.find(l.label_key);
+    if (it == n.labels.end() || !IsValidLabelValue(it->second)) out.push_back(l.name);
+  }
+  return out;
+}
+
+Status Engine::Sync(const SyncBatch& b, uint64_t* generation, std::vector<NodeWarningInfo>* warnings) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status result;
+  ledger_.Advance(clock_());
+  if (b.resync) {
+    for (const auto& [uid, c] : charged_) ledger_.Uncharge(uid);
+    for (const auto& [key, g] : gangs_) ledger_.Uncharge(PlanId(g));
+    nodes_.clear();
+    pods_.clear();
+    pod_gang_.clear();
+    gangs_.clear();
+    pending_by_queue_.clear();
+    charged_.clear();
+    state_.reset();
+    synced_ = true;
+  }
+  for (const auto& n : b.upsert_nodes) {
+    if (n.name.empty()) {
+      result = Status::Error("node: name: must not be empty");
+      continue;
+    }
+    if (n.capacity.AnyNegative()) {
+      result = Status::Error("node " + n.name + ": capacity: must not be negative");
+      continue;
+    }
+    auto it = nodes_.find(n.name);
+    if (it != nodes_.end() && SameNode(it->second, n)) continue;
+    const std::vector<std::string> missing = MissingLevels(n);
+    if (warnings != nullptr && !missing.empty() && (it == nodes_.end() || MissingLevels(it->second) != missing)) {
+      std::string levels;
+      for (const auto& l : missing) levels += (levels.empty() ? "" : ", ") + l;
+      warnings->push_back({n.name, "TidalTopologyLabelMissing",
+                           "node " + n.name + " has no valid label for topology level(s) " + levels +
+                               ": it is its own domain there and never shares a required " + missing.front() +
+                               " with another node"});
+    }
+    nodes_[n.name] = n;
+    state_.reset();
+  }
+  for (const auto& name : b.delete_nodes) {
+    if (nodes_.erase(name) > 0) state_.reset();
+  }
+  for (const auto& p : b.upsert_pods) {
+    if (Status s = UpsertPodLocked(p); !s.ok()) result = s;
+  }
+  for (const auto& uid : b.delete_pods) DeletePodLocked(uid);
+  if (b.resync) {
+    // Bound times survive a resync for pods still bound; the others are gone.
+    for (auto it = bound_since_.begin(); it != bound_since_.end();) {
+      it = charged_.count(it->first) ? std::next(it) : bound_since_.erase(it);
+    }
+  }
+  ExpirePlansLocked();
+  *generation = ++generation_;
+  return result;
+}
+
+}  // namespace tidal

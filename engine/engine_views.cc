@@ -1,0 +1,405 @@
+// Engine's read-mostly views: Explain, ExplainJson (the /explain API), Gauges (metrics). Same
+// class as engine.cc. (Preempt lives in engine_preempt.cc.)
+//
+// Threading: Explain and Gauges hold Engine::mu_ for their whole run. ExplainJson takes
+// explain_mu_ (one dry run at a time), then mu_ only while it reads the gang and copies what its
+// dry run needs (the timeline, the ledger, the book, and the workloads of at most max_ahead gangs
+// ahead of the asked one: ExplainBatchLocked); the dry cycle itself runs on those copies with mu_
+// released, so other RPCs wait for the copying only, never for the cycle. The copies share
+// nothing mutable with the live state (Workload::constraints are immutable and shared).
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <unordered_set>
+
+#include "engine/engine.h"
+#include "plugins/registry.h"
+
+namespace tidal {
+
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+int64_t NanosSince(SteadyClock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t0).count();
+}
+// Adds the time from its construction to its destruction to *ns.
+struct ScopedTimer {
+  int64_t* ns;
+  SteadyClock::time_point t0 = SteadyClock::now();
+  ~ScopedTimer() { *ns += NanosSince(t0); }
+};
+}  // namespace
+
+// What one ExplainJson's dry run is given (filled under mu_ by ExplainBatchLocked).
+struct Engine::ExplainBatch {
+  std::vector<Workload> workloads;
+  bool full = false;         // every pending gang: the queue is no longer than max_ahead
+  bool cut = false;          // gangs were left out: position and ETA are estimates
+  int64_t ahead = 0;         // pending gangs ahead of the asked one (bounded path)
+  int64_t queue_length = 0;  // pending gangs in all (bounded path: from the pending index)
+  int64_t walked = 0, ahead_indexed = 0;  // gangs ahead looked at / in the pending index
+  int64_t book_left_out = 0;              // gangs holding a reservation left out (over max_ahead)
+};
+
+std::string Engine::GangKeyForLocked(const std::string& name, const PodInfo** lone_pod) const {
+  if (gangs_.count(name)) return name;
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return name;
+  const std::string_view ns(name.data(), slash), pod(name.data() + slash + 1, name.size() - slash - 1);
+  for (const auto& [uid, p] : pods_) {
+    if (p.ns != ns || p.name != pod) continue;  // no Key() string per pod: 100k pods are scanned
+    auto g = pod_gang_.find(uid);
+    if (g != pod_gang_.end()) return g->second;
+    if (lone_pod != nullptr) *lone_pod = &p;  // a pod Tidal does not schedule
+    return "";
+  }
+  return name;
+}
+
+void Engine::SetExplainOptions(const ExplainOptions& o) {
+  std::lock_guard<std::mutex> serial(explain_mu_);
+  explain_opts_ = o;
+  explain_opts_.max_ahead = std::max<int32_t>(1, o.max_ahead);
+}
+
+Engine::ExplainStats Engine::LastExplainStats() {
+  std::lock_guard<std::mutex> serial(explain_mu_);
+  return explain_stats_;
+}
+
+void Engine::ExplainBatchLocked(const std::string& key, ExplainBatch& out) const {
+  const Gang& target = gangs_.at(key);
+  const size_t max_ahead = static_cast<size_t>(explain_opts_.max_ahead);  // explain_mu_ is held
+  int64_t total = 0;
+  for (const auto& [q, gangs] : pending_by_queue_) total += static_cast<int64_t>(gangs.size());
+  // The pending index orders a queue's gangs as both QueueSorts do (priority, submit time, key;
+  // the workload id is "plan:" + key); fairshare puts the queues' fair-share ranks first.
+  const std::string_view sort = sched_->profile().queue_sort().Name();
+  const bool index_order = sort == "fairshare" || sort == "priority";
+  if (static_cast<size_t>(total) <= max_ahead || !index_order || !target.head) {
+    out.workloads = PendingGangWorkloadsLocked();
+    out.full = true;
+    return;
+  }
+  // As PendingGangWorkloadsLocked, for one gang.
+  auto workload_of = [&](const std::string& k) -> std::optional<Workload> {
+    auto it = gangs_.find(k);
+    if (it == gangs_.end()) return std::nullopt;
+    if (HeldLocked(PlanId(it->second))) return std::nullopt;
+    return PendingWorkloadLocked(it->second);
+  };
+  // Fair-share ranks as FairShare::RankOf reads them (an unknown queue ranks with rank[0]).
+  const std::vector<int32_t> ranks = sort == "fairshare" ? ledger_.FairShareRanks() : std::vector<int32_t>{};
+  auto rank_of = [&](const std::string& queue) -> int32_t {
+    if (ranks.empty()) return 0;
+    const int q = ledger_.tree().Find(queue);
+    return q > 0 && static_cast<size_t>(q) < ranks.size() ? ranks[static_cast<size_t>(q)] : ranks[0];
+  };
+  struct Cursor {
+    int32_t rank;
+    std::set<HeadKey>::const_iterator it, end;
+  };
+  const int32_t own_rank = rank_of(target.head_queue);
+  std::vector<Cursor> cursors;
+  int64_t ahead = 0;  // index entries ahead of the target: a walk of pointers, no workload built
+  for (const auto& [q, gangs] : pending_by_queue_) {
+    const int32_t r = rank_of(q);
+    if (r > own_rank) continue;
+    if (r < own_rank) {
+      ahead += static_cast<int64_t>(gangs.size());
+    } else {
+      for (auto it = gangs.begin(); it != gangs.end() && *it < *target.head; ++it) ++ahead;
+    }
+    cursors.push_back(Cursor{r, gangs.begin(), gangs.end()});
+  }
+  // The first max_ahead gangs in queue order (a merge of the queues' indexes), up to the target.
+  int64_t walked = 0, skipped = 0;
+  while (static_cast<size_t>(walked) < max_ahead) {
+    Cursor* next = nullptr;
+    for (auto& c : cursors) {
+      if (c.it == c.end) continue;
+      if (next == nullptr || c.rank < next->rank || (c.rank == next->rank && *c.it < *next->it)) next = &c;
+    }
+    if (next == nullptr || next->it->gang == key) break;
+    const std::string& k = next->it->gang;
+    ++next->it;
+    ++walked;
+    if (auto w = workload_of(k)) {
+      out.workloads.push_back(std::move(*w));
+    } else {
+      ++skipped;  // planned, holding a preemption, or nothing left to place: not in the dry run
+    }
+  }
+  out.cut = walked < ahead;
+  if (auto w = workload_of(key)) out.workloads.push_back(std::move(*w));
+  // Gangs holding a reservation in the book, wherever they are in the queue: their kept
+  // reservations are commitments the asked gang may not delay (at most max_ahead of them).
+  std::unordered_set<std::string> ids;
+  for (const auto& w : out.workloads) ids.insert(w.id);
+  size_t added = 0;
+  for (const auto& [id, res] : *book_) {
+    if (ids.count(id) || id.rfind("plan:", 0) != 0) continue;
+    if (added == max_ahead) {
+      ++out.book_left_out;
+      out.cut = true;
+      continue;
+    }
+    if (auto w = workload_of(id.substr(5))) {
+      out.workloads.push_back(std::move(*w));
+      ++added;
+    }
+  }
+  out.ahead = ahead - skipped;
+  out.queue_length = total - skipped;
+  out.walked = walked;
+  out.ahead_indexed = ahead;
+}
+
+StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
+  std::lock_guard<std::mutex> serial(explain_mu_);
+  // The call's account, recorded however it returns.
+  struct Account {
+    ExplainStats* out;
+    ExplainStats s;
+    SteadyClock::time_point t0 = SteadyClock::now();
+    ~Account() {
+      s.total_ns = NanosSince(t0);
+      *out = s;
+    }
+  } acct{&explain_stats_, {}};
+  nlohmann::json j;
+  ExplainBatch batch;
+  std::optional<ClusterState> dry;
+  std::optional<QuotaLedger> dry_ledger;
+  std::shared_ptr<std::map<std::string, Reservation>> book;
+  ProfileSpec ps;
+  TopologyLevels levels;
+  int64_t now = 0;
+  std::string plan_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ScopedTimer held{&acct.s.lock_held_ns};
+    std::string text, key;
+    if (Status s = ExplainTextLocked(name, &text, &key); !s.ok()) return s;
+    j = nlohmann::json{{"workload", key}, {"text", text}};
+    auto git = gangs_.find(key);
+    if (git == gangs_.end()) return j;
+    const Gang& gang = git->second;
+    const PodInfo& any = pods_.at(*gang.pods.begin());
+    auto spec = ParsePodSchedulingSpec(any.labels, any.annotations, cfg_.levels);
+    if (!spec.ok()) {
+      j["state"] = "invalid";
+      j["reason"] = spec.status().Message();
+      return j;
+    }
+    int32_t bound = 0, pending = 0;
+    for (const auto& u : gang.pods) (pods_.at(u).UsesCapacity() ? bound : pending)++;
+    j["queue"] = spec->queue;
+    j["class"] = std::string(WorkloadClassName(spec->workload_class));
+    j["members"] = {{"size", spec->gang_size}, {"min", spec->gang_min}, {"pending", pending}, {"bound", bound}};
+    j["last"] = gang.last_reason;
+    if (auto r = book_->find(PlanId(gang)); r != book_->end()) {
+      j["reservation"] = {{"start_unix", r->second.start_s}, {"nodes", r->second.assignments.size()}};
+    }
+    const int q = ledger_.tree().Find(spec->queue);
+    j["quota"] = q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured";
+    if (gang.plan) {
+      j["state"] = "planned";
+      j["domain"] = gang.plan->domain;
+      return j;
+    }
+    if (bound >= spec->gang_size) {
+      j["state"] = "running";
+      return j;
+    }
+    j["state"] = "pending";
+    // Position and ETA: one dry-run cycle on copies of the cluster (bound pods end at their
+    // expected end) and the ledger; nothing of the live state changes.
+    EnsureStateLocked();
+    PruneBookLocked();
+    ExplainBatchLocked(key, batch);
+    dry.emplace(TimelineLocked());
+    dry_ledger.emplace(ledger_);
+    book = std::make_shared<std::map<std::string, Reservation>>(*book_);  // kept ones, on a copy
+    ps = cfg_.profile;
+    levels = cfg_.levels;
+    now = clock_();
+    plan_id = PlanId(gang);
+  }
+  // mu_ released: the dry cycle runs on the copies.
+  if (ps.backfill.depth >= 0) ps.backfill.depth = -1;  // every gang considered gets an ETA
+  const Registry registry = plugins::DefaultRegistry();
+  auto profile = Profile::Build(ps, registry, PluginContext{levels, &*dry_ledger});
+  if (!profile.ok()) return j;
+  SchedulerOptions opts;
+  opts.reservations = std::move(book);
+  Scheduler dry_sched(std::move(profile).value(), std::move(opts));
+  acct.s.considered = static_cast<int64_t>(batch.workloads.size());
+  acct.s.cut = batch.cut;
+  CycleResult cr = dry_sched.RunCycle(*dry, std::move(batch.workloads), now);
+  j["queue_length"] = batch.full ? static_cast<int64_t>(cr.decisions.size()) : batch.queue_length;
+  j["estimate"] = batch.cut;
+  j["dry_run"] = {{"considered", acct.s.considered}, {"max_ahead", explain_opts_.max_ahead}, {"cut", batch.cut}};
+  for (size_t i = 0; i < cr.decisions.size(); ++i) {
+    const Decision& d = cr.decisions[i];
+    if (d.workload_id != plan_id) continue;
+    const int64_t position = batch.full ? static_cast<int64_t>(i) + 1 : batch.ahead + 1;
+    acct.s.ahead = position - 1;
+    j["position"] = position;
+    j["would"] = std::string(OutcomeName(d.outcome));
+    j["why"] = d.explanation;
+    if (d.outcome == Outcome::kPlaced) {
+      j["eta_unix"] = now;
+    } else if (d.eta_s >= 0) {
+      j["eta_unix"] = d.eta_s;
+    } else {
+      j["eta_unix"] = nullptr;
+    }
+    if (batch.cut) {
+      std::string note = "estimate: the dry run considered";
+      if (batch.walked < batch.ahead_indexed) {
+        note += " the first " + std::to_string(batch.walked) + " of the " + std::to_string(batch.ahead_indexed) +
+                " gangs ahead in queue order (position counted from the pending index)";
+      }
+      if (batch.book_left_out > 0) {
+        note += std::string(batch.walked < batch.ahead_indexed ? " and" : "") + " not " +
+                std::to_string(batch.book_left_out) + " gangs holding reservations (over max_ahead)";
+      }
+      note += "; the ETA is optimistic, as if the gangs left out took no capacity first";
+      j["estimate_reason"] = note;
+      j["why"] = d.explanation + " [" + note + "]";
+    }
+  }
+  return j;
+}
+
+Status Engine::Explain(const std::string& name, std::string* text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ExplainTextLocked(name, text);
+}
+
+Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std::string* key_out) {
+  const PodInfo* lone = nullptr;
+  const std::string key = GangKeyForLocked(name, &lone);
+  if (key_out != nullptr) *key_out = key;
+  if (lone != nullptr) {
+    *text = "pod " + name + (lone->node_name.empty() ? " is pending" : " is bound to " + lone->node_name) +
+            " and is not scheduled by " + cfg_.scheduler_name;
+    return Status::Ok();
+  }
+  auto g = gangs_.find(key);
+  if (g == gangs_.end()) return Status::Error("no gang or pod named " + name, "engine");
+  int32_t bound = 0, pending = 0;
+  for (const auto& u : g->second.pods) (pods_.at(u).UsesCapacity() ? bound : pending)++;
+  std::string t = "gang " + key + ": " + std::to_string(pending) + " pending, " + std::to_string(bound) + " bound\n";
+  if (g->second.plan) {
+    const auto& pl = *g->second.plan;
+    const auto reserved = std::count_if(pl.slots.begin(), pl.slots.end(), [](const Slot& s) { return s.reserved; });
+    t += "plan: " + pl.domain + ", " + std::to_string(pl.slots.size()) + " slots, " + std::to_string(reserved) +
+         " reserved: " + pl.explanation + "\n";
+  }
+  t += "last: " + g->second.last_reason + "\n";
+  if (std::string r = ReservedStartLocked(PlanId(g->second)); !r.empty()) t += "reservation: " + r + "\n";
+  if (!g->second.pods.empty()) {
+    const PodInfo& any = pods_.at(*g->second.pods.begin());
+    auto spec = ParsePodSchedulingSpec(any.labels, any.annotations, cfg_.levels);
+    if (spec.ok()) {
+      const int q = ledger_.tree().Find(spec->queue);
+      t += "quota: " + (q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured") + "\n";
+    }
+  }
+  *text = t;
+  return Status::Ok();
+}
+
+EngineGauges Engine::Gauges() {
+  std::lock_guard<std::mutex> lock(mu_);
+  EnsureStateLocked();
+  ledger_.Advance(clock_());
+  EngineGauges out;
+  // GPUs by state and pool: allocated to bound pods, reserved by plans, idle, unhealthy.
+  std::map<std::pair<std::string, std::string>, double> gpus;
+  int64_t reserved_total = 0;
+  for (const auto& [key, g] : gangs_) {
+    if (g.plan) reserved_total += g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
+  }
+  for (NodeId n = 0; n < state_->node_count(); ++n) {
+    const Node& node = state_->node(n);
+    const std::string pool(PoolName(node.pool));
+    if (!node.Schedulable()) {
+      gpus[{"unhealthy", pool}] += static_cast<double>(node.capacity.gpus);
+      continue;
+    }
+    gpus[{"allocated", pool}] += static_cast<double>(std::min(node.capacity.gpus, node.allocated.gpus));
+    gpus[{"idle", pool}] += static_cast<double>(std::max<int64_t>(0, node.FreeGpus()));
+  }
+  // Plans are held as allocations in the state: move their GPUs from allocated to reserved.
+  if (reserved_total > 0) {
+    gpus[{"allocated", "kubernetes"}] -= static_cast<double>(reserved_total);
+    gpus[{"reserved", "kubernetes"}] += static_cast<double>(reserved_total);
+  }
+  for (const char* st : {"allocated", "idle", "reserved", "perishable", "unhealthy"}) gpus[{st, "kubernetes"}] += 0;
+  for (const auto& [k, v] : gpus) out.gpus.push_back({{k.first, k.second}, v});
+  // Pending gangs by queue and class; smallest pending member shape for fragmentation.
+  std::map<std::pair<std::string, std::string>, double> pending;
+  std::map<std::string, double> reserved_by_queue;  // pending gangs holding a backfill reservation
+  PruneBookLocked();
+  int64_t smallest = INT64_MAX;
+  for (const auto& [key, g] : gangs_) {
+    if (g.plan) continue;
+    bool any_pending = false;
+    const PodInfo* sample = nullptr;
+    for (const auto& u : g.pods) {
+      const PodInfo& p = pods_.at(u);
+      if (!p.UsesCapacity() && p.node_name.empty()) {
+        any_pending = true;
+        sample = &p;
+        if (p.request.gpus > 0) smallest = std::min(smallest, p.request.gpus);
+      }
+    }
+    if (!any_pending) continue;
+    auto spec = ParsePodSchedulingSpec(sample->labels, sample->annotations, cfg_.levels);
+    if (!spec.ok()) continue;
+    pending[{spec->queue, std::string(WorkloadClassName(spec->workload_class))}] += 1;
+    if (book_->count(PlanId(g))) reserved_by_queue[spec->queue] += 1;
+  }
+  for (const auto& [k, v] : pending) out.pending.push_back({{k.first, k.second}, v});
+  for (const auto& [q, v] : reserved_by_queue) out.reservations.push_back({{q}, v});
+  std::map<std::string, int64_t> missing;  // level -> nodes without its label (own domains)
+  for (const auto& l : cfg_.levels.levels) missing[l.name] = 0;
+  for (const auto& [name, n] : nodes_) {
+    for (const auto& l : MissingLevels(n)) ++missing[l];
+  }
+  for (const auto& [l, v] : missing) out.missing_topology.push_back({{l}, static_cast<double>(v)});
+  if (smallest != INT64_MAX) {
+    for (const auto& node : state_->nodes()) {
+      const int64_t f = node.FreeGpus();
+      if (f > 0 && f < smallest) out.unusable_free_gpus += static_cast<double>(f);
+    }
+  }
+  // Largest whole-node gang placeable now, per level.
+  const int64_t g8 = std::max<int64_t>(1, state_->max_gpus_per_node());
+  for (int l = 0; l < state_->levels().node_level(); ++l) {
+    auto [b, e] = state_->LevelRange(l);
+    int64_t best = 0;
+    for (VertexId v = b; v < e; ++v) best = std::max(best, state_->MemberCapacity(v, g8));
+    out.largest_gang.push_back({{state_->levels().Name(l)}, static_cast<double>(best * g8)});
+  }
+  // Queues.
+  const QueueTree& t = ledger_.tree();
+  for (int q = 1; q < t.size(); ++q) {
+    for (int r = 0; r < t.resources(); ++r) {
+      const std::string& rn = t.config().resources[static_cast<size_t>(r)];
+      out.queue_usage.push_back({{t.Name(q), rn}, static_cast<double>(ledger_.Allocated(q)[static_cast<size_t>(r)])});
+      const int64_t nom = t.Spec(q).nominal[static_cast<size_t>(r)];
+      if (nom < kUnlimited) out.queue_nominal.push_back({{t.Name(q), rn}, static_cast<double>(nom)});
+      out.queue_borrowed.push_back({{t.Name(q), rn}, static_cast<double>(ledger_.Borrowed(q)[static_cast<size_t>(r)])});
+    }
+    out.fair_share.push_back({{t.Name(q)}, ledger_.Share(q)});
+  }
+  return out;
+}
+
+}  // namespace tidal

@@ -1,0 +1,61 @@
+#include "engine/observability.h"
+
+namespace tidal {
+
+std::string SizeBucket(int64_t gpus) {
+  if (gpus <= 1) return "1";
+  if (gpus <= 8) return "2-8";
+  if (gpus <= 64) return "9-64";
+  return "65+";
+}
+
+EngineMetrics::EngineMetrics(metrics::Registry& r)
+    : registry(r),
+      admission_wait(r.Histogram("tidal_admission_wait_seconds",
+                                 "Time from a gang's first pod creation to its plan (admission and placement).",
+                                 {"queue", "class", "size_bucket"}, metrics::WaitBuckets())),
+      time_to_start(r.Histogram("tidal_time_to_start_seconds",
+                                "Time from a gang's first pod creation to its first member bound.",
+                                {"queue", "class", "size_bucket"}, metrics::WaitBuckets())),
+      cycle_duration(r.Histogram("tidal_cycle_duration_seconds",
+                                 "Duration of one scheduling pass (planning one gang on the live cluster).", {},
+                                 metrics::DefaultBuckets())),
+      preemptions(r.Counter("tidal_preemptions_total", "Workloads preempted, by reason.", {"reason"})),
+      preempted_gpu_seconds(r.Counter("tidal_preempted_gpu_seconds_total",
+                                      "GPU-seconds of work lost to preemption since the victims' last checkpoints.",
+                                      {"reason"})),
+      decisions(r.Counter("tidal_decisions_total", "Scheduling decisions, by outcome.", {"outcome"})),
+      runtime_limit_exceeded(r.Counter("tidal_runtime_limit_exceeded_total",
+                                       "Pods found running past their declared tidal.dev/runtime-limit plus the grace "
+                                       "(each counted once; tidal-scheduler evicts them), by queue.",
+                                       {"queue"})),
+      grpc_requests(r.Counter("tidal_grpc_requests_total", "gRPC requests served, by method and status code.",
+                              {"method", "code"})),
+      grpc_duration(r.Histogram("tidal_grpc_request_duration_seconds", "gRPC request latency, by method.",
+                                {"method"}, metrics::ExponentialBuckets(0.0001, 2, 16))) {}
+
+void DecisionLog::Write(nlohmann::json line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  tokens_ = std::min(rate_, tokens_ + rate_ * std::chrono::duration<double>(now - last_).count());
+  last_ = now;
+  if (tokens_ < 1.0) {
+    ++dropped_;
+    return;
+  }
+  tokens_ -= 1.0;
+  if (dropped_ > dropped_reported_) {
+    line["dropped_since_last"] = dropped_ - dropped_reported_;
+    dropped_reported_ = dropped_;
+  }
+  const std::string s = line.dump() + "\n";
+  std::fwrite(s.data(), 1, s.size(), out_);
+  std::fflush(out_);
+}
+
+uint64_t DecisionLog::dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+}  // namespace tidal

@@ -1,0 +1,328 @@
+// The keys pods already carry for other schedulers and workload controllers, as tables: which
+// key names a gang, a queue or a topology level, and in which order they are read.
+//
+// Precedence (per field: the first source that sets it wins; the rest are ignored):
+//   1. tidal.dev/*                       (Tidal's own)
+//   2. the upstream PodGroup             (scheduling.k8s.io/v1alpha2, pod spec.schedulingGroup;
+//                                         handed over by the shim as podgroup.internal.tidal.dev/*)
+//   3. scheduler-plugins, 4. Volcano, 5. KAI, 6. Kueue, 7. JobSet, 8. LeaderWorkerSet
+// A gang's size is tidal.dev/gang-size when set, else the size its own source gives (PodGroup
+// minCount, Kueue pod-group-total-count, LeaderWorkerSet size). scheduler-plugins', Volcano's and
+// KAI's sizes live in PodGroup objects of theirs that Tidal does not read: such a gang needs
+// tidal.dev/gang-size (an error naming the key otherwise, so a gang never runs short). JobSet's and
+// LeaderWorkerSet's labels are bookkeeping, not a request to gang: without a size they form no
+// gang, and under exclusive topology never (see ExclusiveTopologyOf).
+//
+// Threading: pure functions over constant tables.
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "engine/pod_spec.h"
+
+namespace tidal {
+namespace {
+
+constexpr int64_t kMaxGang = 10000;
+
+// A gang name source. The gang is named by the values of `name` (all must be set), joined by "-".
+struct GangSource {
+  const char* from;                // for messages
+  std::vector<const char*> name;
+  const char* size = nullptr;      // the key that gives the size; nullptr = none on the pod
+  const char* size_elsewhere = nullptr;  // where the peer keeps the size (message when missing)
+  bool needs_size = true;          // no size: an error (true) or no gang at all (false)
+  bool workload = false;           // a workload controller's labels: no gang under exclusive topology
+};
+
+// Row 1 (the upstream PodGroup) is read by UpstreamPodGroup(); it sits between rows 0 and 2.
+const std::vector<GangSource>& GangSources() {
+  static const std::vector<GangSource> kRows = {
+      {"Tidal", {kLabelGang}, nullptr, nullptr, true, false},
+      {"scheduler-plugins", {kLabelPodGroup}, nullptr, "its PodGroup's minMember, which Tidal does not read", true, false},
+      {"Volcano", {"scheduling.k8s.io/group-name"}, nullptr, "its PodGroup's minMember, which Tidal does not read", true,
+       false},
+      {"KAI", {"pod-group-name"}, nullptr, "its PodGroup's minMember, which Tidal does not read", true, false},
+      {"Kueue", {"kueue.x-k8s.io/pod-group-name"}, "kueue.x-k8s.io/pod-group-total-count", nullptr, true, false},
+      {"JobSet", {"jobset.sigs.k8s.io/jobset-name"}, nullptr, nullptr, false, true},
+      {"LeaderWorkerSet", {"leaderworkerset.sigs.k8s.io/name", "leaderworkerset.sigs.k8s.io/group-index"},
+       "leaderworkerset.sigs.k8s.io/size", nullptr, false, true},
+  };
+  return kRows;
+}
+
+// Queue names, first set wins. Peers' names are used as Tidal queue names as they are.
+const std::vector<const char*>& QueueKeys() {
+  static const std::vector<const char*> kKeys = {kLabelQueue, "scheduling.volcano.sh/queue-name", "kai.scheduler/queue",
+                                                 "runai/queue", "kueue.x-k8s.io/queue-name"};
+  return kKeys;
+}
+
+// Topology: a level name (Tidal's keys) or a node label key (everybody else's).
+struct TopologyKey {
+  const char* key;
+  bool label_key;  // the value is a node label key, mapped to the level that reads that label
+};
+const std::vector<TopologyKey>& RequiredKeys() {
+  static const std::vector<TopologyKey> kKeys = {{kLabelTopologyRequired, false},
+                                                 {kPodGroupTopologyKey, true},
+                                                 {"kai.scheduler/topology-required-placement", true},
+                                                 {"kueue.x-k8s.io/podset-required-topology", true}};
+  return kKeys;
+}
+const std::vector<TopologyKey>& PreferredKeys() {
+  static const std::vector<TopologyKey> kKeys = {{kLabelTopologyPreferred, false},
+                                                 {"kai.scheduler/topology-preferred-placement", true},
+                                                 {"kueue.x-k8s.io/podset-preferred-topology", true}};
+  return kKeys;
+}
+
+// Exclusive topology: the key names a node label; the group is one JobSet child Job or one
+// LeaderWorkerSet group.
+struct ExclusiveSource {
+  const char* key;
+  const char* tag;
+  std::vector<const char*> group;
+};
+const std::vector<ExclusiveSource>& ExclusiveSources() {
+  static const std::vector<ExclusiveSource> kRows = {
+      {kJobSetExclusiveTopology,
+       "jobset",
+       {"jobset.sigs.k8s.io/jobset-name", "jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/job-index"}},
+      {kLwsExclusiveTopology, "lws", {"leaderworkerset.sigs.k8s.io/name", "leaderworkerset.sigs.k8s.io/group-index"}},
+  };
+  return kRows;
+}
+
+constexpr const char* kHostnameKey = "kubernetes.io/hostname";
+
+// Joins the values of `keys` with `sep`; false when one is missing or empty.
+bool JoinValues(const std::map<std::string, std::string>& labels, const std::map<std::string, std::string>& annotations,
+                const std::vector<const char*>& keys, const char* sep, std::string* out) {
+  out->clear();
+  for (const char* k : keys) {
+    const std::string* v = podkeys::Lookup(labels, annotations, k);
+    if (v == nullptr || v->empty()) return false;
+    if (!out->empty()) *out += sep;
+    *out += *v;
+  }
+  return true;
+}
+
+// A node label key: [prefix/]name, name 1-63 of [A-Za-z0-9._-], prefix a DNS subdomain.
+bool IsLabelKey(const std::string& k) {
+  if (k.empty() || k.size() > 317) return false;
+  const auto slash = k.find('/');
+  const std::string name = slash == std::string::npos ? k : k.substr(slash + 1);
+  if (name.empty() || name.size() > 63 || !std::isalnum(static_cast<unsigned char>(name.front())) ||
+      !std::isalnum(static_cast<unsigned char>(name.back()))) {
+    return false;
+  }
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  }
+  if (slash == std::string::npos) return true;
+  const std::string prefix = k.substr(0, slash);
+  if (prefix.empty() || prefix.size() > 253) return false;
+  return std::all_of(prefix.begin(), prefix.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
+           c == '.';
+  });
+}
+
+std::string AcceptedLabelKeys(const TopologyLevels& levels) {
+  std::string out = "a node label key of a topology level: ";
+  for (const auto& l : levels.levels) out += l.label_key + ", ";
+  return out + kHostnameKey;
+}
+
+// The upstream PodGroup (row 1). *named: the pod names one; then *s has its gang, or a status.
+Status UpstreamPodGroup(const std::map<std::string, std::string>& labels,
+                        const std::map<std::string, std::string>& annotations, PodSchedulingSpec* s, bool* named) {
+  const std::string* name = podkeys::Lookup(labels, annotations, kPodGroupName);
+  *named = name != nullptr && !name->empty();
+  if (!*named) return Status::Ok();
+  const std::string* state = podkeys::Lookup(labels, annotations, kPodGroupState);
+  const std::string st = state == nullptr ? "missing" : *state;
+  if (st == "missing") {
+    return Status::Wait("PodGroup " + *name + " (spec.schedulingGroup.podGroupName) does not exist yet", "gang");
+  }
+  if (st == "basic") return Status::Ok();  // schedulingPolicy.basic: each pod on its own
+  if (st != "gang") return podkeys::Bad(kPodGroupState, st, "gang, basic, missing");
+  s->gang = *name;
+  s->gang_from = "PodGroup " + *name;
+  const std::string* min = podkeys::Lookup(labels, annotations, kPodGroupMinCount);
+  int64_t n = 0;
+  if (min == nullptr || !podkeys::ParseCount(*min, kMaxGang, &n)) {
+    return podkeys::Bad("PodGroup " + *name + " spec.schedulingPolicy.gang.minCount", min == nullptr ? "" : *min,
+                        "an integer 1..10000");
+  }
+  s->gang_size = static_cast<int32_t>(n);
+  return Status::Ok();
+}
+
+}  // namespace
+
+namespace podkeys {
+
+const std::string* Lookup(const std::map<std::string, std::string>& labels,
+                          const std::map<std::string, std::string>& annotations, const std::string& key) {
+  if (auto it = annotations.find(key); it != annotations.end()) return &it->second;
+  if (auto it = labels.find(key); it != labels.end()) return &it->second;
+  return nullptr;
+}
+
+Status Bad(const std::string& key, const std::string& value, const std::string& accepted) {
+  return Status::Unresolvable(key + ": invalid value \"" + value + "\" (accepted: " + accepted + ")", "podspec");
+}
+
+bool ParseCount(const std::string& s, int64_t max, int64_t* out) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  *out = std::stoll(s);
+  return *out >= 1 && *out <= max;
+}
+
+std::string LevelOfLabelKey(const TopologyLevels& levels, const std::string& key) {
+  for (const auto& l : levels.levels) {
+    if (l.label_key == key) return l.name;
+  }
+  return key == kHostnameKey ? "node" : "";
+}
+
+Status ResolveGang(const std::map<std::string, std::string>& labels, const std::map<std::string, std::string>& annotations,
+                   PodSchedulingSpec* s) {
+  const bool exclusive = !s->exclusive_key.empty();
+  const GangSource* source = nullptr;
+  bool upstream = false;
+  const auto& rows = GangSources();
+  for (size_t i = 0; i < rows.size() && source == nullptr && !upstream; ++i) {
+    if (i == 1) {  // the upstream PodGroup comes right after Tidal's own key
+      if (Status st = UpstreamPodGroup(labels, annotations, s, &upstream); !st.ok()) return st;
+      if (upstream) break;
+    }
+    if (rows[i].workload && exclusive) continue;
+    std::string name;
+    if (JoinValues(labels, annotations, rows[i].name, "-", &name)) {
+      source = &rows[i];
+      s->gang = name;
+      s->gang_from = rows[i].name.front();
+    }
+  }
+  const std::string* tidal_size = Lookup(labels, annotations, kLabelGangSize);
+  if (tidal_size != nullptr) {
+    int64_t n = 0;
+    if (!ParseCount(*tidal_size, kMaxGang, &n)) return Bad(kLabelGangSize, *tidal_size, "an integer 1..10000");
+    if (s->gang.empty()) {
+      return Status::Unresolvable(std::string(kLabelGangSize) + ": set without a gang name (accepted: add " + kLabelGang +
+                                      " naming the gang)",
+                                  "podspec");
+    }
+    s->gang_size = static_cast<int32_t>(n);
+  } else if (source != nullptr) {
+    const std::string* own = source->size != nullptr ? Lookup(labels, annotations, source->size) : nullptr;
+    int64_t n = 0;
+    if (own != nullptr) {
+      if (!ParseCount(*own, kMaxGang, &n)) return Bad(source->size, *own, "an integer 1..10000");
+      s->gang_size = static_cast<int32_t>(n);
+    } else if (source->needs_size) {
+      std::string why = std::string(kLabelGangSize) + ": missing; required with " + source->name.front();
+      if (source->size != nullptr) why += std::string(" unless ") + source->size + " is set";
+      if (source->size_elsewhere != nullptr) why += std::string(" (") + source->from + " keeps the size in " + source->size_elsewhere + ")";
+      return Status::Unresolvable(why + " (accepted: an integer 1..10000)", "podspec");
+    } else {
+      s->gang.clear();  // a workload controller's labels without a size: no gang
+      s->gang_from.clear();
+    }
+  }
+  if (s->gang.empty()) s->gang_size = 1;
+  s->gang_min = s->gang_size;
+  if (const std::string* v = Lookup(labels, annotations, kLabelGangMin)) {
+    int64_t n = 0;
+    if (!ParseCount(*v, s->gang_size, &n)) return Bad(kLabelGangMin, *v, "an integer 1.." + std::to_string(s->gang_size));
+    s->gang_min = static_cast<int32_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status ResolveQueue(const std::map<std::string, std::string>& labels,
+                    const std::map<std::string, std::string>& annotations, PodSchedulingSpec* s) {
+  for (const char* k : QueueKeys()) {
+    if (const std::string* v = Lookup(labels, annotations, k)) {
+      if (v->empty() || v->size() > 63) return Bad(k, *v, "a queue name of 1-63 characters");
+      s->queue = *v;
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+Status ResolveTopology(const std::map<std::string, std::string>& labels,
+                       const std::map<std::string, std::string>& annotations, const TopologyLevels& levels,
+                       PodSchedulingSpec* s) {
+  auto resolve = [&](const std::vector<TopologyKey>& keys, std::string* out) -> Status {
+    for (const auto& k : keys) {
+      const std::string* v = Lookup(labels, annotations, k.key);
+      if (v == nullptr) continue;
+      if (!k.label_key) {
+        if (levels.Find(*v) < 0) return Bad(k.key, *v, levels.Accepted());
+        *out = *v;
+        return Status::Ok();
+      }
+      std::string level = LevelOfLabelKey(levels, *v);
+      if (level.empty()) {
+        std::string shown = k.key;
+        if (shown == kPodGroupTopologyKey) {
+          const std::string* pg = Lookup(labels, annotations, kPodGroupName);
+          shown = "PodGroup " + (pg == nullptr ? std::string() : *pg) + " spec.schedulingConstraints.topology[0].key";
+        }
+        return Bad(shown, *v, AcceptedLabelKeys(levels));
+      }
+      *out = level;
+      return Status::Ok();
+    }
+    return Status::Ok();
+  };
+  if (Status st = resolve(RequiredKeys(), &s->required_level); !st.ok()) return st;
+  return resolve(PreferredKeys(), &s->preferred_level);
+}
+
+}  // namespace podkeys
+
+ExclusiveTopology ExclusiveTopologyOf(const std::string& ns, const std::map<std::string, std::string>& labels,
+                                      const std::map<std::string, std::string>& annotations) {
+  for (const auto& row : ExclusiveSources()) {
+    const std::string* key = podkeys::Lookup(labels, annotations, row.key);
+    if (key == nullptr) continue;
+    std::string group;
+    if (!JoinValues(labels, annotations, row.group, "/", &group) || !IsLabelKey(*key)) return {};
+    return {*key, ns + "/" + row.tag + "/" + group};
+  }
+  return {};
+}
+
+namespace podkeys {
+
+Status ResolveExclusive(const std::map<std::string, std::string>& labels,
+                        const std::map<std::string, std::string>& annotations, PodSchedulingSpec* s) {
+  for (const auto& row : ExclusiveSources()) {
+    const std::string* key = podkeys::Lookup(labels, annotations, row.key);
+    if (key == nullptr) continue;
+    if (!IsLabelKey(*key)) return podkeys::Bad(row.key, *key, "a node label key, e.g. topology.tidal.dev/leaf");
+    std::string group, names;
+    for (const char* g : row.group) names += (names.empty() ? "" : ", ") + std::string(g);
+    if (!JoinValues(labels, annotations, row.group, "/", &group)) {
+      return Status::Unresolvable(std::string(row.key) + ": set without the group's labels (accepted: with " + names + ")",
+                                  "podspec");
+    }
+    s->exclusive_key = *key;
+    s->exclusive_group = std::string(row.tag) + "/" + group;
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+}  // namespace podkeys
+}  // namespace tidal

@@ -1,0 +1,330 @@
+#include "server/service.h"
+
+#include <chrono>
+
+namespace tidal {
+namespace {
+
+Resources FromProto(const v1::Resources& r) { return Resources{r.gpus(), r.cpu_milli(), r.memory_bytes()}; }
+
+grpc::Status Invalid(const std::string& field, const std::string& why) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, field + ": " + why);
+}
+
+grpc::Status CheckRef(const v1::PodRef& r, const std::string& field) {
+  if (r.uid().empty()) return Invalid(field + ".uid", "must be set");
+  return grpc::Status::OK;
+}
+
+void ToProto(const PodRefInfo& p, v1::PodRef* out) {
+  out->set_uid(p.uid);
+  out->set_namespace_(p.ns);
+  out->set_name(p.name);
+}
+
+}  // namespace
+
+void ToProto(const Status& s, v1::Status* out) {
+  switch (s.code()) {
+    case StatusCode::kSuccess: out->set_code(v1::Status::SUCCESS); break;
+    case StatusCode::kUnschedulable: out->set_code(v1::Status::UNSCHEDULABLE); break;
+    case StatusCode::kUnschedulableAndUnresolvable: out->set_code(v1::Status::UNSCHEDULABLE_AND_UNRESOLVABLE); break;
+    case StatusCode::kWait: out->set_code(v1::Status::WAIT); break;
+    case StatusCode::kError: out->set_code(v1::Status::ERROR); break;
+  }
+  for (const auto& r : s.reasons()) out->add_reasons(r);
+  out->set_plugin(s.plugin());
+}
+
+namespace {
+
+StatusOr<SelectorTerm> FromProto(const v1::NodeSelectorTerm& t, const std::string& field) {
+  SelectorTerm out;
+  auto reqs = [&](const auto& list, const std::string& f, std::vector<SelectorRequirement>& to) -> Status {
+    for (int i = 0; i < list.size(); ++i) {
+      const auto& r = list[i];
+      const std::string at = f + "[" + std::to_string(i) + "]";
+      auto op = ParseSelectorOp(r.operator_(), at + ".operator");
+      if (!op.ok()) return op.status();
+      SelectorRequirement x{r.key(), *op, {r.values().begin(), r.values().end()}};
+      const bool needs_values = *op == SelectorOp::kIn || *op == SelectorOp::kNotIn;
+      const bool one_value = *op == SelectorOp::kGt || *op == SelectorOp::kLt;
+      if ((needs_values && x.values.empty()) || (one_value && x.values.size() != 1) ||
+          (!needs_values && !one_value && !x.values.empty())) {
+        return Status::Unresolvable(at + ".values: " + std::to_string(x.values.size()) + " value(s) for operator " +
+                                        r.operator_(),
+                                    "podspec");
+      }
+      to.push_back(std::move(x));
+    }
+    return Status::Ok();
+  };
+  if (Status s = reqs(t.match_expressions(), field + ".matchExpressions", out.expressions); !s.ok()) return s;
+  if (Status s = reqs(t.match_fields(), field + ".matchFields", out.fields); !s.ok()) return s;
+  return out;
+}
+
+// The pod's node-static constraints; an invalid one is the pod's error (reported on the pod).
+StatusOr<std::shared_ptr<const NodeConstraints>> ConstraintsFromProto(const v1::Pod& p) {
+  auto c = std::make_shared<NodeConstraints>();
+  c->node_selector.insert(p.node_selector().begin(), p.node_selector().end());
+  const std::string aff = "spec.affinity.nodeAffinity.";
+  for (int i = 0; i < p.required_node_affinity_size(); ++i) {
+    auto t = FromProto(p.required_node_affinity(i),
+                       aff + "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[" + std::to_string(i) + "]");
+    if (!t.ok()) return t.status();
+    c->required.push_back(std::move(t).value());
+  }
+  for (int i = 0; i < p.preferred_node_affinity_size(); ++i) {
+    const auto& pt = p.preferred_node_affinity(i);
+    const std::string f = aff + "preferredDuringSchedulingIgnoredDuringExecution[" + std::to_string(i) + "]";
+    if (pt.weight() < 1 || pt.weight() > 100) {
+      return Status::Unresolvable(f + ".weight: must be 1..100, got " + std::to_string(pt.weight()), "podspec");
+    }
+    auto t = FromProto(pt.preference(), f + ".preference");
+    if (!t.ok()) return t.status();
+    c->preferred.push_back({pt.weight(), std::move(t).value()});
+  }
+  for (int i = 0; i < p.tolerations_size(); ++i) {
+    const auto& t = p.tolerations(i);
+    const std::string f = "spec.tolerations[" + std::to_string(i) + "]";
+    Toleration x;
+    x.key = t.key();
+    x.value = t.value();
+    if (t.operator_() == "Exists") {
+      x.exists = true;
+    } else if (!t.operator_().empty() && t.operator_() != "Equal") {
+      return Status::Unresolvable(f + ".operator: unknown \"" + t.operator_() + "\" (accepted: Equal, Exists)", "podspec");
+    }
+    if (!t.effect().empty()) x.effect = ParseTaintEffect(t.effect());
+    c->tolerations.push_back(std::move(x));
+  }
+  if (p.self_anti_affinity_key() == "kubernetes.io/hostname") c->max_members_per_node = 1;
+  if (c->Empty()) return std::shared_ptr<const NodeConstraints>();
+  return std::shared_ptr<const NodeConstraints>(std::move(c));
+}
+
+}  // namespace
+
+NodeInfo FromProto(const v1::Node& n) {
+  NodeInfo o;
+  o.name = n.name();
+  o.labels.insert(n.labels().begin(), n.labels().end());
+  o.capacity = FromProto(n.capacity());
+  o.ready = n.ready();
+  o.unschedulable = n.unschedulable();
+  o.gpu_model = n.gpu_model();
+  for (const auto& t : n.taints()) o.taints.push_back(Taint{t.key(), t.value(), ParseTaintEffect(t.effect())});
+  return o;
+}
+
+PodInfo FromProto(const v1::Pod& p) {
+  PodInfo o;
+  o.uid = p.uid();
+  o.ns = p.namespace_();
+  o.name = p.name();
+  o.scheduler_name = p.scheduler_name();
+  o.node_name = p.node_name();
+  switch (p.phase()) {
+    case v1::Pod::RUNNING: o.phase = PodPhase::kRunning; break;
+    case v1::Pod::SUCCEEDED: o.phase = PodPhase::kSucceeded; break;
+    case v1::Pod::FAILED: o.phase = PodPhase::kFailed; break;
+    case v1::Pod::UNKNOWN: o.phase = PodPhase::kUnknown; break;
+    default: o.phase = PodPhase::kPending; break;
+  }
+  o.request = FromProto(p.request());
+  o.priority = p.priority();
+  o.labels.insert(p.labels().begin(), p.labels().end());
+  o.annotations.insert(p.annotations().begin(), p.annotations().end());
+  o.creation_unix = p.creation_unix();
+  o.start_unix = p.start_unix();
+  o.terminating = p.terminating();
+  if (auto c = ConstraintsFromProto(p); c.ok()) {
+    o.constraints = std::move(c).value();
+  } else {
+    o.spec_error = c.status();
+  }
+  return o;
+}
+
+grpc::Status EngineService::Observe(const char* method, const std::function<grpc::Status()>& body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  grpc::Status s = body();
+  if (metrics_ != nullptr) {
+    static constexpr const char* kCodes[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                             "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                             "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+                                             "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+    const int c = static_cast<int>(s.error_code());
+    metrics_->grpc_requests.With({method, c >= 0 && c <= 16 ? kCodes[c] : "UNKNOWN"}).Inc();
+    metrics_->grpc_duration.With({method}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return s;
+}
+
+grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<v1::SyncAck, v1::SyncRequest>* stream) {
+  return Observe("Sync", [&]() -> grpc::Status {
+    v1::SyncRequest req;
+    bool first = true;
+    while (stream->Read(&req)) {
+      if (first && !req.resync()) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            "resync: the first message of a Sync stream must be a full snapshot (resync=true)");
+      }
+      first = false;
+      SyncBatch b;
+      b.resync = req.resync();
+      for (const auto& n : req.upsert_nodes()) b.upsert_nodes.push_back(FromProto(n));
+      b.delete_nodes.assign(req.delete_nodes().begin(), req.delete_nodes().end());
+      for (const auto& p : req.upsert_pods()) b.upsert_pods.push_back(FromProto(p));
+      b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
+      uint64_t gen = 0;
+      std::vector<NodeWarningInfo> warnings;
+      Status st = engine_.Sync(b, &gen, &warnings);
+      v1::SyncAck ack;
+      for (const auto& w : warnings) {
+        v1::NodeWarning* out = ack.add_node_warnings();
+        out->set_node(w.node);
+        out->set_reason(w.reason);
+        out->set_message(w.message);
+      }
+      ack.set_engine_epoch(engine_.epoch());
+      ack.set_generation(gen);
+      ToProto(st, ack.mutable_status());
+      if (!stream->Write(ack)) break;
+    }
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::CheckPod(grpc::ServerContext*, const v1::PodRef* req, v1::CheckPodResponse* resp) {
+  return Observe("CheckPod", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    std::string gang;
+    ToProto(engine_.CheckPod(req->uid(), &gang), resp->mutable_status());
+    resp->set_gang(gang);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::PlanPod(grpc::ServerContext*, const v1::PodRef* req, v1::PlanResponse* resp) {
+  return Observe("PlanPod", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    PlanResult r = engine_.PlanPod(req->uid());
+    ToProto(r.status, resp->mutable_status());
+    resp->set_node_name(r.node);
+    resp->set_gang(r.gang);
+    resp->set_domain(r.domain);
+    resp->set_explanation(r.explanation);
+    for (const auto& a : r.activate) ToProto(a, resp->add_activate());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::Reserve(grpc::ServerContext*, const v1::ReserveRequest* req, v1::ReserveResponse* resp) {
+  return Observe("Reserve", [&]() -> grpc::Status {
+    if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
+    if (req->node_name().empty()) return Invalid("node_name", "must be set");
+    ToProto(engine_.Reserve(req->pod().uid(), req->node_name()), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::Unreserve(grpc::ServerContext*, const v1::PodRef* req, v1::UnreserveResponse* resp) {
+  return Observe("Unreserve", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    for (const auto& p : engine_.Unreserve(req->uid())) ToProto(p, resp->add_released());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::Permit(grpc::ServerContext*, const v1::PodRef* req, v1::PermitResponse* resp) {
+  return Observe("Permit", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    PermitResult r = engine_.Permit(req->uid());
+    ToProto(r.status, resp->mutable_status());
+    resp->set_wait_timeout_ms(r.wait_timeout_ms);
+    for (const auto& p : r.allow) ToProto(p, resp->add_allow());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::Preempt(grpc::ServerContext*, const v1::PodRef* req, v1::PreemptResponse* resp) {
+  return Observe("Preempt", [&]() -> grpc::Status {
+    if (auto s = CheckRef(*req, "pod"); !s.ok()) return s;
+    PreemptResult r = engine_.Preempt(req->uid());
+    ToProto(r.status, resp->mutable_status());
+    for (const auto& v : r.victims) ToProto(v, resp->add_victims());
+    for (const auto& [id, pods] : r.victim_gangs) {
+      v1::VictimGang* g = resp->add_victim_gangs();
+      g->set_id(id);
+      for (const auto& p : pods) ToProto(p, g->add_pods());
+    }
+    resp->set_nominated_node(r.nominated_domain);
+    resp->set_reason(r.reason);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::Bound(grpc::ServerContext*, const v1::ReserveRequest* req, v1::BoundResponse* resp) {
+  return Observe("Bound", [&]() -> grpc::Status {
+    if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
+    if (req->node_name().empty()) return Invalid("node_name", "must be set");
+    ToProto(engine_.Bound(req->pod().uid(), req->node_name()), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::Explain(grpc::ServerContext*, const v1::ExplainRequest* req, v1::ExplainResponse* resp) {
+  return Observe("Explain", [&]() -> grpc::Status {
+    if (req->workload().empty()) return Invalid("workload", "must be set");
+    std::string text;
+    ToProto(engine_.Explain(req->workload(), &text), resp->mutable_status());
+    resp->set_text(text);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::Overdue(grpc::ServerContext*, const v1::OverdueRequest*, v1::OverdueResponse* resp) {
+  return Observe("Overdue", [&]() -> grpc::Status {
+    for (const auto& o : engine_.Overdue()) {
+      v1::OverduePod* out = resp->add_pods();
+      ToProto(o.pod, out->mutable_pod());
+      out->set_reason(o.reason);
+    }
+    ToProto(Status::Ok(), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::NodeRefused(grpc::ServerContext*, const v1::NodeRefusal* req, v1::NodeRefusedResponse* resp) {
+  return Observe("NodeRefused", [&]() -> grpc::Status {
+    if (auto s = CheckRef(req->pod(), "pod"); !s.ok()) return s;
+    if (req->node_name().empty()) return Invalid("node_name", "must be set");
+    std::string why = req->plugin();
+    for (const auto& r : req->reasons()) why += (why.empty() ? "" : ": ") + r;
+    ToProto(engine_.NodeRefused(req->pod().uid(), req->node_name(), why), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+// --- preemption: Evicted (engine_preempt.cc)
+grpc::Status EngineService::Evicted(grpc::ServerContext*, const v1::EvictedRequest* req, v1::EvictedResponse* resp) {
+  return Observe("Evicted", [&]() -> grpc::Status {
+    EvictionReport r;
+    if (req->has_preemptor() && !req->preemptor().uid().empty()) {
+      if (auto s = CheckRef(req->preemptor(), "preemptor"); !s.ok()) return s;
+      r.preemptor_uid = req->preemptor().uid();
+    }
+    for (int i = 0; i < req->pods_size(); ++i) {
+      if (auto s = CheckRef(req->pods(i), "pods[" + std::to_string(i) + "]"); !s.ok()) return s;
+      r.evicted.push_back({req->pods(i).uid(), req->pods(i).namespace_(), req->pods(i).name()});
+    }
+    r.reason = req->reason();
+    r.protected_gangs.assign(req->protected_gangs().begin(), req->protected_gangs().end());
+    ToProto(engine_.Evicted(r), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+}  // namespace tidal

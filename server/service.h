@@ -1,0 +1,48 @@
+// EngineService: the gRPC edge of tidal-engine, and the only place that sees protobuf types.
+// Each handler validates its request (INVALID_ARGUMENT naming the field), converts it to plain
+// domain types, calls the Engine and converts back. Scheduling outcomes travel as tidal.v1.Status
+// values inside OK responses; gRPC errors mean a malformed request or an internal failure.
+// Threading: gRPC's synchronous server calls handlers on its own thread pool; all state lives in
+// Engine, which serialises access itself. A Sync stream is handled by one thread for its lifetime.
+#pragma once
+
+#include <functional>
+
+#include <grpcpp/grpcpp.h>
+
+#include "engine/engine.h"
+#include "tidal/v1/engine.grpc.pb.h"
+
+namespace tidal {
+
+class EngineService final : public v1::Engine::Service {
+ public:
+  explicit EngineService(Engine& engine, EngineMetrics* metrics = nullptr) : engine_(engine), metrics_(metrics) {}
+
+  grpc::Status Sync(grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::SyncAck, v1::SyncRequest>* stream) override;
+  grpc::Status CheckPod(grpc::ServerContext* ctx, const v1::PodRef* req, v1::CheckPodResponse* resp) override;
+  grpc::Status PlanPod(grpc::ServerContext* ctx, const v1::PodRef* req, v1::PlanResponse* resp) override;
+  grpc::Status Reserve(grpc::ServerContext* ctx, const v1::ReserveRequest* req, v1::ReserveResponse* resp) override;
+  grpc::Status Unreserve(grpc::ServerContext* ctx, const v1::PodRef* req, v1::UnreserveResponse* resp) override;
+  grpc::Status Permit(grpc::ServerContext* ctx, const v1::PodRef* req, v1::PermitResponse* resp) override;
+  grpc::Status Preempt(grpc::ServerContext* ctx, const v1::PodRef* req, v1::PreemptResponse* resp) override;
+  grpc::Status Bound(grpc::ServerContext* ctx, const v1::ReserveRequest* req, v1::BoundResponse* resp) override;
+  grpc::Status Explain(grpc::ServerContext* ctx, const v1::ExplainRequest* req, v1::ExplainResponse* resp) override;
+  grpc::Status Overdue(grpc::ServerContext* ctx, const v1::OverdueRequest* req, v1::OverdueResponse* resp) override;
+  grpc::Status NodeRefused(grpc::ServerContext* ctx, const v1::NodeRefusal* req, v1::NodeRefusedResponse* resp) override;
+  // Preemption: the shim's report of the evictions it did and the victims PDBs protect.
+  grpc::Status Evicted(grpc::ServerContext* ctx, const v1::EvictedRequest* req, v1::EvictedResponse* resp) override;
+
+ private:
+  // Decorates a handler: request count by method and code, latency by method.
+  grpc::Status Observe(const char* method, const std::function<grpc::Status()>& body);
+  Engine& engine_;
+  EngineMetrics* metrics_;
+};
+
+// Conversions (exposed for tests).
+void ToProto(const Status& s, v1::Status* out);
+NodeInfo FromProto(const v1::Node& n);
+PodInfo FromProto(const v1::Pod& p);
+
+}  // namespace tidal
