@@ -31,6 +31,7 @@
 // reference into the guarded state.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -56,6 +57,9 @@ enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 
 struct PodInfo {
   std::string uid, ns, name, scheduler_name, node_name;
+  // The front door that reported it. A Slurm job is a gang of members (one per node): uid
+  // "slurm/<job>#<i>", namespace "slurm", its gang "slurm/<job>" (shim/slurm/convert.h).
+  FrontDoor door = FrontDoor::kKubernetes;
   PodPhase phase = PodPhase::kPending;
   Resources request;
   int32_t priority = 0;
@@ -76,6 +80,7 @@ struct PodInfo {
 
 struct NodeInfo {
   std::string name;
+  FrontDoor door = FrontDoor::kKubernetes;  // the door that reported this record
   std::map<std::string, std::string> labels;
   Resources capacity;
   bool ready = true;
@@ -89,6 +94,7 @@ struct NodeWarningInfo {
 };
 
 struct SyncBatch {
+  FrontDoor door = FrontDoor::kKubernetes;  // a resync replaces only this door's nodes and pods
   bool resync = false;
   std::vector<NodeInfo> upsert_nodes;
   std::vector<std::string> delete_nodes;
@@ -181,6 +187,23 @@ struct EvictionReport {
 };
 // --- end preemption
 
+// --- the Slurm door's decisions (engine_admit.cc)
+struct AdmissionInfo {
+  std::string gang;                // "slurm/123"
+  std::vector<std::string> nodes;  // one per member
+  std::string domain, explanation;
+};
+struct WaitingInfo {
+  std::string gang, reason;
+};
+struct AdmitResult {
+  Status status;
+  std::vector<AdmissionInfo> admitted;
+  std::vector<WaitingInfo> waiting;
+  int32_t tried = 0;  // gangs a placement was tried for
+};
+// --- end Slurm door
+
 struct EngineStats {
   int32_t nodes = 0, pods = 0, gangs = 0, plans = 0;
   uint64_t generation = 0;
@@ -225,6 +248,15 @@ class Engine {
   // ...) refused the node planned for this pod: the node is excluded for the pod's gang for
   // exclusion_ttl_s, and the gang's plan is dropped so the next plan differs.
   Status NodeRefused(const std::string& uid, const std::string& node, const std::string& why);
+  // --- the Slurm door's decisions (engine_admit.cc)
+  // Plans pending work in the engine's order across both doors (fair-share heads first, then
+  // backfill of `door`'s gangs in queue order, honouring the book), and returns `door`'s gangs
+  // holding a plan (their member slots claimed) plus why at most max_waiting others wait.
+  // Kubernetes gangs it planned ahead are queued for TakeActivations.
+  AdmitResult Admit(FrontDoor door, int32_t max_waiting);
+  // Pods of `door` planned by another door's call, each returned once.
+  std::vector<PodRefInfo> TakeActivations(FrontDoor door);
+  // --- end Slurm door
   // Text for a gang key "ns/gang" or a pod "ns/name".
   Status Explain(const std::string& name, std::string* text);
   // The same as JSON plus, for a pending gang, its position in queue order and its estimated start
@@ -299,6 +331,7 @@ class Engine {
   };
   struct Gang {
     std::string key;
+    FrontDoor door = FrontDoor::kKubernetes;  // its pods' door (a gang never mixes doors)
     bool start_observed = false;
     std::set<std::string> pods;  // uids of its pods (pending or bound)
     std::optional<Plan> plan;
@@ -397,7 +430,18 @@ class Engine {
   std::mutex mu_;  // guards everything below
   uint64_t generation_ = 0;
   bool synced_ = false;
-  std::map<std::string, NodeInfo> nodes_;
+  std::map<std::string, NodeInfo> nodes_;  // merged over the doors (MergeNodeLocked)
+  // Each door's own record of a node (index: FrontDoor); nodes_ is their merge.
+  std::map<std::string, std::array<std::optional<NodeInfo>, 2>> node_doors_;
+  // Which doors may use a merged node (bit 1 << door): it reports the node ready and schedulable.
+  std::unordered_map<std::string, uint8_t> node_usable_;
+  std::vector<PodRefInfo> activations_[2];  // per door: planned by another door's call
+  void MergeNodeLocked(const std::string& name);
+  // A pod the engine schedules: every Slurm job member, and pods naming this scheduler.
+  bool OursLocked(const PodInfo& p) const {
+    return p.door == FrontDoor::kSlurm || p.scheduler_name == cfg_.scheduler_name;
+  }
+  void ResyncDoorLocked(const SyncBatch& b);
   std::unordered_map<std::string, PodInfo> pods_;
   std::unordered_map<std::string, std::string> pod_gang_;   // uid -> gang key (Tidal pods only)
   std::map<std::string, Gang> gangs_;

@@ -198,6 +198,8 @@ std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSched
   w.submit_time_s = submitted;
   w.required_level = spec.required_level;
   w.preferred_level = spec.preferred_level;
+  w.gpu_model = spec.gpu_model;
+  w.front_door = g.door;
   AttachConstraintsLocked(g, w);
   PinExclusiveDomainLocked(g, w);  // exclusive topology (engine_exclusive.cc)
   return w;

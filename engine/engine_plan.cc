@@ -196,7 +196,8 @@ std::string Engine::PlanQueueHeadLocked(const std::string& queue, std::vector<Po
     if (ScheduleGangLocked(h, spec, std::move(*hw)).outcome != Outcome::kPlaced) return {};
     for (const auto& u : h.pods) {
       const PodInfo& m = pods_.at(u);
-      if (m.node_name.empty()) activate->push_back({m.uid, m.ns, m.name});
+      // Only Kubernetes pods are activated; a Slurm gang's plan is collected by the next Admit.
+      if (m.node_name.empty() && m.door == FrontDoor::kKubernetes) activate->push_back({m.uid, m.ns, m.name});
     }
     return key;
   }

@@ -1,6 +1,16 @@
-// Engine: the mirror of the front door - nodes and pods from the Sync stream, the ClusterState
-// built from them (topology domains, bound pods, plans), and the charges bound pods make on the
-// queue ledger. Threading: Sync takes mu_; the *Locked functions run under it.
+// Engine: the mirror of the front doors - nodes and pods from each door's Sync stream, the
+// ClusterState built from them (topology domains, bound pods, plans), and the charges bound pods
+// make on the queue ledger.
+//
+// Two doors, one fabric. Each door reports its own record of a node (node_doors_); the engine
+// plans on their merge (nodes_, MergeNodeLocked): a node both doors report is one node, shared
+// (pool "shared") unless its tidal.dev/pool label says otherwise, usable by a door only while that
+// door reports it ready and schedulable (a Slurm drain keeps Slurm jobs off, not pods). Every pod
+// and every Slurm job member uses the node's capacity whoever placed it, so capacity moves to the
+// other side only once the first side's objects are gone (a Terminating pod and a COMPLETING job
+// still hold theirs). A door's resync replaces only that door's records.
+//
+// Threading: Sync takes mu_; the *Locked functions run under it.
 #include <algorithm>
 
 #include "engine/engine.h"
@@ -43,9 +53,18 @@ Node Engine::ToNode(const NodeInfo& in) const {
   n.gpu_model = in.gpu_model;
   n.taints = in.taints;
   n.health = !in.ready ? NodeHealth::kUnhealthy : in.unschedulable ? NodeHealth::kCordoned : NodeHealth::kReady;
-  n.pool = Pool::kKubernetes;
+  // The doors that may use it: those reporting it ready and schedulable, narrowed by its pool
+  // label (an admin's choice); a label naming a door that cannot use it leaves it to none.
+  uint8_t usable = 1u << static_cast<int>(FrontDoor::kKubernetes);
+  if (auto u = node_usable_.find(in.name); u != node_usable_.end()) usable = u->second;
+  const uint8_t k8s = 1u << static_cast<int>(FrontDoor::kKubernetes), slurm = 1u << static_cast<int>(FrontDoor::kSlurm);
+  n.pool = (usable & k8s) && (usable & slurm) ? Pool::kShared : (usable & slurm) ? Pool::kSlurm : Pool::kKubernetes;
   if (auto it = in.labels.find(cfg_.pool_label); it != in.labels.end()) {
-    if (auto p = ParsePool(it->second, cfg_.pool_label); p.ok()) n.pool = *p;
+    if (auto p = ParsePool(it->second, cfg_.pool_label); p.ok() && *p != Pool::kShared) {
+      const uint8_t want = *p == Pool::kSlurm ? slurm : k8s;
+      if ((usable & want) == 0 && n.health == NodeHealth::kReady) n.health = NodeHealth::kCordoned;
+      n.pool = *p;
+    }
   }
   return n;
 }
@@ -105,7 +124,7 @@ void Engine::EnsureStateLocked() {
 void Engine::ChargePodLocked(const PodInfo& p, bool borrowed) {
   // Bound pods are charged to their queue whoever scheduled them, if they name one (Tidal pods
   // always have one: "default" unless labelled).
-  const bool ours = p.scheduler_name == cfg_.scheduler_name;
+  const bool ours = OursLocked(p);
   if (!ours && !p.labels.count(kLabelQueue) && !p.annotations.count(kLabelQueue)) return;
   auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
   if (!spec.ok()) return;
@@ -180,7 +199,7 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
   if (p.name.empty()) return Status::Error("pod uid " + p.uid + ": name: must not be empty");
   if (p.request.AnyNegative()) return Status::Error("pod " + p.Key() + ": request: must not be negative");
   auto charged = charged_.find(p.uid);
-  if (charged != charged_.end() && p.node_name.empty() && p.phase == PodPhase::kPending) {
+  if (charged != charged_.end() && p.node_name.empty() && p.phase == PodPhase::kPending && p.door == FrontDoor::kKubernetes) {
     // A pod is never unbound: an update without a node for a pod the engine knows bound (by Bound
     // from PostBind, or an earlier update) is stale, sent before the binding reached the
     // informer. Keep the binding and its charge.
@@ -202,10 +221,16 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
     ReleaseBoundLocked(p.uid);
   }
   MarkPreemptViewLocked(p.uid);  // start time, terminating, labels of a bound pod (engine_preempt.cc)
-  if (p.scheduler_name != cfg_.scheduler_name) return Status::Ok();
+  if (!OursLocked(p)) return Status::Ok();
   PodSchedulingSpec spec;
   Status st;
-  const std::string key = GangKeyLocked(p, &spec, &st);
+  std::string key = GangKeyLocked(p, &spec, &st);
+  if (auto other = gangs_.find(key); st.ok() && other != gangs_.end() && other->second.door != p.door && !other->second.pods.empty()) {
+    st = Status::Unresolvable("gang " + key + " belongs to the " + std::string(FrontDoorName(other->second.door)) +
+                                  " front door; choose another gang name",
+                              "gang");
+    pods_[p.uid].spec_error = st;  // CheckPod / PlanPod report it on the pod
+  }
   auto old = pod_gang_.find(p.uid);
   if (old != pod_gang_.end() && old->second != key) {
     auto g = gangs_.find(old->second);
@@ -225,6 +250,7 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
   pod_gang_[p.uid] = key;
   Gang& g = gangs_[key];
   g.key = key;
+  g.door = p.door;
   g.pods.insert(p.uid);
   ReindexGangLocked(key);
   return Status::Ok();
@@ -264,23 +290,76 @@ std::vector<std::string> Engine::MissingLevels(const NodeInfo& n) const {
   return out;
 }
 
+void Engine::MergeNodeLocked(const std::string& name) {
+  auto recs = node_doors_.find(name);
+  const auto& k8s = recs == node_doors_.end() ? std::nullopt : recs->second[static_cast<int>(FrontDoor::kKubernetes)];
+  const auto& slurm = recs == node_doors_.end() ? std::nullopt : recs->second[static_cast<int>(FrontDoor::kSlurm)];
+  if (!k8s && !slurm) {
+    if (recs != node_doors_.end()) node_doors_.erase(recs);
+    node_usable_.erase(name);
+    if (nodes_.erase(name) > 0) state_.reset();
+    return;
+  }
+  // Kubernetes' record first (labels, taints, model); Slurm adds labels Kubernetes lacks. When both
+  // report GPUs, the smaller count is the node's: a GPU only one side sees is never handed out.
+  NodeInfo m = k8s ? *k8s : *slurm;
+  uint8_t usable = 0;
+  for (const auto* r : {&k8s, &slurm}) {
+    if (!*r) continue;
+    if ((*r)->ready && !(*r)->unschedulable) usable |= 1u << static_cast<int>((*r)->door);
+  }
+  if (k8s && slurm) {
+    for (const auto& [k, v] : slurm->labels) m.labels.emplace(k, v);
+    m.capacity.gpus = std::min(k8s->capacity.gpus, slurm->capacity.gpus);
+    if (m.gpu_model.empty()) m.gpu_model = slurm->gpu_model;
+  }
+  m.ready = (k8s && k8s->ready) || (slurm && slurm->ready);
+  m.unschedulable = usable == 0;
+  auto it = nodes_.find(name);
+  auto u = node_usable_.find(name);
+  const bool same_usable = u != node_usable_.end() && u->second == usable;
+  node_usable_[name] = usable;
+  if (it != nodes_.end() && SameNode(it->second, m) && same_usable) return;
+  nodes_[name] = std::move(m);
+  state_.reset();
+}
+
+void Engine::ResyncDoorLocked(const SyncBatch& b) {
+  // Everything of b.door the snapshot does not name is gone; the other door's objects stay. The
+  // door's plans are dropped (their members ask again); its pods still named keep their charges.
+  std::set<std::string> keep_pods, keep_nodes;
+  for (const auto& p : b.upsert_pods) keep_pods.insert(p.uid);
+  for (const auto& n : b.upsert_nodes) keep_nodes.insert(n.name);
+  std::vector<std::string> gone;
+  for (const auto& [uid, p] : pods_) {
+    if (p.door == b.door && !keep_pods.count(uid)) gone.push_back(uid);
+  }
+  for (const auto& uid : gone) DeletePodLocked(uid);
+  for (auto& [key, g] : gangs_) {
+    if (g.door == b.door && g.plan) {
+      DropPlanLocked(g);
+      g.last_reason = "plan dropped: the " + std::string(FrontDoorName(b.door)) + " front door resynced";
+    }
+  }
+  std::vector<std::string> names;
+  for (auto& [name, recs] : node_doors_) {
+    if (recs[static_cast<int>(b.door)] && !keep_nodes.count(name)) names.push_back(name);
+  }
+  for (const auto& name : names) {
+    node_doors_[name][static_cast<int>(b.door)].reset();
+    MergeNodeLocked(name);
+  }
+  synced_ = true;
+}
+
 Status Engine::Sync(const SyncBatch& b, uint64_t* generation, std::vector<NodeWarningInfo>* warnings) {
   std::lock_guard<std::mutex> lock(mu_);
   Status result;
   ledger_.Advance(clock_());
-  if (b.resync) {
-    for (const auto& [uid, c] : charged_) ledger_.Uncharge(uid);
-    for (const auto& [key, g] : gangs_) ledger_.Uncharge(PlanId(g));
-    nodes_.clear();
-    pods_.clear();
-    pod_gang_.clear();
-    gangs_.clear();
-    pending_by_queue_.clear();
-    charged_.clear();
-    state_.reset();
-    synced_ = true;
-  }
-  for (const auto& n : b.upsert_nodes) {
+  if (b.resync) ResyncDoorLocked(b);
+  for (const auto& in : b.upsert_nodes) {
+    NodeInfo n = in;
+    n.door = b.door;
     if (n.name.empty()) {
       result = Status::Error("node: name: must not be empty");
       continue;
@@ -289,10 +368,10 @@ Status Engine::Sync(const SyncBatch& b, uint64_t* generation, std::vector<NodeWa
       result = Status::Error("node " + n.name + ": capacity: must not be negative");
       continue;
     }
-    auto it = nodes_.find(n.name);
-    if (it != nodes_.end() && SameNode(it->second, n)) continue;
+    auto& rec = node_doors_[n.name][static_cast<int>(b.door)];
+    if (rec && SameNode(*rec, n) && rec->ready == n.ready) continue;
     const std::vector<std::string> missing = MissingLevels(n);
-    if (warnings != nullptr && !missing.empty() && (it == nodes_.end() || MissingLevels(it->second) != missing)) {
+    if (warnings != nullptr && !missing.empty() && (!rec || MissingLevels(*rec) != missing)) {
       std::string levels;
       for (const auto& l : missing) levels += (levels.empty() ? "" : ", ") + l;
       warnings->push_back({n.name, "TidalTopologyLabelMissing",
@@ -300,16 +379,32 @@ Status Engine::Sync(const SyncBatch& b, uint64_t* generation, std::vector<NodeWa
                                ": it is its own domain there and never shares a required " + missing.front() +
                                " with another node"});
     }
-    nodes_[n.name] = n;
-    state_.reset();
+    const std::string name = n.name;
+    rec = std::move(n);
+    MergeNodeLocked(name);
   }
   for (const auto& name : b.delete_nodes) {
-    if (nodes_.erase(name) > 0) state_.reset();
+    if (auto r = node_doors_.find(name); r != node_doors_.end()) {
+      r->second[static_cast<int>(b.door)].reset();
+      MergeNodeLocked(name);
+    }
   }
-  for (const auto& p : b.upsert_pods) {
-    if (Status s = UpsertPodLocked(p); !s.ok()) result = s;
+  for (const auto& in : b.upsert_pods) {
+    if (in.door != b.door) {
+      result = Status::Error("pod " + in.Key() + ": door: reported by the " + std::string(FrontDoorName(b.door)) +
+                             " stream as a " + std::string(FrontDoorName(in.door)) + " pod");
+      continue;
+    }
+    if (auto old = pods_.find(in.uid); old != pods_.end() && old->second.door != b.door) {
+      result = Status::Error("pod uid " + in.uid + ": belongs to the " + std::string(FrontDoorName(old->second.door)) +
+                             " front door; refused from " + std::string(FrontDoorName(b.door)));
+      continue;
+    }
+    if (Status s = UpsertPodLocked(in); !s.ok()) result = s;
   }
-  for (const auto& uid : b.delete_pods) DeletePodLocked(uid);
+  for (const auto& uid : b.delete_pods) {
+    if (auto it = pods_.find(uid); it != pods_.end() && it->second.door == b.door) DeletePodLocked(uid);
+  }
   if (b.resync) {
     // Bound times survive a resync for pods still bound; the others are gone.
     for (auto it = bound_since_.begin(); it != bound_since_.end();) {

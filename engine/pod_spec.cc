@@ -37,6 +37,10 @@ StatusOr<PodSchedulingSpec> ParsePodSchedulingSpec(const std::map<std::string, s
   };
   if (Status st = duration(kLabelRuntimeLimit, &s.runtime_limit_s); !st.ok()) return st;
   if (Status st = duration(kLabelCheckpointInterval, &s.checkpoint_interval_s); !st.ok()) return st;
+  if (const auto* v = Lookup(labels, annotations, kLabelGpuModel)) {
+    if (!IsValidLabelValue(*v)) return Bad(kLabelGpuModel, *v, "a GPU model name such as a100 (a label value)");
+    s.gpu_model = *v;
+  }
   if (const auto* v = Lookup(labels, annotations, kLabelClass)) {
     auto c = ParseWorkloadClass(*v, kLabelClass);
     if (!c.ok()) return Bad(kLabelClass, *v, "training, inference, batch, interactive");

@@ -11,6 +11,7 @@
 //   tidal.dev/runtime-limit       duration: 90s, 30m, 12h, 1h30m, 2d
 //   tidal.dev/checkpoint-interval duration
 //   tidal.dev/class               training | inference | batch | interactive
+//   tidal.dev/gpu-model           the nodes' GPU model, e.g. a100 (default any; Slurm's --gres=gpu:a100:N)
 // Then, for gang, queue and topology only, the upstream PodGroup (scheduling.k8s.io/v1alpha2, as
 // the shim hands it over in podgroup.internal.tidal.dev/* annotations of the converted pod) and
 // the keys of scheduler-plugins, Volcano, KAI, Kueue, JobSet and LeaderWorkerSet, in that fixed
@@ -41,6 +42,7 @@ inline constexpr const char* kLabelPreemptible = "tidal.dev/preemptible";
 inline constexpr const char* kLabelRuntimeLimit = "tidal.dev/runtime-limit";
 inline constexpr const char* kLabelCheckpointInterval = "tidal.dev/checkpoint-interval";
 inline constexpr const char* kLabelClass = "tidal.dev/class";
+inline constexpr const char* kLabelGpuModel = "tidal.dev/gpu-model";
 inline constexpr const char* kLabelPodGroup = "scheduling.x-k8s.io/pod-group";
 
 // The upstream PodGroup of a pod (spec.schedulingGroup.podGroupName), as the shim writes it into
@@ -66,6 +68,7 @@ struct PodSchedulingSpec {
   int64_t runtime_limit_s = 0;
   int64_t checkpoint_interval_s = 0;
   WorkloadClass workload_class = WorkloadClass::kBatch;
+  std::string gpu_model;          // "" = any
   // Exclusive topology (JobSet, LeaderWorkerSet): every pod of `exclusive_group` ("jobset/<name>/
   // <replicated job>/<job index>", "lws/<name>/<group index>"; in the pod's namespace) lands in one
   // domain of the node label `exclusive_key`, which no other such group uses.

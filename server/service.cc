@@ -16,6 +16,20 @@ grpc::Status CheckRef(const v1::PodRef& r, const std::string& field) {
   return grpc::Status::OK;
 }
 
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// UNSPECIFIED reads as Kubernetes (shims older than the second door).
+StatusOr<FrontDoor> DoorFromProto(v1::FrontDoor d, const std::string& field) {
+  switch (d) {
+    case v1::FRONT_DOOR_UNSPECIFIED:
+    case v1::KUBERNETES: return FrontDoor::kKubernetes;
+    case v1::SLURM: return FrontDoor::kSlurm;
+    default: return Status::Error(field + ": unknown front door " + std::to_string(static_cast<int>(d)));
+  }
+}
+
 void ToProto(const PodRefInfo& p, v1::PodRef* out) {
   out->set_uid(p.uid);
   out->set_namespace_(p.ns);
@@ -166,17 +180,43 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
   return Observe("Sync", [&]() -> grpc::Status {
     v1::SyncRequest req;
     bool first = true;
+    FrontDoor door = FrontDoor::kKubernetes;
+    uint64_t token = 0;
+    // The lease lapses (or starts its ttl) when the stream ends, however it ends.
+    struct Releaser {
+      DoorLeases& l;
+      const FrontDoor& d;
+      const uint64_t& t;
+      ~Releaser() {
+        if (t != 0) l.Release(d, t, NowMs());
+      }
+    } releaser{leases_, door, token};
     while (stream->Read(&req)) {
-      if (first && !req.resync()) {
-        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                            "resync: the first message of a Sync stream must be a full snapshot (resync=true)");
+      auto d = DoorFromProto(req.door(), "door");
+      if (!d.ok()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, d.status().reasons().front());
+      if (first) {
+        if (!req.resync()) {
+          return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                              "resync: the first message of a Sync stream must be a full snapshot (resync=true)");
+        }
+        door = *d;
+        auto t = leases_.Acquire(door, req.holder(), req.lease_ttl_ms(), NowMs());
+        if (!t.ok()) return grpc::Status(grpc::StatusCode::ABORTED, t.status().reasons().front());
+        token = *t;
+      } else if (req.door() != v1::FRONT_DOOR_UNSPECIFIED && *d != door) {
+        return Invalid("door", "a Sync stream speaks for one door (" + std::string(FrontDoorName(door)) + "), got " +
+                                   std::string(FrontDoorName(*d)));
       }
       first = false;
       SyncBatch b;
+      b.door = door;
       b.resync = req.resync();
       for (const auto& n : req.upsert_nodes()) b.upsert_nodes.push_back(FromProto(n));
       b.delete_nodes.assign(req.delete_nodes().begin(), req.delete_nodes().end());
-      for (const auto& p : req.upsert_pods()) b.upsert_pods.push_back(FromProto(p));
+      for (const auto& p : req.upsert_pods()) {
+        b.upsert_pods.push_back(FromProto(p));
+        b.upsert_pods.back().door = door;
+      }
       b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
       uint64_t gen = 0;
       std::vector<NodeWarningInfo> warnings;
@@ -323,6 +363,49 @@ grpc::Status EngineService::Evicted(grpc::ServerContext*, const v1::EvictedReque
     r.reason = req->reason();
     r.protected_gangs.assign(req->protected_gangs().begin(), req->protected_gangs().end());
     ToProto(engine_.Evicted(r), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+}  // namespace tidal
+
+namespace tidal {
+
+grpc::Status EngineService::Admit(grpc::ServerContext*, const v1::AdmitRequest* req, v1::AdmitResponse* resp) {
+  return Observe("Admit", [&]() -> grpc::Status {
+    auto door = DoorFromProto(req->door(), "door");
+    if (!door.ok()) return Invalid("door", door.status().reasons().front());
+    if (req->max_waiting() < 0) return Invalid("max_waiting", "must not be negative");
+    if (!leases_.Holds(*door, req->holder(), NowMs())) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "holder: \"" + req->holder() + "\" does not hold the " + std::string(FrontDoorName(*door)) +
+                              " door's Sync lease (open a Sync stream first)");
+    }
+    AdmitResult r = engine_.Admit(*door, req->max_waiting());
+    ToProto(r.status, resp->mutable_status());
+    for (const auto& a : r.admitted) {
+      v1::Admission* out = resp->add_admitted();
+      out->set_gang(a.gang);
+      for (const auto& n : a.nodes) out->add_nodes(n);
+      out->set_domain(a.domain);
+      out->set_explanation(a.explanation);
+    }
+    for (const auto& w : r.waiting) {
+      v1::Waiting* out = resp->add_waiting();
+      out->set_gang(w.gang);
+      out->set_reason(w.reason);
+    }
+    resp->set_tried(r.tried);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::TakeActivations(grpc::ServerContext*, const v1::TakeActivationsRequest* req,
+                                            v1::TakeActivationsResponse* resp) {
+  return Observe("TakeActivations", [&]() -> grpc::Status {
+    auto door = DoorFromProto(req->door(), "door");
+    if (!door.ok()) return Invalid("door", door.status().reasons().front());
+    for (const auto& p : engine_.TakeActivations(*door)) ToProto(p, resp->add_pods());
     return grpc::Status::OK;
   });
 }

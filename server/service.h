@@ -3,13 +3,15 @@
 // domain types, calls the Engine and converts back. Scheduling outcomes travel as tidal.v1.Status
 // values inside OK responses; gRPC errors mean a malformed request or an internal failure.
 // Threading: gRPC's synchronous server calls handlers on its own thread pool; all state lives in
-// Engine, which serialises access itself. A Sync stream is handled by one thread for its lifetime.
+// Engine, which serialises access itself, and DoorLeases (internally locked). A Sync stream is
+// handled by one thread for its lifetime.
 #pragma once
 
 #include <functional>
 
 #include <grpcpp/grpcpp.h>
 
+#include "engine/door_lease.h"
 #include "engine/engine.h"
 #include "tidal/v1/engine.grpc.pb.h"
 
@@ -32,12 +34,18 @@ class EngineService final : public v1::Engine::Service {
   grpc::Status NodeRefused(grpc::ServerContext* ctx, const v1::NodeRefusal* req, v1::NodeRefusedResponse* resp) override;
   // Preemption: the shim's report of the evictions it did and the victims PDBs protect.
   grpc::Status Evicted(grpc::ServerContext* ctx, const v1::EvictedRequest* req, v1::EvictedResponse* resp) override;
+  // The Slurm door: decisions (fenced by the door's Sync lease) and cross-door activations.
+  grpc::Status Admit(grpc::ServerContext* ctx, const v1::AdmitRequest* req, v1::AdmitResponse* resp) override;
+  grpc::Status TakeActivations(grpc::ServerContext* ctx, const v1::TakeActivationsRequest* req,
+                               v1::TakeActivationsResponse* resp) override;
+  DoorLeases& leases() { return leases_; }
 
  private:
   // Decorates a handler: request count by method and code, latency by method.
   grpc::Status Observe(const char* method, const std::function<grpc::Status()>& body);
   Engine& engine_;
   EngineMetrics* metrics_;
+  DoorLeases leases_;  // one Sync holder per front door
 };
 
 // Conversions (exposed for tests).

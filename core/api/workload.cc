@@ -2,6 +2,8 @@
 
 namespace tidal {
 
+std::string_view FrontDoorName(FrontDoor d) { return d == FrontDoor::kSlurm ? "slurm" : "kubernetes"; }
+
 std::string_view WorkloadClassName(WorkloadClass c) {
   switch (c) {
     case WorkloadClass::kTraining: return "training";

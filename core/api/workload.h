@@ -20,6 +20,7 @@ StatusOr<WorkloadClass> ParseWorkloadClass(std::string_view text, std::string_vi
 
 // Which front door submitted the workload; it may only use nodes of its pool or shared ones.
 enum class FrontDoor { kKubernetes, kSlurm };
+std::string_view FrontDoorName(FrontDoor d);  // "kubernetes", "slurm"
 
 struct Workload {
   std::string id;                 // unique, e.g. "namespace/gang-name" or "slurm/1234"

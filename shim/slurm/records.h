@@ -1,0 +1,115 @@
+// Plain records of what slurmctld reports, as tidal-slurm reads them: from libslurm
+// (slurm_api_libslurm.cc) or from a recorded `squeue --json` / `sinfo --json` state (json_state.cc).
+// No Slurm header here: the reconciler and its tests see only these types.
+//
+// Threading: plain values; a ClusterRecords is built by one reader call and then only read.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/api/status.h"
+
+namespace tidal::slurm {
+
+enum class JobState {
+  kPending, kRunning, kSuspended, kCompleting, kCompleted, kCancelled, kFailed, kTimeout,
+  kNodeFail, kPreempted, kBootFail, kDeadline, kOutOfMemory, kUnknown
+};
+const char* JobStateName(JobState s);
+
+struct JobRecord {
+  std::string id;                  // "123", or "123_7" for an array task split off its array
+  uint32_t job_id = 0;             // slurmctld's job id (a split array task has its own)
+  uint32_t array_job_id = 0;       // 0 = not an array
+  std::optional<uint32_t> array_task_id;  // set for a split task
+  // A pending array record not yet split: the task ids it still holds (expanded, "0-99%4" -> 0..99).
+  // Its id is the array's "123": an update of "123" applies to every task it still holds.
+  std::vector<uint32_t> pending_array_tasks;
+  uint32_t array_max_tasks = 0;    // the "%4" of "0-99%4": at most 4 tasks run at once (0 = no limit)
+  std::string name, user, account, partition, qos;
+  JobState state = JobState::kUnknown;
+  // COMPLETING flag: still holds its nodes. libslurm reports the base state (kCompleted,
+  // kCancelled, ...) plus this flag; squeue --json reports only "COMPLETING" (state kCompleting,
+  // flag set). Test the flag, not the state.
+  bool completing = false;
+  std::string state_reason;        // "JobHeldUser", "Resources", "Dependency", ...
+  uint32_t priority = 0;           // 0 = held
+  std::string dependency;          // remaining dependency expression ("" = none or satisfied)
+  uint32_t node_count = 1;         // nodes requested (min) while pending, allocated once running
+  int64_t gpus_per_node = 0;       // from tres_per_node ("gres:gpu:a100:4") or tres_per_job / nodes
+  // GPUs asked for the whole job (--gpus=N: tres_per_job; --gpus-per-task: per task x tasks);
+  // 0 when the request is per node. gpus_per_node is then ceil(gpus_total / node_count).
+  int64_t gpus_total = 0;
+  std::string gpu_model;           // "a100", "" = any
+  int64_t cpus_per_node = 0;       // 0 = not stated
+  int64_t memory_mb_per_node = 0;  // 0 = not stated
+  int64_t time_limit_min = 0;      // 0 = none (INFINITE / NO_VAL)
+  int64_t submit_time = 0, start_time = 0, end_time = 0;  // unix seconds, 0 = unknown
+  uint32_t restart_cnt = 0;        // requeues
+  std::vector<std::string> nodes;           // allocated (expanded hostlist), running/completing
+  std::vector<std::string> required_nodes;  // ReqNodeList (expanded)
+  std::vector<std::string> excluded_nodes;  // ExcNodeList (expanded)
+  std::string features;            // --constraint expression
+  uint32_t req_switch = 0;         // --switches=N (0 = none)
+  std::string comment, admin_comment;
+  // Why a field could not be read ("tres_per_node: gpu count 'x' is not a number"); a job with a
+  // parse error is never released, its error is shown to its owner.
+  std::string parse_error;
+};
+
+enum class NodeState { kIdle, kAllocated, kMixed, kDown, kError, kFuture, kUnknown };
+const char* NodeStateName(NodeState s);
+
+struct NodeRecord {
+  std::string name;
+  NodeState state = NodeState::kUnknown;
+  bool drain = false, completing = false, not_responding = false, maint = false, reserved = false;
+  int64_t gpus = 0;                // configured gres/gpu count
+  std::string gpu_model;           // "a100" from "gpu:a100:8", "" when untyped or mixed
+  struct GpuType {
+    std::string model;             // "" = untyped
+    int64_t count = 0;
+    bool operator==(const GpuType&) const = default;
+  };
+  std::vector<GpuType> gpu_types;  // one per "gpu:TYPE:N" entry of the node's Gres (mixed nodes: several)
+  int64_t gpus_used = 0;
+  int64_t cpus = 0;
+  int64_t real_memory_mb = 0;
+  std::string reason;              // drain/down reason ("tidal: ..." when Tidal set it)
+  std::vector<std::string> partitions;
+  std::vector<std::string> features;
+  std::string parse_error;
+};
+
+struct ClusterRecords {
+  std::vector<JobRecord> jobs;
+  std::vector<NodeRecord> nodes;
+  int64_t read_unix = 0;  // when slurmctld answered
+};
+
+// slurmctld as the adapter uses it. Every call is one or a few RPCs; a failed call returns an
+// error status and changes nothing the caller holds (a failed read is "unknown", never "gone").
+class SlurmApi {
+ public:
+  virtual ~SlurmApi() = default;
+  // One full read of jobs and nodes.
+  virtual Status Load(ClusterRecords* out) = 0;
+  // Pins a held pending job to `nodes` (ReqNodeList; empty = leave as is), sets its Comment, and
+  // releases it (root's release: the job_submit gate refuses the owner's). job id "123" or "123_7".
+  virtual Status Release(const std::string& job_id, const std::vector<std::string>& nodes,
+                         const std::string& comment) = 0;
+  // Holds a pending job again and clears a Tidal pin (ReqNodeList = ""), with a Comment.
+  virtual Status Hold(const std::string& job_id, const std::string& comment) = 0;
+  // Sets a job's Comment (why Tidal holds it). Never touches AdminComment set by an admin.
+  virtual Status SetComment(const std::string& job_id, const std::string& comment) = 0;
+  // Preempts a running job: requeue-hold it (batch) or cancel it with SIGTERM first.
+  virtual Status Requeue(const std::string& job_id) = 0;
+  // Drains a node with reason "tidal: ..." / undrains it (only drains whose reason starts "tidal:").
+  virtual Status Drain(const std::string& node, const std::string& reason) = 0;
+  virtual Status Undrain(const std::string& node) = 0;
+};
+
+}  // namespace tidal::slurm

@@ -1,0 +1,253 @@
+// Two front doors on one engine: a door's resync replaces only its own objects, a node both doors
+// report is one shared node (usable by a door only while that door reports it schedulable), Slurm
+// gangs are admitted in the engine's order with their nodes, fair share holds across doors (a
+// Kubernetes queue below its share goes first and its pods are handed over for activation), and
+// the door lease refuses a second holder.
+#include <gtest/gtest.h>
+
+#include "engine/door_lease.h"
+#include "engine/engine.h"
+#include "test/support/engine_objects.h"
+
+namespace tidal {
+namespace {
+
+using testing::GangPod;
+using testing::GpuNode;
+
+class DoorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start("queues:\n  - name: qa\n    weight: 1\n  - name: qb\n    weight: 1\n"); }
+  void Start(const std::string& yaml) {
+    auto cfg = ParseEngineConfig(yaml, "t.yaml");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    auto e = Engine::Create(*cfg, [this] { return now_; });
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+  }
+  Status Sync(SyncBatch b, FrontDoor door) {
+    b.door = door;
+    for (auto& p : b.upsert_pods) p.door = door;
+    uint64_t gen = 0;
+    return engine_->Sync(b, &gen);
+  }
+  // Member i of Slurm job `job` (gang "slurm/<job>"), as tidal-slurm reports it.
+  static PodInfo SlurmMember(const std::string& job, int i, int size, const std::string& queue, int64_t gpus = 8) {
+    PodInfo p;
+    p.door = FrontDoor::kSlurm;
+    p.uid = "slurm/" + job + "#" + std::to_string(i);
+    p.ns = "slurm";
+    p.name = job + "#" + std::to_string(i);
+    p.request = Resources{gpus, 0, 0};
+    p.annotations = {{kLabelGang, job}, {kLabelGangSize, std::to_string(size)}, {kLabelQueue, queue}};
+    return p;
+  }
+  static PodInfo KubePod(const std::string& name, const std::string& queue, int64_t gpus = 8) {
+    PodInfo p = GangPod(name, "", 1, gpus);
+    p.labels[kLabelQueue] = queue;
+    return p;
+  }
+  int Pods() { return engine_->Stats().pods; }
+  int Nodes() { return engine_->Stats().nodes; }
+  double Usage(const std::string& queue) {
+    for (const auto& row : engine_->Gauges().queue_usage) {
+      if (row.labels == std::vector<std::string>{queue, "gpus"}) return row.value;
+    }
+    return -1;
+  }
+  int64_t now_ = 1000;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(DoorTest, AResyncOfOneDoorKeepsTheOtherDoorsObjectsAndCharges) {
+  SyncBatch k;
+  k.resync = true;
+  k.upsert_nodes = {GpuNode("n1", "l0", "v0"), GpuNode("n2", "l0", "v1")};
+  PodInfo bound = KubePod("web", "qb");
+  bound.node_name = "n1";
+  bound.phase = PodPhase::kRunning;
+  k.upsert_pods = {bound};
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = {GpuNode("n2", "l0", "v1"), GpuNode("n3", "l0", "v1")};
+  PodInfo running = SlurmMember("7", 0, 1, "qa");
+  running.node_name = "n2";
+  running.phase = PodPhase::kRunning;
+  s.upsert_pods = {running};
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  EXPECT_EQ(Nodes(), 3);
+  EXPECT_EQ(Pods(), 2);
+  EXPECT_EQ(Usage("qa"), 8);
+  EXPECT_EQ(Usage("qb"), 8);
+  // Kubernetes resyncs again (a shim restart): the Slurm job and Slurm's node n3 stay.
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  EXPECT_EQ(Nodes(), 3);
+  EXPECT_EQ(Pods(), 2);
+  EXPECT_EQ(Usage("qa"), 8);
+  // Slurm resyncs without the job (it finished) and without n2: n2 is still Kubernetes' node.
+  SyncBatch s2;
+  s2.resync = true;
+  s2.upsert_nodes = {GpuNode("n3", "l0", "v1")};
+  ASSERT_TRUE(Sync(s2, FrontDoor::kSlurm).ok());
+  EXPECT_EQ(Nodes(), 3);
+  EXPECT_EQ(Pods(), 1);
+  EXPECT_EQ(Usage("qa"), 0);
+  EXPECT_EQ(Usage("qb"), 8);
+}
+
+TEST_F(DoorTest, ADoorCannotTouchTheOtherDoorsPodsOrGangs) {
+  SyncBatch k;
+  k.resync = true;
+  k.upsert_nodes = {GpuNode("n1", "l0", "v0")};
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_pods = {SlurmMember("9", 0, 1, "qa")};
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  // A Kubernetes pod in namespace "slurm" naming gang "9" would join Slurm job 9's gang: refused.
+  SyncBatch k2;
+  PodInfo p = KubePod("x", "qa");
+  p.ns = "slurm";
+  p.labels[kLabelGang] = "9";
+  p.labels[kLabelGangSize] = "1";
+  k2.upsert_pods = {p};
+  ASSERT_TRUE(Sync(k2, FrontDoor::kKubernetes).ok());
+  std::string gang;
+  EXPECT_FALSE(engine_->CheckPod(p.uid, &gang).ok());
+  // Kubernetes deleting a Slurm uid does nothing.
+  SyncBatch k3;
+  k3.delete_pods = {"slurm/9#0"};
+  ASSERT_TRUE(Sync(k3, FrontDoor::kKubernetes).ok());
+  EXPECT_EQ(Pods(), 2);
+}
+
+TEST_F(DoorTest, ASharedNodeIsUsableOnlyByTheDoorsThatReportItSchedulable) {
+  SyncBatch k;
+  k.resync = true;
+  k.upsert_nodes = {GpuNode("n1", "l0", "v0")};
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  SyncBatch s;
+  s.resync = true;
+  NodeInfo drained = GpuNode("n1", "l0", "v0");
+  drained.unschedulable = true;  // an admin's Slurm drain
+  s.upsert_nodes = {drained};
+  s.upsert_pods = {SlurmMember("1", 0, 1, "qa")};
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  AdmitResult r = engine_->Admit(FrontDoor::kSlurm, 0);
+  EXPECT_TRUE(r.admitted.empty());
+  ASSERT_EQ(r.waiting.size(), 1u);
+  // A pod may still use it.
+  SyncBatch k2;
+  k2.upsert_pods = {KubePod("p", "qb")};
+  ASSERT_TRUE(Sync(k2, FrontDoor::kKubernetes).ok());
+  EXPECT_EQ(engine_->PlanPod("uid-p").node, "n1");
+  // Undrained: Slurm may use the node, but the pod's plan holds its 8 GPUs: nothing double-booked.
+  SyncBatch s2;
+  s2.upsert_nodes = {GpuNode("n1", "l0", "v0")};
+  ASSERT_TRUE(Sync(s2, FrontDoor::kSlurm).ok());
+  EXPECT_TRUE(engine_->Admit(FrontDoor::kSlurm, 0).admitted.empty());
+}
+
+TEST_F(DoorTest, AdmitReturnsSlurmGangsWithTheirNodesAndTheBindingConvertsThePlan) {
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = {GpuNode("n1", "l0", "v0"), GpuNode("n2", "l0", "v0"), GpuNode("n3", "l1", "v1")};
+  for (int i = 0; i < 2; ++i) s.upsert_pods.push_back(SlurmMember("5", i, 2, "qa"));
+  s.upsert_pods.push_back(SlurmMember("6", 0, 1, "qa"));
+  s.upsert_pods.push_back(SlurmMember("8", 0, 1, "qa"));  // no room left for it
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  AdmitResult r = engine_->Admit(FrontDoor::kSlurm, 0);
+  ASSERT_EQ(r.admitted.size(), 2u);
+  std::set<std::string> used;
+  for (const auto& a : r.admitted) {
+    for (const auto& n : a.nodes) EXPECT_TRUE(used.insert(n).second) << "node " << n << " handed out twice";
+  }
+  ASSERT_EQ(r.waiting.size(), 1u);
+  EXPECT_EQ(r.waiting[0].gang, "slurm/8");
+  EXPECT_FALSE(r.waiting[0].reason.empty());
+  // Asking again returns the same plans (the adapter applies each once).
+  AdmitResult again = engine_->Admit(FrontDoor::kSlurm, 0);
+  ASSERT_EQ(again.admitted.size(), 2u);
+  // The adapter released job 5 pinned to its nodes: its members are reported bound there.
+  const AdmissionInfo& five = r.admitted[0].gang == "slurm/5" ? r.admitted[0] : r.admitted[1];
+  ASSERT_EQ(five.nodes.size(), 2u);
+  SyncBatch bound;
+  for (int i = 0; i < 2; ++i) {
+    PodInfo m = SlurmMember("5", i, 2, "qa");
+    m.node_name = five.nodes[static_cast<size_t>(i)];
+    bound.upsert_pods.push_back(m);
+  }
+  ASSERT_TRUE(Sync(bound, FrontDoor::kSlurm).ok());
+  EXPECT_EQ(Usage("qa"), 24);  // job 5 bound (16) + job 6's plan (8), charged once each
+  AdmitResult after = engine_->Admit(FrontDoor::kSlurm, 0);
+  ASSERT_EQ(after.admitted.size(), 1u);
+  EXPECT_EQ(after.admitted[0].gang, "slurm/6");
+}
+
+TEST_F(DoorTest, FairShareAcrossDoorsPlansTheKubernetesQueueBelowItsShareFirst) {
+  SyncBatch k;
+  k.resync = true;
+  for (int i = 0; i < 4; ++i) k.upsert_nodes.push_back(GpuNode("n" + std::to_string(i), "l0", "v" + std::to_string(i)));
+  // qa (Slurm) already runs 3 nodes' worth; qb (Kubernetes) runs nothing.
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = k.upsert_nodes;
+  for (int i = 0; i < 3; ++i) {
+    PodInfo m = SlurmMember("r" + std::to_string(i), 0, 1, "qa");
+    m.node_name = "n" + std::to_string(i);
+    m.phase = PodPhase::kRunning;
+    s.upsert_pods.push_back(m);
+  }
+  s.upsert_pods.push_back(SlurmMember("w", 0, 1, "qa"));
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  SyncBatch k2;
+  k2.upsert_pods = {KubePod("kp", "qb")};
+  ASSERT_TRUE(Sync(k2, FrontDoor::kKubernetes).ok());
+  // One node is free: the Kubernetes queue qb is further below its share than qa.
+  AdmitResult r = engine_->Admit(FrontDoor::kSlurm, 0);
+  EXPECT_TRUE(r.admitted.empty());
+  ASSERT_EQ(r.waiting.size(), 1u);
+  std::vector<PodRefInfo> act = engine_->TakeActivations(FrontDoor::kKubernetes);
+  ASSERT_EQ(act.size(), 1u);
+  EXPECT_EQ(act[0].uid, "uid-kp");
+  EXPECT_TRUE(engine_->TakeActivations(FrontDoor::kKubernetes).empty());  // once
+  EXPECT_EQ(engine_->PlanPod("uid-kp").node, "n3");
+}
+
+TEST(DoorLeaseTest, ASecondHolderIsRefusedWhileTheLeaseIsHeld) {
+  DoorLeases l;
+  auto a = l.Acquire(FrontDoor::kSlurm, "adapter-a", 10000, 0);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(l.Holds(FrontDoor::kSlurm, "adapter-a", 5));
+  auto b = l.Acquire(FrontDoor::kSlurm, "adapter-b", 10000, 5);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().ToString().find("adapter-a"), std::string::npos) << b.status().ToString();
+  // The other door is independent.
+  EXPECT_TRUE(l.Acquire(FrontDoor::kKubernetes, "", 0, 5).ok());
+  // a's stream closes: a may come back at once, b only after the ttl.
+  l.Release(FrontDoor::kSlurm, *a, 100);
+  EXPECT_FALSE(l.Acquire(FrontDoor::kSlurm, "adapter-b", 10000, 5000).ok());
+  EXPECT_FALSE(l.Holds(FrontDoor::kSlurm, "adapter-b", 5000));
+  EXPECT_TRUE(l.Holds(FrontDoor::kSlurm, "adapter-a", 5000));
+  auto b2 = l.Acquire(FrontDoor::kSlurm, "adapter-b", 10000, 10101);
+  ASSERT_TRUE(b2.ok());
+  EXPECT_FALSE(l.Holds(FrontDoor::kSlurm, "adapter-a", 10101));
+  // A stale token's release does not free the new holder's lease.
+  l.Release(FrontDoor::kSlurm, *a, 10200);
+  EXPECT_TRUE(l.Holds(FrontDoor::kSlurm, "adapter-b", 10300));
+  EXPECT_FALSE(l.Acquire(FrontDoor::kSlurm, "adapter-a", 10000, 10300).ok());
+}
+
+TEST(DoorLeaseTest, AnAnonymousHolderIsRefusedOnlyWhileItsStreamIsOpen) {
+  DoorLeases l;
+  auto a = l.Acquire(FrontDoor::kKubernetes, "", 0, 0);
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(l.Acquire(FrontDoor::kKubernetes, "", 0, 1).ok());
+  l.Release(FrontDoor::kKubernetes, *a, 2);
+  EXPECT_TRUE(l.Acquire(FrontDoor::kKubernetes, "", 0, 2).ok());
+}
+
+}  // namespace
+}  // namespace tidal
