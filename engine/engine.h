@@ -93,8 +93,17 @@ struct NodeWarningInfo {
   std::string node, reason, message;
 };
 
+// A job the door saw finish (its own records), for the gap it may have missed (Engine::Sync).
+struct FinishedJobInfo {
+  std::string gang;
+  int64_t start_unix = 0, end_unix = 0;
+  int32_t members = 0;
+  int64_t gpus_per_member = 0;  // 0 = unknown
+};
+
 struct SyncBatch {
   FrontDoor door = FrontDoor::kKubernetes;  // a resync replaces only this door's nodes and pods
+  std::vector<FinishedJobInfo> finished;
   bool resync = false;
   std::vector<NodeInfo> upsert_nodes;
   std::vector<std::string> delete_nodes;
@@ -158,6 +167,10 @@ struct EngineGauges {
   std::vector<Row> largest_gang;    // level (GPUs of the largest whole-node gang placeable now)
   double unusable_free_gpus = 0;    // free GPUs on nodes too small for every pending member shape
   std::vector<Row> missing_topology;  // level: nodes without that level's label (own domains)
+  std::vector<Row> door_members;    // door, state ("pending", "bound"): pods / Slurm job members
+  std::vector<Row> door_gpus;       // door: GPUs of bound members
+  std::vector<Row> queue_door_gpus; // queue, door: GPUs the queue's bound members hold, per door
+  std::vector<Row> door_nodes;      // door: nodes the door reports
 };
 
 // A bound pod that outran its declared runtime limit (plus the grace): the front door evicts it.
@@ -442,6 +455,20 @@ class Engine {
     return p.door == FrontDoor::kSlurm || p.scheduler_name == cfg_.scheduler_name;
   }
   void ResyncDoorLocked(const SyncBatch& b);
+  void DoorGaugesLocked(EngineGauges& out) const;  // engine_views.cc
+  // --- the gap ledger (engine_sync.cc): what the engine last knew of each Slurm gang, so a
+  // finished record from the door closes a gap exactly once.
+  struct GangMemory {
+    int leaf = 0;
+    Resources per_member;
+    int32_t members = 0;
+    int64_t bound_from = 0, bound_until = 0;  // when the engine charged its members (0 = never)
+    bool settled = false;                     // a finished record was applied
+    int64_t touched = 0;
+  };
+  std::unordered_map<std::string, GangMemory> gang_memory_;
+  void RememberGangLocked(const PodInfo& p, bool bound, bool released);
+  void SettleFinishedLocked(const FinishedJobInfo& f);
   std::unordered_map<std::string, PodInfo> pods_;
   std::unordered_map<std::string, std::string> pod_gang_;   // uid -> gang key (Tidal pods only)
   std::map<std::string, Gang> gangs_;

@@ -181,8 +181,53 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
   MarkPreemptViewLocked(p.uid);  // regrouped in the preemption view (engine_preempt.cc)
 }
 
+void Engine::RememberGangLocked(const PodInfo& p, bool bound, bool released) {
+  if (p.door != FrontDoor::kSlurm) return;
+  auto gk = pod_gang_.find(p.uid);
+  if (gk == pod_gang_.end()) return;
+  const int64_t now = clock_();
+  if (gang_memory_.size() > 200000) {  // bounded: forget gangs untouched for a day
+    for (auto it = gang_memory_.begin(); it != gang_memory_.end();) it = it->second.touched < now - 86400 ? gang_memory_.erase(it) : std::next(it);
+  }
+  GangMemory& m = gang_memory_[gk->second];
+  m.touched = now;
+  if (auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels); spec.ok()) {
+    const int q = ledger_.tree().Find(spec->queue);
+    if (q > 0 && ledger_.tree().IsLeaf(q)) m.leaf = q;
+    m.members = spec->gang_size;
+  }
+  if (p.request.gpus > 0 || m.per_member.gpus == 0) m.per_member = p.request;
+  if (bound) {
+    if (m.bound_from == 0) m.bound_from = now;
+    m.bound_until = 0;
+  }
+  if (released && m.bound_from != 0) m.bound_until = now;
+}
+
+void Engine::SettleFinishedLocked(const FinishedJobInfo& f) {
+  auto it = gang_memory_.find(f.gang);
+  if (it == gang_memory_.end() || it->second.settled || it->second.leaf <= 0) return;  // unknown: nothing to correct
+  GangMemory& m = it->second;
+  Resources per = m.per_member;
+  if (f.gpus_per_member > 0) per.gpus = f.gpus_per_member;
+  const int32_t members = f.members > 0 ? f.members : std::max(1, m.members);
+  ResVec r = ledger_.tree().Request(per * members, "");
+  if (m.bound_from == 0) {
+    // It ran while the door was not reporting (released, then the adapter went away): charge it.
+    ledger_.AddPastUsage(m.leaf, r, f.start_unix, f.end_unix);
+  } else if (m.bound_until > f.end_unix) {
+    // The engine kept charging it after it ended (until the door's resync): credit that back.
+    for (auto& x : r) x = -x;
+    ledger_.AddPastUsage(m.leaf, r, f.end_unix, m.bound_until);
+  } else if (m.bound_until == 0) {
+    return;  // still charged as bound: the door will report it gone
+  }
+  m.settled = true;
+}
+
 void Engine::ReleaseBoundLocked(const std::string& uid) {
   MarkPreemptViewLocked(uid);  // regrouped in the preemption view (engine_preempt.cc)
+  if (auto p = pods_.find(uid); p != pods_.end() && charged_.count(uid)) RememberGangLocked(p->second, false, true);
   ledger_.Uncharge(uid);
   bound_since_.erase(uid);
   auto it = charged_.find(uid);
@@ -253,6 +298,7 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
   g.door = p.door;
   g.pods.insert(p.uid);
   ReindexGangLocked(key);
+  RememberGangLocked(p, p.UsesCapacity(), false);
   return Status::Ok();
 }
 
@@ -405,6 +451,7 @@ Status Engine::Sync(const SyncBatch& b, uint64_t* generation, std::vector<NodeWa
   for (const auto& uid : b.delete_pods) {
     if (auto it = pods_.find(uid); it != pods_.end() && it->second.door == b.door) DeletePodLocked(uid);
   }
+  for (const auto& f : b.finished) SettleFinishedLocked(f);
   if (b.resync) {
     // Bound times survive a resync for pods still bound; the others are gone.
     for (auto it = bound_since_.begin(); it != bound_since_.end();) {

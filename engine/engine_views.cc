@@ -314,6 +314,43 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
   return Status::Ok();
 }
 
+void Engine::DoorGaugesLocked(EngineGauges& out) const {
+  // Both doors' share of the one fabric and the one ledger (always both rows, 0 when idle).
+  double members[2][2] = {{0, 0}, {0, 0}}, gpus[2] = {0, 0}, nodes[2] = {0, 0};
+  std::map<std::pair<std::string, int>, double> by_queue;
+  for (const auto& [uid, p] : pods_) {
+    const int d = static_cast<int>(p.door);
+    if (p.UsesCapacity()) {
+      members[d][1] += 1;
+      gpus[d] += static_cast<double>(p.request.gpus);
+      if (auto b = bound_since_.find(uid); b != bound_since_.end() && !b->second.queue.empty()) {
+        by_queue[{b->second.queue, d}] += static_cast<double>(p.request.gpus);
+      }
+    } else if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending && OursLocked(p)) {
+      members[d][0] += 1;
+    }
+  }
+  for (const auto& [name, recs] : node_doors_) {
+    for (int d = 0; d < 2; ++d) nodes[d] += recs[static_cast<size_t>(d)] ? 1 : 0;
+  }
+  for (int d = 0; d < 2; ++d) {
+    const std::string door(FrontDoorName(static_cast<FrontDoor>(d)));
+    out.door_members.push_back({{door, "pending"}, members[d][0]});
+    out.door_members.push_back({{door, "bound"}, members[d][1]});
+    out.door_gpus.push_back({{door}, gpus[d]});
+    out.door_nodes.push_back({{door}, nodes[d]});
+  }
+  const QueueTree& t = ledger_.tree();
+  for (int q = 1; q < t.size(); ++q) {
+    if (!t.IsLeaf(q)) continue;
+    for (int d = 0; d < 2; ++d) {
+      auto it = by_queue.find({t.Name(q), d});
+      out.queue_door_gpus.push_back({{t.Name(q), std::string(FrontDoorName(static_cast<FrontDoor>(d)))},
+                                     it == by_queue.end() ? 0.0 : it->second});
+    }
+  }
+}
+
 EngineGauges Engine::Gauges() {
   std::lock_guard<std::mutex> lock(mu_);
   EnsureStateLocked();
@@ -373,6 +410,7 @@ EngineGauges Engine::Gauges() {
     for (const auto& l : MissingLevels(n)) ++missing[l];
   }
   for (const auto& [l, v] : missing) out.missing_topology.push_back({{l}, static_cast<double>(v)});
+  DoorGaugesLocked(out);
   if (smallest != INT64_MAX) {
     for (const auto& node : state_->nodes()) {
       const int64_t f = node.FreeGpus();

@@ -218,6 +218,9 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
         b.upsert_pods.back().door = door;
       }
       b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
+      for (const auto& f : req.finished()) {
+        b.finished.push_back({f.gang(), f.start_unix(), f.end_unix(), f.members(), f.gpus_per_member()});
+      }
       uint64_t gen = 0;
       std::vector<NodeWarningInfo> warnings;
       Status st = engine_.Sync(b, &gen, &warnings);

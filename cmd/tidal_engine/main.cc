@@ -127,6 +127,14 @@ int main(int argc, char** argv) {
   metrics.CallbackGauge("tidal_nodes_missing_topology_label",
                         "Nodes without a valid label for a topology level (each is its own domain at that level), by level.",
                         {"level"}, rows(&tidal::EngineGauges::missing_topology, eng));
+  metrics.CallbackGauge("tidal_door_members", "Members (pods, Slurm job members) by front door and state (pending, bound).",
+                        {"door", "state"}, rows(&tidal::EngineGauges::door_members, eng));
+  metrics.CallbackGauge("tidal_door_gpus", "GPUs held by bound members, by front door.", {"door"},
+                        rows(&tidal::EngineGauges::door_gpus, eng));
+  metrics.CallbackGauge("tidal_door_nodes", "Nodes each front door reports (a shared node counts for both).", {"door"},
+                        rows(&tidal::EngineGauges::door_nodes, eng));
+  metrics.CallbackGauge("tidal_queue_door_gpus", "GPUs a queue's bound members hold, by front door (one ledger).",
+                        {"queue", "door"}, rows(&tidal::EngineGauges::queue_door_gpus, eng));
   metrics.CallbackGauge("tidal_fragmentation_unusable_free_gpus",
                         "Free GPUs on nodes with fewer free GPUs than the smallest pending member needs.", {},
                         [eng] { return std::vector<tidal::metrics::Sample>{{{}, eng->Gauges().unusable_free_gpus}}; });

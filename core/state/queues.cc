@@ -283,6 +283,19 @@ void QuotaLedger::Advance(int64_t now_s) {
   }
 }
 
+void QuotaLedger::AddPastUsage(int leaf, const ResVec& r, int64_t start_s, int64_t end_s) {
+  end_s = std::min(end_s, now_);
+  if (leaf <= 0 || leaf >= tree_->size() || end_s <= start_s) return;
+  for (int q = leaf; q > 0; q = tree_->Parent(q)) {
+    const double k = std::log(2.0) / static_cast<double>(tree_->HalfLife(q));
+    // The integral of r * exp(-k (now - t)) over [start, end].
+    const double f = (std::exp(-k * static_cast<double>(now_ - end_s)) - std::exp(-k * static_cast<double>(now_ - start_s))) / k;
+    auto& u = usage_[static_cast<size_t>(q)];
+    for (size_t i = 0; i < u.size() && i < r.size(); ++i) u[i] += static_cast<double>(r[i]) * f;
+  }
+  version_ = NextVersion();
+}
+
 double QuotaLedger::Share(int q) const {
   const double k = std::log(2.0) / static_cast<double>(tree_->HalfLife(q));
   const double w = std::max(1e-9, tree_->Spec(q).weight);

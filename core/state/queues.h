@@ -131,6 +131,11 @@ class QuotaLedger {
   const std::map<std::string, ChargeInfo>& charges() const { return charges_; }
   // Integrates allocation into usage and decays it up to `now_s`.
   void Advance(int64_t now_s);
+  // Adds usage `r` held over [start_s, end_s] (in the past), decayed to now(), to `leaf` and its
+  // ancestors: work the ledger never saw running (a Slurm job that started and ended while the
+  // adapter was down, read back from slurmctld's job completion log). Ignored for an empty or
+  // future interval.
+  void AddPastUsage(int leaf, const ResVec& r, int64_t start_s, int64_t end_s);
 
   const ResVec& Allocated(int q) const { return alloc_[static_cast<size_t>(q)]; }
   const ResVec& Borrowed(int q) const { return borrowed_[static_cast<size_t>(q)]; }

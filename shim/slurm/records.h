@@ -37,6 +37,7 @@ struct JobRecord {
   bool completing = false;
   std::string state_reason;        // "JobHeldUser", "Resources", "Dependency", ...
   uint32_t priority = 0;           // 0 = held
+  int32_t nice = 0;                // --nice (Tidal's priority is -nice)
   std::string dependency;          // remaining dependency expression ("" = none or satisfied)
   uint32_t node_count = 1;         // nodes requested (min) while pending, allocated once running
   int64_t gpus_per_node = 0;       // from tres_per_node ("gres:gpu:a100:4") or tres_per_job / nodes
@@ -55,8 +56,9 @@ struct JobRecord {
   std::string features;            // --constraint expression
   uint32_t req_switch = 0;         // --switches=N (0 = none)
   std::string comment, admin_comment;
-  // Why a field could not be read ("tres_per_node: gpu count 'x' is not a number"); a job with a
-  // parse error is never released, its error is shown to its owner.
+  // Why a field could not be read ("job 5: tres_per_node: gpu count 'x' is not a number"; several
+  // joined by "; "); a job with a parse error is never released, its error is shown to its owner.
+  // The fields that could be read are still set.
   std::string parse_error;
 };
 
@@ -97,13 +99,13 @@ class SlurmApi {
   virtual ~SlurmApi() = default;
   // One full read of jobs and nodes.
   virtual Status Load(ClusterRecords* out) = 0;
-  // Pins a held pending job to `nodes` (ReqNodeList; empty = leave as is), sets its Comment, and
+  // Pins a held pending job to `nodes` (ReqNodeList; empty = leave as is), sets its AdminComment, and
   // releases it (root's release: the job_submit gate refuses the owner's). job id "123" or "123_7".
   virtual Status Release(const std::string& job_id, const std::vector<std::string>& nodes,
                          const std::string& comment) = 0;
-  // Holds a pending job again and clears a Tidal pin (ReqNodeList = ""), with a Comment.
+  // Holds a pending job again and clears a Tidal pin (ReqNodeList = ""), with an AdminComment.
   virtual Status Hold(const std::string& job_id, const std::string& comment) = 0;
-  // Sets a job's Comment (why Tidal holds it). Never touches AdminComment set by an admin.
+  // Sets a job's AdminComment (why Tidal holds it; the caller never overwrites an admin's own).
   virtual Status SetComment(const std::string& job_id, const std::string& comment) = 0;
   // Preempts a running job: requeue-hold it (batch) or cancel it with SIGTERM first.
   virtual Status Requeue(const std::string& job_id) = 0;

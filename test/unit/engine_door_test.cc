@@ -251,3 +251,65 @@ TEST(DoorLeaseTest, AnAnonymousHolderIsRefusedOnlyWhileItsStreamIsOpen) {
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+// The gap ledger: a Slurm job that ran while the adapter was away is charged its past usage once;
+// one the engine kept charging after it ended is credited back; unknown jobs change nothing.
+class GapTest : public DoorTest {
+ protected:
+  double FairShare(const std::string& q) {
+    for (const auto& row : engine_->Gauges().fair_share) {
+      if (row.labels == std::vector<std::string>{q}) return row.value;
+    }
+    return -1;
+  }
+};
+
+TEST_F(GapTest, AFinishedRecordChargesAJobTheEngineNeverSawRunningOnce) {
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = {GpuNode("n1", "l0", "v0")};
+  s.upsert_pods = {SlurmMember("40", 0, 1, "qa")};  // pending: released, then the adapter died
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  now_ += 3600;
+  SyncBatch back;  // the adapter is back: the job is gone from slurmctld, jobcomp says it ran 1h
+  back.resync = true;
+  back.upsert_nodes = s.upsert_nodes;
+  back.finished = {{"slurm/40", now_ - 3600, now_, 1, 8}, {"slurm/999", now_ - 100, now_, 1, 8}};
+  const double before = FairShare("qa");
+  ASSERT_TRUE(Sync(back, FrontDoor::kSlurm).ok());
+  const double after = FairShare("qa");
+  EXPECT_GT(after, before);
+  ASSERT_TRUE(Sync(back, FrontDoor::kSlurm).ok());  // the same record again: no second charge
+  EXPECT_DOUBLE_EQ(FairShare("qa"), after);
+  EXPECT_DOUBLE_EQ(FairShare("qb"), 0);
+}
+
+TEST_F(GapTest, AJobChargedPastItsEndIsCreditedBack) {
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = {GpuNode("n1", "l0", "v0")};
+  PodInfo m = SlurmMember("41", 0, 1, "qa");
+  m.node_name = "n1";
+  m.phase = PodPhase::kRunning;
+  s.upsert_pods = {m};
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  now_ += 600;  // ran 10 minutes, ended; the adapter was down for 50 more
+  const int64_t end = now_;
+  now_ += 3000;
+  SyncBatch back;
+  back.resync = true;
+  back.upsert_nodes = s.upsert_nodes;
+  ASSERT_TRUE(Sync(back, FrontDoor::kSlurm).ok());
+  const double overcharged = FairShare("qa");
+  SyncBatch rec;
+  rec.finished = {{"slurm/41", end - 600, end, 1, 8}};
+  ASSERT_TRUE(Sync(rec, FrontDoor::kSlurm).ok());
+  EXPECT_LT(FairShare("qa"), overcharged);
+  EXPECT_GT(FairShare("qa"), 0);
+}
+
+}  // namespace
+}  // namespace tidal

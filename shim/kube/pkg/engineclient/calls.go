@@ -82,6 +82,12 @@ func (c *Client) Evicted(ctx context.Context, req *tidalv1.EvictedRequest) (*tid
 	return call(c, ctx, 0, c.api.Evicted, req)
 }
 
+// TakeActivations takes the pods of the KUBERNETES door that another door's call (a Slurm Admit)
+// planned ahead by fair share; the engine returns each pod once.
+func (c *Client) TakeActivations(ctx context.Context) (*tidalv1.TakeActivationsResponse, error) {
+	return call(c, ctx, 0, c.api.TakeActivations, &tidalv1.TakeActivationsRequest{Door: tidalv1.FrontDoor_KUBERNETES})
+}
+
 // Close ends the connection (the Sync loop ends with its context).
 func (c *Client) Close() error { return c.conn.Close() }
 
@@ -98,8 +104,17 @@ func IsTransport(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
-// Describe renders a call error for users: "tidal-engine unreachable at ADDR: WHY".
+// Describe renders a call error for users: "tidal-engine unreachable at ADDR (WHY)", or, for a Sync
+// stream refused because another holder has the door, "tidal-engine at ADDR serves another
+// scheduler: ...".
 func (c *Client) Describe(err error) string {
+	if holder, ok := DoorHeld(err); ok {
+		if holder == "" {
+			holder = "another holder"
+		}
+		return fmt.Sprintf("tidal-engine at %s serves another scheduler: its KUBERNETES front door is held by %s, not %s (%s)",
+			c.cfg.Address, holder, c.cfg.Holder, engineMessage(err))
+	}
 	msg := err.Error()
 	if s, ok := status.FromError(err); ok {
 		msg = s.Code().String() + ": " + s.Message()

@@ -11,8 +11,13 @@
 //     reconnects by itself with backoff and resyncs; the engine's epoch in the acks tells a restarted
 //     engine from a reconnect to the same one. Hooks run after each acknowledged batch, so whoever
 //     reacts to "the engine now knows X" (requeueing pods) never races the stream.
-//  2. Unary calls (CheckPod, PlanPod, Reserve, Unreserve, Permit, Preempt, Bound, Explain, Overdue), each
-//     with a deadline (Timeout). Transport failures come back as errors; scheduling outcomes are
+//     Every message names the KUBERNETES front door; the first of each stream also carries Holder and
+//     LeaseTTL, claiming the door's lease. While another holder has the door (a second scheduler
+//     against the same engine) the engine refuses the stream with ABORTED: the client logs who holds
+//     it, stays unsynced (so the plugin neither plans nor takes activations) and retries with
+//     backoff up to RefusedRetryMax; nothing is sent that could replace the holder's objects.
+//  2. Unary calls (CheckPod, PlanPod, Reserve, Unreserve, Permit, Preempt, Bound, Explain, Overdue,
+//     NodeRefused, Evicted, TakeActivations), each with a deadline (Timeout). Transport failures come back as errors; scheduling outcomes are
 //     the tidal.v1.Status inside the response.
 //
 // Files: client.go (config, the informer handlers that record changes), stream.go (the Sync loop),
@@ -26,6 +31,7 @@ package engineclient
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +67,15 @@ type Config struct {
 	ReconnectMin, ReconnectMax time.Duration
 	// MaxInflight: Sync messages sent but not yet acknowledged before flushing pauses (default 16).
 	MaxInflight int
+	// Holder names this scheduler in the first message of every Sync stream: the engine gives the
+	// KUBERNETES door's lease to one holder at a time (default DefaultHolder("tidal-scheduler")).
+	Holder string
+	// LeaseTTL: how long the engine keeps the lease for Holder after its stream closed, so that a
+	// different holder cannot take the door over during a reconnect (default 15s).
+	LeaseTTL time.Duration
+	// RefusedRetryMax bounds the backoff between attempts while another holder has the door
+	// (default 5s, at least ReconnectMax).
+	RefusedRetryMax time.Duration
 }
 
 const DefaultAddress = "unix:///tmp/tidal-engine.sock"
@@ -90,6 +105,30 @@ func (c *Config) defaults() {
 	if c.MaxInflight <= 0 {
 		c.MaxInflight = 16
 	}
+	if c.Holder == "" {
+		c.Holder = DefaultHolder("tidal-scheduler")
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 15 * time.Second
+	}
+	if c.RefusedRetryMax <= 0 {
+		c.RefusedRetryMax = 5 * time.Second
+	}
+	c.RefusedRetryMax = max(c.RefusedRetryMax, c.ReconnectMax)
+}
+
+// DefaultHolder is "SCHEDULER@HOST": the scheduler (profile) name and this machine's host name (in
+// a pod: the pod's name), so a restart of the same pod reclaims its lease at once and another
+// replica is told apart.
+func DefaultHolder(scheduler string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	if scheduler == "" {
+		scheduler = "tidal-scheduler"
+	}
+	return scheduler + "@" + host
 }
 
 // Target turns an engine address into a gRPC target: unix:// stays as it is, HOST:PORT is dialled
@@ -167,6 +206,8 @@ type Client struct {
 	epoch        string
 	generation   uint64
 	lastErr      error
+	refusals     int    // Sync attempts refused in a row (another holder has the door)
+	heldBy       string // that holder, as the engine named it ("" while not refused)
 	kick         chan struct{}
 }
 
@@ -221,6 +262,17 @@ func (c *Client) Address() string { return c.cfg.Address }
 
 // Timeout is the unary call timeout.
 func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
+
+// Holder is the name this client claims the KUBERNETES door's lease with.
+func (c *Client) Holder() string { return c.cfg.Holder }
+
+// DoorHeldBy: while the engine refuses this client's Sync streams because another holder has the
+// door, that holder as the engine named it (e.g. `holder "tidal-scheduler@node-b"`); else "".
+func (c *Client) DoorHeldBy() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.heldBy
+}
 
 // AddHooks registers callbacks for acknowledged Sync batches and stream loss.
 func (c *Client) AddHooks(h Hooks) {

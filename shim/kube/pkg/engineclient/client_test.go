@@ -55,6 +55,11 @@ func (e *env) infos() []SyncedInfo {
 
 func start(t *testing.T, addr string, cfg Config, objs ...interface{}) *env {
 	t.Helper()
+	return startLogged(t, addr, cfg, klog.Background(), objs...)
+}
+
+func startLogged(t *testing.T, addr string, cfg Config, logger klog.Logger, objs ...interface{}) *env {
+	t.Helper()
 	cs := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, o := range objs {
@@ -70,7 +75,7 @@ func start(t *testing.T, addr string, cfg Config, objs ...interface{}) *env {
 		}
 	}
 	cfg.Address = addr
-	c, err := New(cfg, klog.Background())
+	c, err := New(cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

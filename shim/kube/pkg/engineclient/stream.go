@@ -8,10 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"regexp"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -28,38 +32,99 @@ func (c *Client) loop(ctx context.Context) {
 		return
 	}
 	delay := c.cfg.ReconnectMin
+	var refusedLogged time.Time
 	for {
 		began := time.Now()
 		err := c.runStream(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		holder, refused := DoorHeld(err)
 		c.mu.Lock()
 		wasSynced := c.synced
 		c.connected, c.synced, c.lastErr = false, false, err
 		if wasSynced {
 			c.syncedCh = make(chan struct{})
 		}
+		refusals := 0
+		if refused {
+			c.refusals++
+			c.heldBy = holder
+			refusals = c.refusals
+		} else {
+			c.refusals, c.heldBy = 0, ""
+		}
 		hooks := append([]Hooks(nil), c.hooks...)
 		c.mu.Unlock()
-		c.logger.Info("tidal-engine Sync stream ended; reconnecting", "engine", c.cfg.Address, "err", err, "retryIn", delay)
+		if time.Since(began) > 10*time.Second || wasSynced {
+			delay = c.cfg.ReconnectMin
+		}
+		wait := delay/2 + time.Duration(rand.Int64N(int64(delay/2)+1))
+		switch {
+		case refused && (refusals == 1 || time.Since(refusedLogged) >= refusedLogEvery):
+			// Another scheduler has the KUBERNETES door: nothing of ours reached the engine's state.
+			refusedLogged = time.Now()
+			c.logger.Info("tidal-engine refused the Sync stream: another holder has the KUBERNETES front door; "+
+				"this scheduler stays unsynced (plans nothing) and keeps retrying",
+				"engine", c.cfg.Address, "heldBy", holder, "holder", c.cfg.Holder, "refusals", refusals,
+				"engineSaid", engineMessage(err), "retryIn", wait)
+		case refused:
+			c.logger.V(2).Info("tidal-engine still refuses the Sync stream (door held)", "engine", c.cfg.Address,
+				"heldBy", holder, "refusals", refusals, "retryIn", wait)
+		default:
+			c.logger.Info("tidal-engine Sync stream ended; reconnecting", "engine", c.cfg.Address, "err", err, "retryIn", wait)
+		}
 		for _, h := range hooks {
 			if h.OnDisconnected != nil {
 				h.OnDisconnected(err)
 			}
 		}
-		if time.Since(began) > 10*time.Second || wasSynced {
-			delay = c.cfg.ReconnectMin
-		}
-		t := time.NewTimer(delay/2 + time.Duration(rand.Int64N(int64(delay/2)+1)))
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		delay = min(2*delay, c.cfg.ReconnectMax)
+		if refused {
+			delay = min(2*delay, c.cfg.RefusedRetryMax)
+		} else {
+			delay = min(2*delay, c.cfg.ReconnectMax)
+		}
 	}
+}
+
+// refusedLogEvery: while the door stays held by another holder, the refusal is logged at Info this
+// often (every attempt at V(2)).
+const refusedLogEvery = 30 * time.Second
+
+var heldByRE = regexp.MustCompile(`held by (holder "([^"]*)"|an anonymous holder)`)
+
+// DoorHeld reports whether err is the engine refusing a Sync stream because another holder has the
+// door's lease (ABORTED), and that holder as the engine's message names it: the holder's name, "an
+// anonymous holder", or "" when the message does not say.
+func DoorHeld(err error) (holder string, ok bool) {
+	if err == nil || status.Code(err) != codes.Aborted {
+		return "", false
+	}
+	m := heldByRE.FindStringSubmatch(engineMessage(err))
+	switch {
+	case m == nil:
+		return "", true
+	case m[1] == "an anonymous holder":
+		return m[1], true
+	}
+	return m[2], true
+}
+
+// engineMessage is the message of the gRPC status err carries (wrapped or not), without the
+// wrapping text.
+func engineMessage(err error) string {
+	var gs interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &gs) && gs.GRPCStatus() != nil {
+		return gs.GRPCStatus().Message()
+	}
+	return err.Error()
 }
 
 type recvResult struct {
@@ -82,6 +147,15 @@ func (c *Client) runStream(ctx context.Context) error {
 	var queue []inflight
 	for i, m := range msgs {
 		if err := st.Send(m); err != nil {
+			// io.EOF: the engine ended the stream (e.g. ABORTED: another holder has the door); its
+			// status comes with Recv (no receiving goroutine runs yet).
+			if errors.Is(err, io.EOF) {
+				for {
+					if _, rerr := st.Recv(); rerr != nil {
+						return fmt.Errorf("snapshot: the engine ended the stream: %w", rerr)
+					}
+				}
+			}
 			return fmt.Errorf("send snapshot: %w", err)
 		}
 		queue = append(queue, inflight{resync: true, last: i == len(msgs)-1})
@@ -110,6 +184,9 @@ func (c *Client) runStream(ctx context.Context) error {
 		msgs, infos := c.takePending()
 		for i, m := range msgs {
 			if err := st.Send(m); err != nil {
+				if errors.Is(err, io.EOF) { // the engine ended the stream: its status comes with Recv
+					return endedBy(ctx, acks)
+				}
 				return fmt.Errorf("send: %w", err)
 			}
 			queue = append(queue, inflight{info: *infos[i]})
@@ -141,6 +218,24 @@ func (c *Client) runStream(ctx context.Context) error {
 			if err := flush(); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// endedBy waits for the receiving goroutine to report why the engine ended the stream.
+func endedBy(ctx context.Context, acks <-chan recvResult) error {
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case r := <-acks:
+			if r.err != nil {
+				return fmt.Errorf("recv: %w", r.err)
+			}
+		case <-t.C:
+			return errors.New("send: the engine closed the stream")
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
@@ -180,8 +275,13 @@ func (c *Client) handleAck(a *tidalv1.SyncAck, m inflight) error {
 	hooks := append([]Hooks(nil), c.hooks...)
 	c.mu.Unlock()
 	if info.Resync {
+		c.mu.Lock()
+		refused := c.refusals
+		c.refusals, c.heldBy = 0, ""
+		c.mu.Unlock()
 		c.logger.Info("tidal-engine synced", "engine", c.cfg.Address, "epoch", info.Epoch,
-			"engineRestarted", info.EngineRestarted, "generation", a.GetGeneration())
+			"engineRestarted", info.EngineRestarted, "generation", a.GetGeneration(), "holder", c.cfg.Holder,
+			"refusedBefore", refused)
 	}
 	if info.Resync {
 		for _, h := range hooks {
@@ -209,12 +309,15 @@ func (c *Client) handleAck(a *tidalv1.SyncAck, m inflight) error {
 func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
 	c.pendingPods = map[string]podOp{}
 	c.pendingNodes = map[string]*tidalv1.Node{}
-	first := &tidalv1.SyncRequest{Resync: true}
+	// The first message claims the KUBERNETES door's lease for Holder (ABORTED if another holder
+	// has it: then nothing of this snapshot is applied).
+	first := &tidalv1.SyncRequest{Resync: true, Door: tidalv1.FrontDoor_KUBERNETES, Holder: c.cfg.Holder,
+		LeaseTtlMs: c.cfg.LeaseTTL.Milliseconds()}
 	msgs := []*tidalv1.SyncRequest{first}
 	cur, size := first, 0
 	add := func(sz int) *tidalv1.SyncRequest {
 		if size > 0 && size+sz > c.cfg.MaxMessageBytes {
-			cur, size = &tidalv1.SyncRequest{}, 0
+			cur, size = &tidalv1.SyncRequest{Door: tidalv1.FrontDoor_KUBERNETES}, 0
 			msgs = append(msgs, cur)
 		}
 		size += sz + 8
@@ -258,7 +361,7 @@ func (c *Client) takePending() ([]*tidalv1.SyncRequest, []*SyncedInfo) {
 	n := 0
 	next := func() {
 		if cur == nil || n >= c.cfg.MaxBatch {
-			cur, info = &tidalv1.SyncRequest{}, &SyncedInfo{}
+			cur, info = &tidalv1.SyncRequest{Door: tidalv1.FrontDoor_KUBERNETES}, &SyncedInfo{}
 			msgs = append(msgs, cur)
 			infos = append(infos, info)
 			n = 0

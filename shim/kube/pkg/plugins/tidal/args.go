@@ -25,15 +25,28 @@ import (
 //	    syncFlushMs: 50                                # Sync batching interval
 //	    syncBatch: 500                                 # objects per Sync message
 //	    overdueIntervalMs: 10000                       # how often pods past their runtime limit are evicted
+//	    activationIntervalMs: 1000                     # how often pods another front door planned ahead are activated
+//	    holder: ""                                     # the KUBERNETES door's lease holder ("": PROFILE@HOSTNAME)
+//	    leaseTtlMs: 15000                              # how long the engine keeps the lease after the stream closed
+//
+// Profiles share one engine client per engineAddress: the first profile's args configure it (holder,
+// leaseTtlMs, timeoutMs, syncFlushMs, syncBatch).
 type Args struct {
-	EngineAddress     string `json:"engineAddress,omitempty"`
-	TimeoutMs         int    `json:"timeoutMs,omitempty"`
-	SyncFlushMs       int    `json:"syncFlushMs,omitempty"`
-	SyncBatch         int    `json:"syncBatch,omitempty"`
-	OverdueIntervalMs int    `json:"overdueIntervalMs,omitempty"`
+	EngineAddress        string `json:"engineAddress,omitempty"`
+	TimeoutMs            int    `json:"timeoutMs,omitempty"`
+	SyncFlushMs          int    `json:"syncFlushMs,omitempty"`
+	SyncBatch            int    `json:"syncBatch,omitempty"`
+	OverdueIntervalMs    int    `json:"overdueIntervalMs,omitempty"`
+	ActivationIntervalMs int    `json:"activationIntervalMs,omitempty"`
+	Holder               string `json:"holder,omitempty"`
+	LeaseTtlMs           int    `json:"leaseTtlMs,omitempty"`
 }
 
-var argKeys = []string{"engineAddress", "timeoutMs", "syncFlushMs", "syncBatch", "overdueIntervalMs"}
+var argKeys = []string{"engineAddress", "timeoutMs", "syncFlushMs", "syncBatch", "overdueIntervalMs",
+	"activationIntervalMs", "holder", "leaseTtlMs"}
+
+// maxHolderLen bounds the holder arg (it appears in the engine's logs and refusals).
+const maxHolderLen = 256
 
 // DecodeArgs reads the plugin arguments (nil: all defaults), refusing unknown keys and values out
 // of range, each error naming the field.
@@ -73,6 +86,12 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 	if a.OverdueIntervalMs == 0 {
 		a.OverdueIntervalMs = 10000
 	}
+	if a.ActivationIntervalMs == 0 {
+		a.ActivationIntervalMs = 1000
+	}
+	if a.LeaseTtlMs == 0 {
+		a.LeaseTtlMs = 15000
+	}
 	switch {
 	case a.TimeoutMs < 1 || a.TimeoutMs > 60000:
 		return a, fmt.Errorf("%s args: timeoutMs: must be 1..60000, got %d", Name, a.TimeoutMs)
@@ -82,18 +101,34 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 		return a, fmt.Errorf("%s args: syncBatch: must be 1..100000, got %d", Name, a.SyncBatch)
 	case a.OverdueIntervalMs < 100 || a.OverdueIntervalMs > 3600000:
 		return a, fmt.Errorf("%s args: overdueIntervalMs: must be 100..3600000, got %d", Name, a.OverdueIntervalMs)
+	case a.ActivationIntervalMs < 100 || a.ActivationIntervalMs > 60000:
+		return a, fmt.Errorf("%s args: activationIntervalMs: must be 100..60000, got %d", Name, a.ActivationIntervalMs)
+	case a.LeaseTtlMs < 1000 || a.LeaseTtlMs > 600000:
+		return a, fmt.Errorf("%s args: leaseTtlMs: must be 1000..600000, got %d", Name, a.LeaseTtlMs)
+	case len(a.Holder) > maxHolderLen || strings.IndexFunc(a.Holder, badHolderRune) >= 0:
+		return a, fmt.Errorf("%s args: holder: %q must be at most %d characters without spaces, quotes or control characters",
+			Name, a.Holder, maxHolderLen)
 	case !strings.HasPrefix(a.EngineAddress, "unix://") && !strings.Contains(a.EngineAddress, ":"):
 		return a, fmt.Errorf("%s args: engineAddress: %q is neither unix:///PATH nor HOST:PORT", Name, a.EngineAddress)
 	}
 	return a, nil
 }
 
-func (a Args) clientConfig() engineclient.Config {
+func badHolderRune(r rune) bool { return r <= ' ' || r == '"' || r == 0x7f }
+
+// clientConfig: the engine client's configuration; an empty holder becomes PROFILE@HOSTNAME.
+func (a Args) clientConfig(profile string) engineclient.Config {
+	holder := a.Holder
+	if holder == "" {
+		holder = engineclient.DefaultHolder(profile)
+	}
 	return engineclient.Config{
 		Address:       a.EngineAddress,
 		Timeout:       time.Duration(a.TimeoutMs) * time.Millisecond,
 		FlushInterval: time.Duration(a.SyncFlushMs) * time.Millisecond,
 		MaxBatch:      a.SyncBatch,
+		Holder:        holder,
+		LeaseTTL:      time.Duration(a.LeaseTtlMs) * time.Millisecond,
 	}
 }
 

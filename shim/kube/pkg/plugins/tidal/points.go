@@ -13,6 +13,7 @@ import (
 
 	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
 	"github.com/tidal-sched/tidal/shim/kube/pkg/convert"
+	"github.com/tidal-sched/tidal/shim/kube/pkg/engineclient"
 )
 
 const (
@@ -180,6 +181,9 @@ func (p *Plugin) unreachable(state fwk.CycleState, pod *v1.Pod, err error) *fwk.
 	state.Write(unreachableKey, unreachableState{})
 	p.reject(pod, false, p.rounds()) // the resync after the engine's return moves it back
 	msg := p.client.Describe(err) + "; the pod stays pending and is retried when the engine is back"
+	if _, held := engineclient.DoorHeld(err); held {
+		msg = p.client.Describe(err) + "; the pod stays pending and is retried once this scheduler holds the door"
+	}
 	p.event(pod, v1.EventTypeWarning, ReasonEngineUnreachable, msg)
 	return fwk.NewStatus(fwk.Unschedulable, msg)
 }

@@ -20,7 +20,9 @@
 // close the race with the Sync stream, after the engine has acknowledged the changes that matter
 // (a gang member's pod, freed capacity, a resync after an engine restart): see onSynced. A pod
 // held or refused by an answer that was in flight while such a round ran is moved back at once
-// (hold, reject), so no wake-up is lost between the engine's answer and the pod's record.
+// (hold, reject), so no wake-up is lost between the engine's answer and the pod's record. Pods that
+// another front door's call (a Slurm Admit) planned ahead by fair share are polled from the engine
+// and activated (activations.go).
 //
 // Threading: kube-scheduler calls PreEnqueue under its queue lock (so it never blocks long: a short
 // timeout, and no call at all while the engine is away), the scheduling-cycle points one pod at a
@@ -115,17 +117,25 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	client, err := engineclient.Shared(args.clientConfig(), logger)
+	profile := ""
+	if h != nil {
+		profile = h.ProfileName()
+	}
+	cfg := args.clientConfig(profile)
+	client, err := engineclient.Shared(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
+	if client.Holder() != cfg.Holder {
+		logger.Info("Tidal: this profile shares the engine client of an earlier profile, which claims the KUBERNETES door as its holder",
+			"profile", profile, "holder", client.Holder(), "ignoredHolder", cfg.Holder)
+	}
 	p := &Plugin{
-		handle: h, client: client, args: args, logger: logger,
+		handle: h, client: client, args: args, profile: profile, logger: logger,
 		held: map[types.UID]*v1.Pod{}, rejected: map[types.UID]rejection{},
 		waiting: map[types.UID]string{}, reported: map[types.UID]string{}, nsRound: map[string]uint64{},
 	}
 	if h != nil {
-		p.profile = h.ProfileName()
 		if f := h.SharedInformerFactory(); f != nil {
 			podInf := f.Core().V1().Pods()
 			p.pods = podInf.Lister()
@@ -149,8 +159,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	client.Start(ctx)
 	if p.pods != nil {
 		go p.evictOverdueEvery(ctx, time.Duration(args.OverdueIntervalMs)*time.Millisecond)
+		pollActivations(ctx, client, p, time.Duration(args.ActivationIntervalMs)*time.Millisecond, logger)
 	}
-	logger.Info("Tidal plugin initialized", "profile", p.profile, "engine", args.EngineAddress, "timeoutMs", args.TimeoutMs)
+	logger.Info("Tidal plugin initialized", "profile", p.profile, "engine", args.EngineAddress, "timeoutMs", args.TimeoutMs,
+		"holder", client.Holder())
 	return p, nil
 }
 
@@ -261,6 +273,9 @@ func (p *Plugin) onNodeWarnings(ws []*tidalv1.NodeWarning) {
 }
 
 func (p *Plugin) onDisconnected(err error) {
+	if _, refused := engineclient.DoorHeld(err); refused {
+		return // another holder has the door: the engine client logs that (throttled)
+	}
 	p.logger.Info("tidal-engine Sync stream lost; pods stay pending until it is back", "engine", p.args.EngineAddress, "err", err)
 }
 
@@ -290,15 +305,17 @@ func (p *Plugin) activate(pods map[string]*v1.Pod, why string) {
 }
 
 // activateRefs moves the named pods (gangs the engine planned ahead of the current pod, by fair
-// share) to the active queue; pods this scheduler does not know (any more) are skipped.
-func (p *Plugin) activateRefs(refs []*tidalv1.PodRef, why string) {
+// share) to the active queue; pods this profile does not have pending (gone, replaced, bound,
+// terminating, another scheduler's) are skipped. It returns the pods it activates ("ns/name").
+func (p *Plugin) activateRefs(refs []*tidalv1.PodRef, why string) []string {
 	if len(refs) == 0 || p.pods == nil {
-		return
+		return nil
 	}
 	batch := map[string]*v1.Pod{}
 	for _, r := range refs {
 		pod, err := p.pods.Pods(r.GetNamespace()).Get(r.GetName())
-		if err != nil || string(pod.UID) != r.GetUid() || pod.Spec.NodeName != "" {
+		if err != nil || string(pod.UID) != r.GetUid() || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
+			pod.Spec.SchedulerName != p.profile {
 			continue
 		}
 		batch[key(pod)] = pod
@@ -311,6 +328,11 @@ func (p *Plugin) activateRefs(refs []*tidalv1.PodRef, why string) {
 	p.mu.Unlock()
 	// From a goroutine: Activate takes the queue's lock, which this scheduling cycle may need.
 	go p.activate(batch, why)
+	out := make([]string, 0, len(batch))
+	for k := range batch {
+		out = append(out, k)
+	}
+	return out
 }
 
 // rejectWaiting rejects this profile's pods waiting in Permit that match.

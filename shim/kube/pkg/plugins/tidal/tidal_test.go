@@ -75,13 +75,23 @@ func gpuPod(ns, name string, annotations map[string]string) *v1.Pod {
 
 func newEnv(t *testing.T, objs ...runtime.Object) *env {
 	t.Helper()
+	return newEnvHeldBy(t, "", objs...)
+}
+
+// newEnvHeldBy: with heldBy != "", another holder has the engine's KUBERNETES door when the plugin
+// starts (its Sync stream is refused, so the env does not wait for it to sync).
+func newEnvHeldBy(t *testing.T, heldBy string, objs ...runtime.Object) *env {
+	t.Helper()
 	sock := enginetest.Socket(t)
 	e := &env{t: t, eng: enginetest.Start(t, sock, "epoch-1"), cs: fake.NewClientset(objs...),
 		rec: events.NewFakeRecorder(100), act: &activator{pods: map[string]bool{}}}
+	if heldBy != "" {
+		e.eng.Hold(t, tidalv1.FrontDoor_KUBERNETES, heldBy)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	inf := informers.NewSharedInformerFactory(e.cs, 0)
-	args := &runtime.Unknown{Raw: []byte(`{"engineAddress": "unix://` + sock + `", "timeoutMs": 500, "syncFlushMs": 10}`)}
+	args := &runtime.Unknown{Raw: []byte(`{"engineAddress": "unix://` + sock + `", "timeoutMs": 500, "syncFlushMs": 10, "activationIntervalMs": 100}`)}
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		pl, err := New(ctx, args, h)
 		if err == nil {
@@ -103,6 +113,10 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 	e.fw = fw
 	inf.Start(ctx.Done())
 	inf.WaitForCacheSync(ctx.Done())
+	if heldBy != "" {
+		e.eng.WaitFor(t, "the plugin's Sync stream refused", 5*time.Second, func() bool { return e.plugin.client.LastError() != nil })
+		return e
+	}
 	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer wcancel()
 	if err := e.plugin.client.WaitSynced(wctx); err != nil {
@@ -135,7 +149,8 @@ func ok(code tidalv1.Status_Code, reasons ...string) *tidalv1.Status {
 
 func TestDecodeArgs(t *testing.T) {
 	a, err := DecodeArgs(nil)
-	if err != nil || a.EngineAddress != "unix:///tmp/tidal-engine.sock" || a.TimeoutMs != 2000 || a.SyncFlushMs != 50 || a.SyncBatch != 500 {
+	if err != nil || a.EngineAddress != "unix:///tmp/tidal-engine.sock" || a.TimeoutMs != 2000 || a.SyncFlushMs != 50 || a.SyncBatch != 500 ||
+		a.ActivationIntervalMs != 1000 || a.LeaseTtlMs != 15000 || a.Holder != "" {
 		t.Fatalf("DecodeArgs(nil) = %+v, %v", a, err)
 	}
 	a, err = DecodeArgs(&runtime.Unknown{Raw: []byte(`{"engineAddress":"127.0.0.1:50051","timeoutMs":250}`)})
@@ -143,12 +158,18 @@ func TestDecodeArgs(t *testing.T) {
 		t.Fatalf("DecodeArgs = %+v, %v", a, err)
 	}
 	for raw, want := range map[string]string{
-		`{"timeoutMs": 0.5}`:           "timeoutMs",
-		`{"timeoutMs": 70000}`:         "timeoutMs: must be 1..60000",
-		`{"engineAdress": "x:1"}`:      "unknown field(s) engineAdress (accepted: engineAddress, timeoutMs, syncFlushMs, syncBatch, overdueIntervalMs)",
-		`{"overdueIntervalMs": 5}`:     "overdueIntervalMs: must be 100..3600000, got 5",
-		`{"engineAddress": "nowhere"}`: "engineAddress",
-		`{"syncBatch": -1}`:            "syncBatch",
+		`{"timeoutMs": 0.5}`:   "timeoutMs",
+		`{"timeoutMs": 70000}`: "timeoutMs: must be 1..60000",
+		`{"engineAdress": "x:1"}`: "unknown field(s) engineAdress (accepted: engineAddress, timeoutMs, syncFlushMs, syncBatch, overdueIntervalMs, " +
+			"activationIntervalMs, holder, leaseTtlMs)",
+		`{"activationIntervalMs": 50}`:    "activationIntervalMs: must be 100..60000, got 50",
+		`{"activationIntervalMs": 60001}`: "activationIntervalMs: must be 100..60000, got 60001",
+		`{"leaseTtlMs": 10}`:              "leaseTtlMs: must be 1000..600000, got 10",
+		`{"holder": "two words"}`:         "holder:",
+		`{"holder": 7}`:                   "holder",
+		`{"overdueIntervalMs": 5}`:        "overdueIntervalMs: must be 100..3600000, got 5",
+		`{"engineAddress": "nowhere"}`:    "engineAddress",
+		`{"syncBatch": -1}`:               "syncBatch",
 	} {
 		if _, err := DecodeArgs(&runtime.Unknown{Raw: []byte(raw)}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("DecodeArgs(%s) error = %v, want it to mention %q", raw, err, want)

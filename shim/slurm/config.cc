@@ -1,0 +1,85 @@
+// tidal-slurm's config file (see config.h). Pure functions.
+#include "shim/slurm/config.h"
+
+#include <unistd.h>
+
+#include "core/io/document.h"
+#include "core/io/fields.h"
+
+namespace tidal::slurm {
+
+StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::string& file) {
+  auto doc = ParseDocument(text, file);
+  if (!doc.ok()) return doc.status();
+  AdapterConfig cfg;
+  std::vector<std::string> errors;
+  if (!doc->root.is_null()) {
+    Fields f(doc->root, "");
+    f.Str("engine", &cfg.engine);
+    f.Str("holder", &cfg.holder);
+    f.Int("pollIntervalMs", &cfg.poll_interval_ms, 100, 600000);
+    f.Str("slurmConf", &cfg.slurm_conf);
+    f.Str("defaultQueue", &cfg.default_queue);
+    f.Str("topologyFeaturePrefix", &cfg.topology_feature_prefix);
+    f.Str("topologyLabelPrefix", &cfg.topology_label_prefix);
+    f.Str("switchLevel", &cfg.switch_level);
+    f.Str("metricsAddress", &cfg.metrics_address);
+    f.Str("jobcompFile", &cfg.jobcomp_file);
+    if (const auto* q = f.Get("queues")) {
+      if (!q->is_array()) {
+        f.FailField("queues", "must be a list of {account, partition, qos, queue}");
+      } else {
+        for (size_t i = 0; i < q->size(); ++i) {
+          const std::string path = "queues[" + std::to_string(i) + "]";
+          Fields rf((*q)[i], path);
+          QueueRule r;
+          rf.Str("account", &r.account);
+          rf.Str("partition", &r.partition);
+          rf.Str("qos", &r.qos);
+          rf.Str("queue", &r.queue, /*required=*/true);
+          if (rf.status().ok() && r.queue.empty()) rf.FailField("queue", "must not be empty");
+          if (Status s = rf.Done(); !s.ok()) {
+            errors.push_back(doc->Locate(s).Message());
+            continue;
+          }
+          cfg.queues.push_back(std::move(r));
+        }
+      }
+    }
+    if (f.status().ok() && cfg.engine.empty()) f.FailField("engine", "must not be empty");
+    if (f.status().ok() && cfg.topology_feature_prefix.empty()) {
+      f.FailField("topologyFeaturePrefix", "must not be empty (every feature would be read as topology)");
+    }
+    if (Status s = f.Done(); !s.ok()) errors.insert(errors.begin(), doc->Locate(s).Message());
+  }
+  if (!errors.empty()) {
+    Status st = Status::Error(errors.front());
+    for (size_t i = 1; i < errors.size(); ++i) st.AddReason(errors[i]);
+    return st;
+  }
+  if (cfg.holder.empty()) {
+    char host[256] = {0};
+    if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+    cfg.holder = std::string("tidal-slurm@") + (host[0] ? host : "localhost");
+  }
+  return cfg;
+}
+
+StatusOr<AdapterConfig> LoadAdapterConfig(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  return ParseAdapterConfig(*text, path);
+}
+
+std::string QueueFor(const AdapterConfig& cfg, const std::string& account, const std::string& partition,
+                     const std::string& qos) {
+  for (const auto& r : cfg.queues) {
+    if ((r.account.empty() || r.account == account) && (r.partition.empty() || r.partition == partition) &&
+        (r.qos.empty() || r.qos == qos)) {
+      return r.queue;
+    }
+  }
+  return cfg.default_queue.empty() ? account : cfg.default_queue;
+}
+
+}  // namespace tidal::slurm

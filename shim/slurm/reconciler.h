@@ -1,0 +1,71 @@
+// Reconciler: one level-triggered pass of tidal-slurm. Each pass reads slurmctld's whole state
+// (SlurmApi::Load; libslurm answers "no change" cheaply), tells the engine what changed since the
+// last pass (Sync, door SLURM; a full resync after any broken stream), asks it what may start
+// (Admit) and applies that to Slurm: pin + release admitted jobs, say why the others wait in their
+// AdminComment, hold again jobs that escaped the gate (requeued, released by hand) or whose pin
+// names a node that went away. Everything it does follows from what it reads, so an adapter
+// restart, a slurmctld restart or an engine restart converges on the next pass; a failed read
+// changes nothing (unknown is never "gone").
+//
+// Threading: one thread calls ReconcileOnce (the adapter's loop); LastStats is read by the metrics
+// endpoint under stats_mu_.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shim/slurm/config.h"
+#include "shim/slurm/engine_link.h"
+#include "shim/slurm/records.h"
+
+namespace tidal::slurm {
+
+struct ReconcileStats {
+  Status status;                  // the first problem of the pass ("" = clean)
+  bool read_ok = false, synced = false, admitted = false, resynced = false;
+  int64_t jobs = 0, pending = 0, running = 0, skipped = 0;  // job ids (array tasks counted)
+  int64_t gpus_running = 0;
+  int64_t upserts = 0, deletes = 0;   // members + nodes sent
+  int64_t released = 0, held = 0, comments = 0, apply_errors = 0;
+  int64_t admit_tried = 0;
+  double read_s = 0, sync_s = 0, admit_s = 0, apply_s = 0, total_s = 0;
+};
+
+class Reconciler {
+ public:
+  Reconciler(AdapterConfig cfg, SlurmApi* slurm, EngineLink* engine) : cfg_(std::move(cfg)), slurm_(slurm), engine_(engine) {}
+  ReconcileStats ReconcileOnce();
+  ReconcileStats LastStats();
+  // Totals since start (counters for /metrics).
+  struct Totals {
+    int64_t passes = 0, read_errors = 0, sync_errors = 0, admit_errors = 0;
+    int64_t released = 0, held = 0, comments = 0, apply_errors = 0;
+  };
+  Totals totals();
+
+  // Bounds per pass (slurmctld is shared: never a storm of updates).
+  static constexpr int kMaxCommentsPerPass = 200;
+  static constexpr int kChunk = 5000;  // members per Sync message
+
+ private:
+  struct Desired;
+  void Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& st);
+  Status SendSync(const Desired& d, ReconcileStats& st);
+  void Apply(const ClusterRecords& rec, const Desired& d, const v1::AdmitResponse& admit, ReconcileStats& st);
+  void Comment(const JobRecord& j, const std::string& id, const std::string& why, int* budget, ReconcileStats& st);
+
+  AdapterConfig cfg_;
+  SlurmApi* slurm_;
+  EngineLink* engine_;
+  bool need_resync_ = true;
+  std::unordered_map<std::string, std::string> sent_pods_;   // uid -> serialized v1::Pod
+  std::unordered_map<std::string, std::string> sent_nodes_;  // name -> serialized v1::Node
+  std::mutex stats_mu_;  // guards the two below
+  ReconcileStats last_;
+  Totals totals_;
+};
+
+}  // namespace tidal::slurm

@@ -1,0 +1,226 @@
+// Slurm jobs and nodes as tidal.v1 messages (see to_engine.h). Pure functions.
+#include "shim/slurm/to_engine.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace tidal::slurm {
+
+namespace {
+
+bool StartsWith(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+// A label key's name part: [A-Za-z0-9._-], at most 63 characters.
+std::string LabelName(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+  if (out.size() > 63) out.resize(63);
+  while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out.back()))) out.pop_back();
+  while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out.front()))) out.erase(out.begin());
+  return out.empty() ? "x" : out;
+}
+
+// The user's Tidal keys in --comment: whitespace-, comma- or semicolon-separated key=value words
+// whose key starts "tidal.dev/"; everything else in the comment is the user's own text.
+std::map<std::string, std::string> CommentKeys(const std::string& comment) {
+  std::map<std::string, std::string> out;
+  size_t i = 0;
+  while (i < comment.size()) {
+    while (i < comment.size() && (std::isspace(static_cast<unsigned char>(comment[i])) || comment[i] == ',' || comment[i] == ';')) ++i;
+    size_t j = i;
+    while (j < comment.size() && !std::isspace(static_cast<unsigned char>(comment[j])) && comment[j] != ',' && comment[j] != ';') ++j;
+    const std::string word = comment.substr(i, j - i);
+    const size_t eq = word.find('=');
+    if (eq != std::string::npos && StartsWith(word, "tidal.dev/")) out[word.substr(0, eq)] = word.substr(eq + 1);
+    i = j;
+  }
+  return out;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= s.size()) {
+    size_t j = s.find(sep, i);
+    if (j == std::string::npos) j = s.size();
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+void AddFieldTerm(v1::NodeSelectorTerm* t, const char* op, const std::vector<std::string>& nodes) {
+  auto* r = t->add_match_fields();
+  r->set_key("metadata.name");
+  r->set_operator_(op);
+  for (const auto& n : nodes) r->add_values(n);
+}
+
+// The job's node constraints: partition(s) (one term each), --constraint features, --exclude, a
+// user's --nodelist (not Tidal's own pin). Returns "" or why the job cannot be expressed.
+std::string Constrain(const JobRecord& j, JobStance stance, v1::Pod& p) {
+  std::vector<std::string> parts = Split(j.partition, ',');
+  std::map<std::string, std::string> features;
+  if (!j.features.empty()) {
+    for (const auto& f : Split(j.features, '&')) {
+      if (f.find_first_of("|[]*()!:") != std::string::npos) {
+        return "--constraint '" + j.features + "': Tidal reads only features joined by '&'";
+      }
+      features[FeatureLabel(f)] = "true";
+    }
+  }
+  p.mutable_node_selector()->insert(features.begin(), features.end());
+  const bool user_pin = !j.required_nodes.empty() && stance != JobStance::kReleased && !StartsWith(j.admin_comment, kReleasedPrefix);
+  const size_t terms = std::max<size_t>(1, parts.size());
+  for (size_t i = 0; i < terms; ++i) {
+    if (parts.empty() && j.excluded_nodes.empty() && !user_pin) break;
+    auto* t = p.add_required_node_affinity();
+    if (!parts.empty()) {
+      auto* r = t->add_match_expressions();
+      r->set_key(PartitionLabel(parts[i]));
+      r->set_operator_("In");
+      r->add_values("true");
+    }
+    if (!j.excluded_nodes.empty()) AddFieldTerm(t, "NotIn", j.excluded_nodes);
+    if (user_pin) AddFieldTerm(t, "In", j.required_nodes);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string PartitionLabel(const std::string& p) { return "partition.slurm.tidal.dev/" + LabelName(p); }
+std::string FeatureLabel(const std::string& f) { return "feature.slurm.tidal.dev/" + LabelName(f); }
+
+JobStance StanceOf(const JobRecord& j) {
+  if (j.completing) return JobStance::kActive;
+  switch (j.state) {
+    case JobState::kRunning:
+    case JobState::kSuspended:
+    case JobState::kCompleting: return JobStance::kActive;
+    case JobState::kPending:
+      if (j.priority == 0) return JobStance::kHeld;
+      if (StartsWith(j.admin_comment, kReleasedPrefix) && !j.required_nodes.empty()) return JobStance::kReleased;
+      return JobStance::kEscaped;
+    default: return JobStance::kFinished;
+  }
+}
+
+std::string SkipReason(const JobRecord& j) {
+  if (!j.parse_error.empty()) return "cannot schedule: " + j.parse_error;
+  if (j.state != JobState::kPending) return "";
+  if (j.state_reason == "DependencyNeverSatisfied") return "dependency never satisfied (" + j.dependency + ")";
+  if (j.state_reason == "Dependency" || (!j.dependency.empty() && j.state_reason != "JobHeldUser" && j.state_reason != "JobHeldAdmin")) {
+    return "waiting on dependency " + (j.dependency.empty() ? std::string("(see squeue)") : j.dependency);
+  }
+  if (!j.dependency.empty() && j.dependency.find("(unfulfilled)") != std::string::npos) {
+    return "waiting on dependency " + j.dependency;
+  }
+  if (j.node_count == 0) return "cannot schedule: node_count: 0 nodes";
+  return "";
+}
+
+std::vector<std::string> JobIdsOf(const JobRecord& j) {
+  if (j.pending_array_tasks.empty()) return {j.id};
+  std::vector<std::string> out;
+  out.reserve(j.pending_array_tasks.size());
+  const uint32_t base = j.array_job_id != 0 ? j.array_job_id : j.job_id;
+  for (uint32_t t : j.pending_array_tasks) out.push_back(std::to_string(base) + "_" + std::to_string(t));
+  return out;
+}
+
+std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const AdapterConfig& cfg) {
+  const JobStance stance = StanceOf(j);
+  if (stance == JobStance::kFinished) return {};
+  if ((stance == JobStance::kHeld || stance == JobStance::kEscaped) && !SkipReason(j).empty()) return {};
+  std::vector<std::string> on;  // the member nodes, when it holds nodes
+  if (stance == JobStance::kActive) on = j.nodes;
+  if (stance == JobStance::kReleased) on = j.required_nodes;
+  std::sort(on.begin(), on.end());
+  const int64_t members = on.empty() ? std::max<int64_t>(1, j.node_count) : static_cast<int64_t>(on.size());
+  if (stance == JobStance::kActive && on.empty()) return {};  // no nodes reported: nothing to charge
+  v1::Pod base;
+  base.set_namespace_("slurm");
+  base.set_scheduler_name("tidal-slurm");
+  base.mutable_request()->set_gpus(std::max<int64_t>(0, j.gpus_per_node));
+  base.mutable_request()->set_cpu_milli(std::max<int64_t>(0, j.cpus_per_node) * 1000);
+  base.mutable_request()->set_memory_bytes(std::max<int64_t>(0, j.memory_mb_per_node) * (int64_t{1} << 20));
+  base.set_priority(-j.nice);
+  base.set_creation_unix(j.submit_time);
+  if (stance == JobStance::kActive) {
+    base.set_phase(v1::Pod::RUNNING);
+    base.set_start_unix(j.start_time);
+  }
+  auto& a = *base.mutable_annotations();
+  // The user's keys first; Tidal's own below win.
+  for (const auto& [k, v] : CommentKeys(j.comment)) a[k] = v;
+  a["tidal.dev/gang"] = id;
+  a["tidal.dev/gang-size"] = std::to_string(members);
+  a["tidal.dev/queue"] = QueueFor(cfg, j.account, j.partition, j.qos);
+  if (j.time_limit_min > 0) a["tidal.dev/runtime-limit"] = std::to_string(j.time_limit_min) + "m";
+  if (!j.gpu_model.empty()) a["tidal.dev/gpu-model"] = j.gpu_model;
+  if (j.req_switch == 1 && !cfg.switch_level.empty() && !a.count("tidal.dev/topology-required")) {
+    a["tidal.dev/topology-required"] = cfg.switch_level;
+  }
+  a["slurm.tidal.dev/user"] = j.user;
+  a["slurm.tidal.dev/account"] = j.account;
+  a["slurm.tidal.dev/partition"] = j.partition;
+  auto* tol = base.add_tolerations();
+  tol->set_operator_("Exists");
+  base.set_self_anti_affinity_key("kubernetes.io/hostname");
+  if (std::string why = Constrain(j, stance, base); !why.empty()) {
+    // Not expressible: sent nowhere (SkipReason-like); the reconciler tells the owner.
+    return {};
+  }
+  std::vector<v1::Pod> out;
+  out.reserve(static_cast<size_t>(members));
+  for (int64_t i = 0; i < members; ++i) {
+    v1::Pod p = base;
+    p.set_uid("slurm/" + id + "#" + std::to_string(i));
+    p.set_name(id + "#" + std::to_string(i));
+    if (!on.empty()) p.set_node_name(on[static_cast<size_t>(i)]);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string ConstraintError(const JobRecord& j) {
+  v1::Pod scratch;
+  return Constrain(j, StanceOf(j), scratch);
+}
+
+bool Pinnable(const NodeRecord& n) {
+  if (!n.parse_error.empty() || n.not_responding || n.drain || n.maint) return false;
+  return n.state == NodeState::kIdle || n.state == NodeState::kMixed || n.state == NodeState::kAllocated;
+}
+
+v1::Node NodeOf(const NodeRecord& n, const AdapterConfig& cfg) {
+  v1::Node out;
+  out.set_name(n.name);
+  auto& l = *out.mutable_labels();
+  l["kubernetes.io/hostname"] = n.name;
+  for (const auto& f : n.features) {
+    if (StartsWith(f, cfg.topology_feature_prefix)) {
+      // tidal-<level>-<value>
+      const std::string rest = f.substr(cfg.topology_feature_prefix.size());
+      const size_t dash = rest.find('-');
+      if (dash != std::string::npos && dash > 0 && dash + 1 < rest.size()) {
+        l[cfg.topology_label_prefix + rest.substr(0, dash)] = rest.substr(dash + 1);
+      }
+    }
+    l[FeatureLabel(f)] = "true";
+  }
+  for (const auto& p : n.partitions) l[PartitionLabel(p)] = "true";
+  out.mutable_capacity()->set_gpus(std::max<int64_t>(0, n.gpus));
+  out.mutable_capacity()->set_cpu_milli(std::max<int64_t>(0, n.cpus) * 1000);
+  out.mutable_capacity()->set_memory_bytes(std::max<int64_t>(0, n.real_memory_mb) * (int64_t{1} << 20));
+  out.set_gpu_model(n.gpu_model);
+  // Ready: slurmctld hears from it and it is up. Schedulable for Slurm: not drained (by anyone: an
+  // admin's drain keeps Tidal's Slurm jobs off too), not in maintenance, parsed.
+  const bool up = n.state == NodeState::kIdle || n.state == NodeState::kMixed || n.state == NodeState::kAllocated;
+  out.set_ready(up && !n.not_responding && n.parse_error.empty());
+  out.set_unschedulable(n.drain || n.maint || !n.parse_error.empty());
+  return out;
+}
+
+}  // namespace tidal::slurm

@@ -1,0 +1,67 @@
+// What tidal-slurm tells the engine: Slurm jobs as gangs of members (one per node) and Slurm nodes,
+// as tidal.v1 messages. Pure functions over records (records.h) and the adapter config.
+//
+// A job "123" (or an array task "123_7") is the gang "slurm/123": members uid "slurm/123#<i>",
+// namespace "slurm", name "123#<i>", each asking for the job's per-node GPUs, CPUs and memory, one
+// member per node (self anti-affinity on the hostname), tolerating every Kubernetes taint (taints
+// are Kubernetes' word, not Slurm's). Annotations carry the Tidal keys the engine reads
+// (engine/pod_spec.h): queue (config.h QueueFor), gang, gang-size, runtime-limit (the time limit),
+// gpu-model (the gres type), topology (--switches=1 -> switchLevel required; the user's
+// --comment keys tidal.dev/topology-required=LEVEL, tidal.dev/topology-preferred=LEVEL,
+// tidal.dev/class=..., tidal.dev/preemptible=...), priority from -nice. The partition, --constraint
+// (features joined by '&'), --exclude and a user's --nodelist become node constraints.
+//
+// Job states: held or otherwise pending -> pending members; pending and released by Tidal (its
+// AdminComment starts "tidal: released") -> members bound to its ReqNodeList (the capacity is
+// Slurm's to start on); running, suspended or completing -> members bound to its nodes; finished ->
+// absent. A job waiting on a dependency, or whose fields could not be read, is not sent: Skip()
+// says why (shown to its owner).
+//
+// Threading: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "shim/slurm/config.h"
+#include "shim/slurm/records.h"
+#include "tidal/v1/engine.pb.h"
+
+namespace tidal::slurm {
+
+inline constexpr const char* kReleasedPrefix = "tidal: released";
+inline constexpr const char* kTidalPrefix = "tidal:";
+
+// How a job stands towards Tidal.
+enum class JobStance {
+  kHeld,          // pending, priority 0: waiting for Tidal
+  kReleased,      // pending, released by Tidal, pinned: Slurm's to start
+  kEscaped,       // pending, not held, not released by Tidal (requeued, gate missing): re-hold it
+  kActive,        // running, suspended or completing: holds its nodes
+  kFinished,      // gone from Tidal's view
+};
+JobStance StanceOf(const JobRecord& j);
+
+// Why a pending job is not sent to the engine ("" = it is sent).
+std::string SkipReason(const JobRecord& j);
+
+// The job ids a record stands for: itself, or each pending task of an unsplit array record.
+std::vector<std::string> JobIdsOf(const JobRecord& j);
+
+// The members of job `id` (one of JobIdsOf(j)); empty when the job is not sent.
+std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const AdapterConfig& cfg);
+
+// Why the job's partition/--constraint/--exclude/--nodelist cannot be expressed ("" = they can);
+// such a job is not sent (MembersOf returns nothing).
+std::string ConstraintError(const JobRecord& j);
+
+// A Slurm node as the engine sees it from the Slurm door.
+v1::Node NodeOf(const NodeRecord& n, const AdapterConfig& cfg);
+// May Tidal pin a job to this node now (known, responding, not down, not drained by anyone)?
+bool Pinnable(const NodeRecord& n);
+
+// The label a node carries for partition p / feature f (a label key: invalid characters -> '_').
+std::string PartitionLabel(const std::string& p);
+std::string FeatureLabel(const std::string& f);
+
+}  // namespace tidal::slurm
