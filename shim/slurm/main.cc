@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
   }
   auto engine = tidal::slurm::NewGrpcEngineLink(cfg.engine);
   tidal::slurm::Reconciler rec(cfg, slurm.get(), engine.get());
+  tidal::slurm::JobcompReader jobcomp(cfg.jobcomp_file);
+  if (!cfg.jobcomp_file.empty()) rec.SetJobcomp(&jobcomp);
 
   tidal::metrics::Registry reg;
   RegisterMetrics(reg, rec);

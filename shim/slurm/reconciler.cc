@@ -125,12 +125,16 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
       }
     }
   }
+  if (jobcomp_ != nullptr) {
+    if (Status s = jobcomp_->ReadNew(&finished_); !s.ok()) st.status.AddReason(s.ToString());
+  }
+  for (const auto& f : finished_) *msgs[0].add_finished() = f;
   msgs[0].set_door(v1::SLURM);
   msgs[0].set_holder(cfg_.holder);
   for (auto& m : msgs) m.set_door(v1::SLURM);
   for (const auto& m : msgs) {
     if (!resync && m.upsert_pods_size() == 0 && m.delete_pods_size() == 0 && m.upsert_nodes_size() == 0 &&
-        m.delete_nodes_size() == 0) {
+        m.delete_nodes_size() == 0 && m.finished_size() == 0) {
       continue;  // nothing changed
     }
     v1::SyncAck ack;
@@ -143,6 +147,7 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
     }
   }
   need_resync_ = false;
+  finished_.clear();
   st.resynced = resync;
   sent_nodes_.clear();
   sent_nodes_.insert(d.nodes.begin(), d.nodes.end());

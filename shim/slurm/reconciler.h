@@ -19,6 +19,7 @@
 
 #include "shim/slurm/config.h"
 #include "shim/slurm/engine_link.h"
+#include "shim/slurm/jobcomp.h"
 #include "shim/slurm/records.h"
 
 namespace tidal::slurm {
@@ -38,6 +39,8 @@ class Reconciler {
  public:
   Reconciler(AdapterConfig cfg, SlurmApi* slurm, EngineLink* engine) : cfg_(std::move(cfg)), slurm_(slurm), engine_(engine) {}
   ReconcileStats ReconcileOnce();
+  // Finished jobs from slurmctld's jobcomp log go to the engine with the next Sync (not owned).
+  void SetJobcomp(JobcompReader* r) { jobcomp_ = r; }
   ReconcileStats LastStats();
   // Totals since start (counters for /metrics).
   struct Totals {
@@ -61,6 +64,8 @@ class Reconciler {
   SlurmApi* slurm_;
   EngineLink* engine_;
   bool need_resync_ = true;
+  JobcompReader* jobcomp_ = nullptr;
+  std::vector<v1::FinishedJob> finished_;  // read, not yet acknowledged by the engine
   std::unordered_map<std::string, std::string> sent_pods_;   // uid -> serialized v1::Pod
   std::unordered_map<std::string, std::string> sent_nodes_;  // name -> serialized v1::Node
   std::mutex stats_mu_;  // guards the two below

@@ -1,0 +1,311 @@
+// tidal-slurm's own logic: jobs and nodes as engine messages, the jobcomp reader, and reconcile
+// passes against a real Engine behind a real gRPC server (slurmctld's side is an in-memory
+// SlurmApi here; test/slurm/ runs the same adapter against a real slurmctld).
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include <fstream>
+
+#include "server/service.h"
+#include "shim/slurm/jobcomp.h"
+#include "shim/slurm/reconciler.h"
+#include "shim/slurm/to_engine.h"
+
+namespace tidal::slurm {
+namespace {
+
+JobRecord HeldJob(uint32_t id, uint32_t nodes, int64_t gpus, const std::string& account = "qa") {
+  JobRecord j;
+  j.id = std::to_string(id);
+  j.job_id = id;
+  j.user = "alice";
+  j.account = account;
+  j.partition = "batch";
+  j.state = JobState::kPending;
+  j.state_reason = "JobHeldUser";
+  j.priority = 0;
+  j.node_count = nodes;
+  j.gpus_per_node = gpus;
+  j.gpu_model = "a100";
+  j.time_limit_min = 30;
+  j.submit_time = 1000 + id;
+  j.admin_comment = "tidal: waiting for Tidal";
+  return j;
+}
+
+NodeRecord Node(const std::string& name, const std::string& leaf) {
+  NodeRecord n;
+  n.name = name;
+  n.state = NodeState::kIdle;
+  n.gpus = 8;
+  n.gpu_model = "a100";
+  n.cpus = 32;
+  n.real_memory_mb = 256000;
+  n.partitions = {"batch"};
+  n.features = {"tidal-block-b0", "tidal-leaf-" + leaf, "tidal-nvlink-" + name};
+  return n;
+}
+
+TEST(ToEngine, AHeldMultiNodeJobIsAPendingGangOfOneMemberPerNode) {
+  AdapterConfig cfg;
+  JobRecord j = HeldJob(12, 2, 8);
+  j.comment = "my run tidal.dev/topology-required=leaf, tidal.dev/class=training";
+  j.nice = 5;
+  auto m = MembersOf(j, "12", cfg);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].uid(), "slurm/12#0");
+  EXPECT_EQ(m[1].uid(), "slurm/12#1");
+  EXPECT_TRUE(m[0].node_name().empty());
+  EXPECT_EQ(m[0].request().gpus(), 8);
+  EXPECT_EQ(m[0].priority(), -5);
+  const auto& a = m[0].annotations();
+  EXPECT_EQ(a.at("tidal.dev/gang"), "12");
+  EXPECT_EQ(a.at("tidal.dev/gang-size"), "2");
+  EXPECT_EQ(a.at("tidal.dev/queue"), "qa");
+  EXPECT_EQ(a.at("tidal.dev/runtime-limit"), "30m");
+  EXPECT_EQ(a.at("tidal.dev/gpu-model"), "a100");
+  EXPECT_EQ(a.at("tidal.dev/topology-required"), "leaf");
+  EXPECT_EQ(a.at("tidal.dev/class"), "training");
+  EXPECT_EQ(m[0].self_anti_affinity_key(), "kubernetes.io/hostname");
+  ASSERT_EQ(m[0].required_node_affinity_size(), 1);  // its partition
+  EXPECT_EQ(m[0].required_node_affinity(0).match_expressions(0).key(), PartitionLabel("batch"));
+}
+
+TEST(ToEngine, ReleasedRunningFinishedAndSkippedJobs) {
+  AdapterConfig cfg;
+  JobRecord r = HeldJob(13, 2, 4);
+  r.priority = 100;
+  r.required_nodes = {"gpu02", "gpu01"};
+  r.admin_comment = "tidal: released to gpu01,gpu02";
+  EXPECT_EQ(StanceOf(r), JobStance::kReleased);
+  auto m = MembersOf(r, "13", cfg);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].node_name(), "gpu01");
+  EXPECT_EQ(m[1].node_name(), "gpu02");
+  JobRecord escaped = r;
+  escaped.admin_comment = "";  // released by hand, not by Tidal
+  EXPECT_EQ(StanceOf(escaped), JobStance::kEscaped);
+  JobRecord run = HeldJob(14, 1, 8);
+  run.state = JobState::kRunning;
+  run.priority = 100;
+  run.nodes = {"gpu03"};
+  run.start_time = 5000;
+  m = MembersOf(run, "14", cfg);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].node_name(), "gpu03");
+  EXPECT_EQ(m[0].phase(), v1::Pod::RUNNING);
+  JobRecord done = run;
+  done.state = JobState::kCompleted;
+  EXPECT_TRUE(MembersOf(done, "14", cfg).empty());
+  done.completing = true;  // still holds its node
+  EXPECT_EQ(MembersOf(done, "14", cfg).size(), 1u);
+  JobRecord dep = HeldJob(15, 1, 8);
+  dep.dependency = "afterok:14(unfulfilled)";
+  EXPECT_NE(SkipReason(dep).find("dependency"), std::string::npos);
+  JobRecord bad = HeldJob(16, 1, 8);
+  bad.features = "a|b";
+  EXPECT_NE(ConstraintError(bad).find("'&'"), std::string::npos);
+  EXPECT_TRUE(MembersOf(bad, "16", cfg).empty());
+  JobRecord broken = HeldJob(17, 1, 8);
+  broken.parse_error = "tres_per_node: gpu count 'x' is not a number";
+  EXPECT_NE(SkipReason(broken).find("tres_per_node"), std::string::npos);
+  JobRecord array = HeldJob(20, 1, 1);
+  array.array_job_id = 20;
+  array.pending_array_tasks = {3, 4};
+  EXPECT_EQ(JobIdsOf(array), (std::vector<std::string>{"20_3", "20_4"}));
+}
+
+TEST(ToEngine, NodesCarryTopologyPartitionsAndDoorHealth) {
+  AdapterConfig cfg;
+  NodeRecord n = Node("gpu01", "l0");
+  v1::Node out = NodeOf(n, cfg);
+  EXPECT_EQ(out.labels().at("topology.tidal.dev/leaf"), "l0");
+  EXPECT_EQ(out.labels().at(PartitionLabel("batch")), "true");
+  EXPECT_TRUE(out.ready());
+  EXPECT_FALSE(out.unschedulable());
+  n.drain = true;
+  EXPECT_TRUE(NodeOf(n, cfg).unschedulable());
+  EXPECT_FALSE(Pinnable(n));
+  n.drain = false;
+  n.state = NodeState::kDown;
+  EXPECT_FALSE(NodeOf(n, cfg).ready());
+}
+
+TEST(Jobcomp, ReadsFinishedJobsOnceAndSkipsBadLines) {
+  const std::string path = ::testing::TempDir() + "/jobcomp.txt";
+  {
+    std::ofstream f(path);
+    f << "JobId=7 UserId=a(1) JobState=COMPLETED Partition=batch StartTime=2026-12-01T12:00:00 "
+         "EndTime=2026-12-01T13:00:00 NodeList=gpu[01-02] NodeCnt=2 Tres=cpu=2,mem=2G,node=2,gres/gpu=16 Account=qa\n"
+      << "garbage line\n";
+  }
+  JobcompReader r(path);
+  std::vector<v1::FinishedJob> got;
+  ASSERT_TRUE(r.ReadNew(&got).ok());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].gang(), "slurm/7");
+  EXPECT_EQ(got[0].end_unix() - got[0].start_unix(), 3600);
+  EXPECT_EQ(got[0].members(), 2);
+  EXPECT_EQ(got[0].gpus_per_member(), 8);
+  EXPECT_EQ(r.bad_lines(), 1);
+  got.clear();
+  ASSERT_TRUE(r.ReadNew(&got).ok());
+  EXPECT_TRUE(got.empty());
+  JobcompReader missing(path + ".none");
+  EXPECT_TRUE(missing.ReadNew(&got).ok());
+}
+
+// slurmctld's side, in memory: what Load returns and what the adapter wrote.
+class MemorySlurm : public SlurmApi {
+ public:
+  ClusterRecords state;
+  bool fail_load = false;
+  std::vector<std::string> calls;
+  Status Load(ClusterRecords* out) override {
+    if (fail_load) return Status::Error("slurm_load_jobs: Unable to contact slurm controller");
+    *out = state;
+    return Status::Ok();
+  }
+  JobRecord* Find(const std::string& id) {
+    for (auto& j : state.jobs) {
+      if (j.id == id) return &j;
+    }
+    return nullptr;
+  }
+  Status Release(const std::string& id, const std::vector<std::string>& nodes, const std::string& text) override {
+    std::string n;
+    for (const auto& x : nodes) n += (n.empty() ? "" : ",") + x;
+    calls.push_back("release " + id + " " + n);
+    JobRecord* j = Find(id);
+    if (j == nullptr) return Status::Error("no such job " + id);
+    j->priority = 1000;
+    j->required_nodes = nodes;
+    j->admin_comment = text;
+    return Status::Ok();
+  }
+  Status Hold(const std::string& id, const std::string& text) override {
+    calls.push_back("hold " + id);
+    if (JobRecord* j = Find(id)) j->priority = 0, j->required_nodes.clear(), j->admin_comment = text;
+    return Status::Ok();
+  }
+  Status SetComment(const std::string& id, const std::string& text) override {
+    calls.push_back("comment " + id + " " + text);
+    if (JobRecord* j = Find(id)) j->admin_comment = text;
+    return Status::Ok();
+  }
+  Status Requeue(const std::string& id) override { return calls.push_back("requeue " + id), Status::Ok(); }
+  Status Drain(const std::string& n, const std::string&) override { return calls.push_back("drain " + n), Status::Ok(); }
+  Status Undrain(const std::string& n) override { return calls.push_back("undrain " + n), Status::Ok(); }
+};
+
+class ReconcileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cfg = ParseEngineConfig("queues:\n  - name: qa\n    nominal: {gpus: 16}\n    borrowingLimit: {gpus: 0}\n", "t.yaml");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    auto e = Engine::Create(*cfg);
+    ASSERT_TRUE(e.ok());
+    engine_ = std::move(e).value();
+    service_ = std::make_unique<EngineService>(*engine_);
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(service_.get());
+    server_ = b.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    link_ = NewGrpcEngineLink("127.0.0.1:" + std::to_string(port_));
+    acfg_.holder = "adapter-a";
+    for (int i = 1; i <= 4; ++i) slurm_.state.nodes.push_back(Node("gpu0" + std::to_string(i), i <= 2 ? "l0" : "l1"));
+  }
+  void TearDown() override {
+    link_.reset();
+    if (server_) server_->Shutdown();
+  }
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<EngineService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::unique_ptr<EngineLink> link_;
+  AdapterConfig acfg_;
+  MemorySlurm slurm_;
+};
+
+TEST_F(ReconcileTest, AdmittedJobsArePinnedAndReleasedOnceAndTheOthersSayWhy) {
+  slurm_.state.jobs = {HeldJob(1, 2, 8), HeldJob(2, 1, 8), HeldJob(3, 1, 8, "nosuchqueue")};
+  Reconciler r(acfg_, &slurm_, link_.get());
+  ReconcileStats st = r.ReconcileOnce();
+  ASSERT_TRUE(st.admitted) << st.status.ToString();
+  // Job 1 (16 GPUs) fills qa's quota of 16: job 2 waits for quota, job 3's queue does not exist.
+  ASSERT_EQ(st.released, 1) << st.status.ToString();
+  EXPECT_EQ(slurm_.calls[0].rfind("release 1 gpu0", 0), 0u) << slurm_.calls[0];
+  EXPECT_EQ(slurm_.Find("1")->required_nodes.size(), 2u);
+  EXPECT_NE(slurm_.Find("2")->admin_comment.find("qa"), std::string::npos) << slurm_.Find("2")->admin_comment;
+  EXPECT_NE(slurm_.Find("3")->admin_comment.find("nosuchqueue"), std::string::npos) << slurm_.Find("3")->admin_comment;
+  EXPECT_EQ(slurm_.Find("3")->priority, 0u);
+  // The next pass sees job 1 released: it is bound, not released again; the quota still holds.
+  slurm_.calls.clear();
+  st = r.ReconcileOnce();
+  ASSERT_TRUE(st.admitted);
+  EXPECT_EQ(st.released, 0);
+  for (const auto& c : slurm_.calls) EXPECT_EQ(c.rfind("release", 0), std::string::npos) << c;
+  // Job 1 runs and finishes: job 2 is released.
+  JobRecord* one = slurm_.Find("1");
+  one->state = JobState::kRunning;
+  one->nodes = one->required_nodes;
+  ASSERT_TRUE(r.ReconcileOnce().admitted);
+  one->state = JobState::kCompleted;
+  st = r.ReconcileOnce();
+  EXPECT_EQ(st.released, 1);
+  EXPECT_EQ(slurm_.Find("2")->priority, 1000u);
+}
+
+TEST_F(ReconcileTest, AFailedReadChangesNothingAndEscapedJobsAreHeldAgain) {
+  JobRecord escaped = HeldJob(5, 1, 8);
+  escaped.priority = 500;  // requeued: back in the queue, not held, no Tidal pin
+  escaped.admin_comment = "";
+  slurm_.state.jobs = {escaped};
+  Reconciler r(acfg_, &slurm_, link_.get());
+  slurm_.fail_load = true;
+  ReconcileStats st = r.ReconcileOnce();
+  EXPECT_FALSE(st.read_ok);
+  EXPECT_TRUE(slurm_.calls.empty());
+  EXPECT_EQ(engine_->Stats().pods, 0);
+  slurm_.fail_load = false;
+  st = r.ReconcileOnce();
+  ASSERT_TRUE(st.admitted) << st.status.ToString();
+  EXPECT_EQ(st.held, 1);
+  ASSERT_FALSE(slurm_.calls.empty());
+  EXPECT_EQ(slurm_.calls[0], "hold 5");
+}
+
+TEST_F(ReconcileTest, APinOnANodeThatWentDownIsHeldAgain) {
+  JobRecord j = HeldJob(6, 1, 8);
+  j.priority = 1000;
+  j.required_nodes = {"gpu04"};
+  j.admin_comment = "tidal: released to gpu04";
+  slurm_.state.jobs = {j};
+  slurm_.state.nodes[3].state = NodeState::kDown;
+  Reconciler r(acfg_, &slurm_, link_.get());
+  ReconcileStats st = r.ReconcileOnce();
+  ASSERT_TRUE(st.admitted) << st.status.ToString();
+  EXPECT_EQ(slurm_.calls.at(0), "hold 6");
+}
+
+TEST_F(ReconcileTest, ASecondAdapterIsRefusedAndAppliesNothing) {
+  slurm_.state.jobs = {HeldJob(7, 1, 8)};
+  Reconciler a(acfg_, &slurm_, link_.get());
+  ASSERT_TRUE(a.ReconcileOnce().admitted);
+  MemorySlurm other;
+  other.state = slurm_.state;
+  AdapterConfig bcfg = acfg_;
+  bcfg.holder = "adapter-b";
+  auto link_b = NewGrpcEngineLink("127.0.0.1:" + std::to_string(port_));
+  Reconciler b(bcfg, &other, link_b.get());
+  ReconcileStats st = b.ReconcileOnce();
+  EXPECT_FALSE(st.synced);
+  EXPECT_NE(st.status.ToString().find("adapter-a"), std::string::npos) << st.status.ToString();
+  EXPECT_TRUE(other.calls.empty());
+  EXPECT_EQ(engine_->Stats().pods, 1);  // a's objects untouched
+}
+
+}  // namespace
+}  // namespace tidal::slurm
