@@ -16,7 +16,9 @@ namespace tidal {
 using NodeId = int32_t;
 inline constexpr NodeId kNoNode = -1;
 
-// Health as the engine uses it. Only kReady and kDegraded nodes receive new work.
+// Health as the engine uses it. Only kReady and kDegraded nodes receive new work, and kCordoned
+// ones (spec.unschedulable) from workloads that tolerate the node.kubernetes.io/unschedulable
+// taint (kube-scheduler's NodeUnschedulable: DaemonSet-like pods).
 enum class NodeHealth { kReady, kDegraded, kUnhealthy, kDraining, kCordoned };
 std::string_view NodeHealthName(NodeHealth h);
 StatusOr<NodeHealth> ParseNodeHealth(std::string_view text, std::string_view field);
@@ -45,6 +47,14 @@ struct Node {
   Resources SchedulableFree() const { return Schedulable() ? Free() : Resources{}; }
   int64_t FreeGpus() const { return Schedulable() ? capacity.gpus - allocated.gpus : 0; }
   bool WhollyFree() const { return Schedulable() && allocated.IsZero(); }
+  // The same for a workload that does or does not tolerate node.kubernetes.io/unschedulable
+  // (NodeConstraints::ToleratesUnschedulable): a cordoned node takes work only from one that does.
+  bool SchedulableFor(bool tolerates_unschedulable) const {
+    return Schedulable() || (tolerates_unschedulable && health == NodeHealth::kCordoned);
+  }
+  int64_t FreeGpusFor(bool tolerates_unschedulable) const {
+    return SchedulableFor(tolerates_unschedulable) ? capacity.gpus - allocated.gpus : 0;
+  }
 };
 
 }  // namespace tidal

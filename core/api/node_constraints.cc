@@ -144,9 +144,17 @@ std::string NodeConstraints::Signature() const {
   return s + "]";
 }
 
+bool NodeConstraints::ToleratesUnschedulable() const {
+  return Tolerated(tolerations, Taint{kTaintUnschedulable, "", TaintEffect::kNoSchedule});
+}
+
 std::string NodeConstraints::Refusal(const Node& n) const {
   if (!excluded_nodes.empty() && excluded_nodes.count(n.name)) {
     return "node " + n.name + " was refused by the front door's own filters";
+  }
+  if (n.health == NodeHealth::kCordoned && !ToleratesUnschedulable()) {
+    return std::string("node is cordoned (spec.unschedulable) and the pod does not tolerate ") + kTaintUnschedulable +
+           ":NoSchedule";
   }
   for (const auto& [k, v] : node_selector) {
     auto it = n.labels.find(k);

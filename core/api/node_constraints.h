@@ -11,6 +11,9 @@
 //     an empty term list means no constraint, a term with no requirements matches nothing;
 //   - taints: a NoSchedule or NoExecute taint must be tolerated; PreferNoSchedule is soft (it
 //     only lowers the node's preference); a taint with an unknown effect counts as NoSchedule;
+//   - a cordoned node (spec.unschedulable, NodeHealth::kCordoned) admits only a pod that tolerates
+//     the taint node.kubernetes.io/unschedulable:NoSchedule, whether or not the node carries it
+//     (kube-scheduler's NodeUnschedulable; DaemonSet pods tolerate it);
 //   - preferred node affinity: the sum of matching terms' weights ranks nodes inside a domain.
 //
 // Thread-safety: plain value, immutable once built (shared between a gang's members by
@@ -30,6 +33,9 @@
 namespace tidal {
 
 struct Node;
+
+// The taint kube-scheduler checks a cordoned node's pods against (node.kubernetes.io/unschedulable).
+inline constexpr const char* kTaintUnschedulable = "node.kubernetes.io/unschedulable";
 
 enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
 // Unknown effects are NoSchedule (the strict reading: an unknown is never "free").
@@ -84,8 +90,11 @@ struct NodeConstraints {
   std::string Signature() const;
   bool Empty() const;
   // "" when the node admits a member, otherwise why not ("node selector gpu=a100: node has
-  // gpu=h100", "untolerated taint dedicated=infer:NoSchedule", ...).
+  // gpu=h100", "untolerated taint dedicated=infer:NoSchedule", "node is cordoned ...", ...).
+  // Health other than cordoned is not judged here (Node::Schedulable).
   std::string Refusal(const Node& n) const;
+  // Tolerates node.kubernetes.io/unschedulable:NoSchedule: may use cordoned nodes.
+  bool ToleratesUnschedulable() const;
   // Preference of a node that admits a member: preferred-term weights, minus one per untolerated
   // PreferNoSchedule taint (higher is better).
   int64_t Preference(const Node& n) const;

@@ -62,6 +62,22 @@ struct PlacementConstraints {
   // start may still use a reserved node's GPUs beyond that amount (the reservation keeps its share).
   const std::vector<int64_t>* reserved_gpus = nullptr;
   int64_t ends_at = 0;       // expected end of this workload if it started now
+  // Per-model quota of a workload that takes any GPU model: at most `members` members on nodes of
+  // that GPU model (the queue's gpus.<model> quota admits no more), sorted by model; a model not
+  // listed is unbounded. Set by the quota plugin's PreFilter, enforced by the search.
+  struct ModelCap {
+    std::string model;
+    int32_t members = 0;
+    bool operator==(const ModelCap&) const = default;
+  };
+  std::vector<ModelCap> model_caps;
+  // The cap for `model`; -1 when unbounded.
+  int32_t ModelCapOf(const std::string& model) const {
+    for (const auto& m : model_caps) {
+      if (m.model == model) return m.members;
+    }
+    return -1;
+  }
 };
 
 struct MemberAssignment {
@@ -129,11 +145,14 @@ class ScorePlugin : public virtual Plugin {
   virtual int64_t Score(const CycleState& state, const Workload& w, const Candidate& c) const = 0;
 };
 
-// Called after the chosen candidate is applied to the cycle's transaction; Unreserve undoes.
+class ClusterState;  // core/state/cluster_state.h
+
+// Called after the chosen candidate is applied to the cycle's transaction (`cluster` is the state
+// it was applied to: the nodes of the assignments); Unreserve undoes.
 class ReservePlugin : public virtual Plugin {
  public:
-  virtual Status Reserve(CycleState& state, const Workload& w, const Candidate& c) = 0;
-  virtual void Unreserve(CycleState& state, const Workload& w, const Candidate& c) = 0;
+  virtual Status Reserve(CycleState& state, const ClusterState& cluster, const Workload& w, const Candidate& c) = 0;
+  virtual void Unreserve(CycleState& state, const ClusterState& cluster, const Workload& w, const Candidate& c) = 0;
 };
 
 // Last gate before commit: Success commits, Wait holds the reservation, others discard it.
@@ -155,8 +174,6 @@ struct PostFilterResult {
   std::string reason;                // "priority" or "reclaim"
   double lost_gpu_seconds = 0;       // work lost since the victims' last checkpoints
 };
-
-class ClusterState;  // core/state/cluster_state.h
 
 // What a PostFilter plugin may use: the cluster (trial evictions in a Transaction it discards; it
 // must leave the cluster as it found it, the framework applies the result), the time, and the

@@ -16,15 +16,20 @@ KeptReservations KeepReservations(const std::map<std::string, Reservation>& book
                                   const std::vector<const Workload*>& pending, const ClusterState& state) {
   KeptReservations k;
   if (book.empty()) return k;
-  // Looked up per workload: the book is small, the batch may be 100k.
+  // Looked up per workload: the book is small, the batch may be 100k. A workload that tolerates
+  // node.kubernetes.io/unschedulable keeps a reservation on cordoned nodes (it may use them).
+  std::unordered_set<std::string> cordon_ok;
   for (const Workload* w : pending) {
-    if (book.count(w->id)) k.in_batch.insert(w->id);
+    if (!book.count(w->id)) continue;
+    k.in_batch.insert(w->id);
+    if (w->constraints != nullptr && w->constraints->ToleratesUnschedulable()) cordon_ok.insert(w->id);
   }
   for (const auto& [id, res] : book) {
     if (!k.in_batch.count(id)) continue;
+    const bool cordoned = cordon_ok.count(id) > 0;
     bool valid = true;
     for (const auto& a : res.assignments) {
-      valid = valid && a.node >= 0 && a.node < state.node_count() && state.node(a.node).Schedulable();
+      valid = valid && a.node >= 0 && a.node < state.node_count() && state.node(a.node).SchedulableFor(cordoned);
     }
     if (valid) k.kept.emplace(id, res);
   }
@@ -149,9 +154,11 @@ std::optional<Reservation> FutureView::Search(const CycleState& cs, const Worklo
   c.within = -1;
   PlacementSearch search(*future_, profile_);
   std::vector<Candidate> out;
+  const bool cordoned = w.constraints != nullptr && w.constraints->ToleratesUnschedulable();
   while (true) {
     if (cursor_ > until) return std::nullopt;
-    if (future_->MemberCapacity(future_->root(), w.per_member.gpus) >= c.members && search.Find(cs, w, c, out).ok()) {
+    if (future_->MemberCapacity(future_->root(), w.per_member.gpus, cordoned) >= c.members &&
+        search.Find(cs, w, c, out).ok()) {
       break;
     }
     if (releases_.empty() || releases_.begin()->first > until) return std::nullopt;

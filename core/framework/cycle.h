@@ -28,7 +28,8 @@
 namespace tidal {
 
 // Step 2 (kept reservations): the book's entries this cycle holds to: those whose workload is in
-// the batch and whose nodes all still exist and are schedulable. `in_batch` names every book entry
+// the batch and whose nodes all still exist and take its work (cordoned nodes only for a workload
+// that tolerates node.kubernetes.io/unschedulable). `in_batch` names every book entry
 // whose workload is in the batch, kept or not (the book forgets them at the end of the cycle, and
 // remembers those of workloads the batch does not contain).
 struct KeptReservations {

@@ -22,6 +22,12 @@ struct PlacementSearch::Ctx {
   std::string first_constraint_refusal;
   // Nodes already counted above: the search may visit a node once per domain level tried.
   std::unordered_set<NodeId> refused{};
+  // The workload tolerates node.kubernetes.io/unschedulable: cordoned nodes count as capacity.
+  bool cordoned = false;
+  // Per c->model_caps entry: members the candidate being filled may still put on that model.
+  std::vector<int32_t> model_left{};
+  int64_t refused_model_quota = 0;
+  std::string first_model_quota_refusal{};
 };
 
 bool PlacementSearch::IsDeepest(VertexId v) const {
@@ -31,7 +37,7 @@ bool PlacementSearch::IsDeepest(VertexId v) const {
 
 int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   const Node& node = state_.node(n);
-  if (!node.Schedulable()) return 0;
+  if (!node.SchedulableFor(ctx.cordoned)) return 0;
   // Counts each refused node once, however many domain levels visit it.
   auto refuse = [&](int64_t& counter) -> int64_t {
     if (ctx.refused.insert(n).second) ++counter;
@@ -68,6 +74,27 @@ int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   return fit;
 }
 
+int64_t PlacementSearch::TakeModelRoom(NodeId n, int64_t want, int64_t least, Ctx& ctx) const {
+  const auto& caps = ctx.c->model_caps;
+  const Node& node = state_.node(n);
+  for (size_t i = 0; i < caps.size(); ++i) {
+    if (caps[i].model != node.gpu_model) continue;
+    const int64_t take = std::min<int64_t>(want, ctx.model_left[i]);
+    if (take < least && ctx.refused.insert(n).second && ctx.refused_model_quota++ == 0) {
+      ctx.first_model_quota_refusal = node.name + " (gpus." + caps[i].model + " admits " +
+                                      std::to_string(caps[i].members) + " member(s))";
+    }
+    ctx.model_left[i] -= static_cast<int32_t>(std::max<int64_t>(take, 0));
+    return take;
+  }
+  return want;
+}
+
+void PlacementSearch::ResetModelRoom(Ctx& ctx) const {
+  ctx.model_left.clear();
+  for (const auto& m : ctx.c->model_caps) ctx.model_left.push_back(m.members);
+}
+
 int32_t PlacementSearch::FillNodes(NodeId begin, NodeId end, int32_t need, Ctx& ctx,
                                    std::vector<MemberAssignment>& out) const {
   std::vector<std::pair<int64_t, NodeId>> nodes;
@@ -75,7 +102,7 @@ int32_t PlacementSearch::FillNodes(NodeId begin, NodeId end, int32_t need, Ctx& 
   const NodeConstraints* nc = ctx.w.constraints.get();
   const bool prefer = nc != nullptr && (!nc->preferred.empty() || !nc->tolerations.empty());
   for (NodeId n = begin; n < end; ++n) {
-    const int64_t f = state_.node(n).FreeGpus();
+    const int64_t f = state_.node(n).FreeGpusFor(ctx.cordoned);
     // Preferred node affinity (and untolerated PreferNoSchedule taints) rank first, then the fit.
     if (ClusterState::NodeMemberCapacity(f, ctx.g) > 0) nodes.emplace_back(prefer ? f - (nc->Preference(state_.node(n)) << 20) : f, n);
   }
@@ -84,7 +111,8 @@ int32_t PlacementSearch::FillNodes(NodeId begin, NodeId end, int32_t need, Ctx& 
   int32_t placed = 0;
   for (const auto& [free, n] : nodes) {
     if (need == 0) break;
-    const int64_t take = std::min<int64_t>(NodeFit(n, ctx), need);
+    int64_t take = std::min<int64_t>(NodeFit(n, ctx), need);
+    if (take > 0 && !ctx.c->model_caps.empty()) take = TakeModelRoom(n, take, 1, ctx);
     if (take <= 0) continue;
     out.push_back(MemberAssignment{n, static_cast<int32_t>(take)});
     placed += static_cast<int32_t>(take);
@@ -98,7 +126,7 @@ int32_t PlacementSearch::FillVertex(VertexId v, int32_t need, Ctx& ctx, std::vec
   if (IsDeepest(v)) return FillNodes(x.node_begin, x.node_end, need, ctx, out);
   const int32_t n = x.child_end - x.child_begin;
   std::vector<int64_t> caps(static_cast<size_t>(n));
-  for (int32_t k = 0; k < n; ++k) caps[static_cast<size_t>(k)] = state_.MemberCapacity(x.child_begin + k, ctx.g);
+  for (int32_t k = 0; k < n; ++k) caps[static_cast<size_t>(k)] = state_.MemberCapacity(x.child_begin + k, ctx.g, ctx.cordoned);
   int32_t placed = 0;
   while (need > 0) {
     int32_t best = -1;
@@ -131,10 +159,10 @@ Candidate PlacementSearch::MakeCandidate(int level, VertexId domain, std::vector
   c.domain_level = level;
   if (level == node_level) {
     c.domain = state_.NodePath(a.front().node);
-    c.domain_free_gpus = state_.node(a.front().node).FreeGpus();
+    c.domain_free_gpus = state_.node(a.front().node).FreeGpusFor(ctx.cordoned);
   } else {
     c.domain = level < 0 ? "cluster" : state_.vertex(domain).path;
-    c.domain_free_gpus = state_.FreeGpus(domain);
+    c.domain_free_gpus = state_.FreeGpus(domain, ctx.cordoned);
   }
   c.spans.assign(static_cast<size_t>(state_.levels().size()), 0);
   c.spans[static_cast<size_t>(node_level)] = static_cast<int32_t>(a.size());
@@ -158,6 +186,7 @@ Candidate PlacementSearch::MakeCandidate(int level, VertexId domain, std::vector
 
 void PlacementSearch::TryDomain(VertexId v, Ctx& ctx) const {
   std::vector<MemberAssignment> a;
+  ResetModelRoom(ctx);
   if (FillVertex(v, ctx.need, ctx, a) == ctx.need) {
     ctx.out->push_back(MakeCandidate(state_.vertex(v).level, v, std::move(a), ctx));
   }
@@ -167,13 +196,15 @@ void PlacementSearch::TryNodesAsDomains(VertexId v, Ctx& ctx) const {
   const Vertex& x = state_.vertex(v);
   std::vector<std::pair<int64_t, NodeId>> nodes;
   for (NodeId n = x.node_begin; n < x.node_end; ++n) {
-    const int64_t f = state_.node(n).FreeGpus();
+    const int64_t f = state_.node(n).FreeGpusFor(ctx.cordoned);
     if (ClusterState::NodeMemberCapacity(f, ctx.g) >= ctx.need) nodes.emplace_back(f, n);
   }
   std::sort(nodes.begin(), nodes.end());
   for (const auto& [free, n] : nodes) {
     if (ctx.out->size() >= ctx.limit) return;
-    if (NodeFit(n, ctx) >= ctx.need) {
+    if (NodeFit(n, ctx) < ctx.need) continue;
+    ResetModelRoom(ctx);  // each node is a candidate of its own
+    if (ctx.c->model_caps.empty() || TakeModelRoom(n, ctx.need, ctx.need, ctx) >= ctx.need) {
       ctx.out->push_back(MakeCandidate(state_.levels().node_level(), -1, {MemberAssignment{n, ctx.need}}, ctx));
     }
   }
@@ -196,9 +227,9 @@ void PlacementSearch::Dfs(VertexId v, Ctx& ctx) const {
   std::vector<std::tuple<int64_t, int64_t, VertexId>> kids;
   kids.reserve(static_cast<size_t>(x.child_end - x.child_begin));
   for (VertexId k = x.child_begin; k < x.child_end; ++k) {
-    const int64_t cap = state_.MemberCapacity(k, ctx.g);
+    const int64_t cap = state_.MemberCapacity(k, ctx.g, ctx.cordoned);
     if (cap < ctx.need) continue;
-    const int64_t tight = single_node && ctx.g > 0 ? state_.TightestNodeFree(k, ctx.g, ctx.need) : 0;
+    const int64_t tight = single_node && ctx.g > 0 ? state_.TightestNodeFree(k, ctx.g, ctx.need, ctx.cordoned) : 0;
     if (tight > state_.max_gpus_per_node()) continue;
     kids.emplace_back(tight, cap, k);
   }
@@ -212,7 +243,8 @@ void PlacementSearch::Dfs(VertexId v, Ctx& ctx) const {
 Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const PlacementConstraints& c,
                              std::vector<Candidate>& out) const {
   out.clear();
-  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}};
+  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}, false, {}, 0, {}};
+  ctx.cordoned = w.constraints != nullptr && w.constraints->ToleratesUnschedulable();
   ctx.g = w.per_member.gpus;
   ctx.need = c.members;
   ctx.limit = static_cast<size_t>(profile_.max_candidates());
@@ -227,7 +259,7 @@ Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const Plac
   }
   if (c.within >= 0) {
     // Restricted to one vertex (preemption asks "would it fit inside this domain?").
-    if (state_.MemberCapacity(c.within, ctx.g) >= ctx.need) TryDomain(c.within, ctx);
+    if (state_.MemberCapacity(c.within, ctx.g, ctx.cordoned) >= ctx.need) TryDomain(c.within, ctx);
     if (!out.empty()) return Status::Ok();
     return Status::Unschedulable("does not fit inside " + state_.vertex(c.within).path, "placement");
   }
@@ -239,7 +271,7 @@ Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const Plac
   }
   for (int t : targets) {
     ctx.target = t;
-    if (state_.MemberCapacity(state_.root(), ctx.g) < ctx.need) break;
+    if (state_.MemberCapacity(state_.root(), ctx.g, ctx.cordoned) < ctx.need) break;
     if (t < 0) {
       TryDomain(state_.root(), ctx);
     } else {
@@ -261,14 +293,14 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
     if (c.required_level == levels.node_level()) {
       static_best = ClusterState::NodeMemberCapacity(state_.max_gpus_per_node(), ctx.g);
       for (NodeId n = 0; n < state_.node_count(); ++n) {
-        const int64_t cap = ClusterState::NodeMemberCapacity(state_.node(n).FreeGpus(), ctx.g);
+        const int64_t cap = ClusterState::NodeMemberCapacity(state_.node(n).FreeGpusFor(ctx.cordoned), ctx.g);
         if (cap > now_best) now_best = cap, now_path = state_.NodePath(n);
       }
     } else {
       auto [b, e] = state_.LevelRange(c.required_level);
       for (VertexId v = b; v < e; ++v) {
         static_best = std::max(static_best, state_.StaticMemberCapacity(v, ctx.g));
-        const int64_t cap = state_.MemberCapacity(v, ctx.g);
+        const int64_t cap = state_.MemberCapacity(v, ctx.g, ctx.cordoned);
         if (cap > now_best) now_best = cap, now_path = state_.vertex(v).path;
       }
     }
@@ -288,13 +320,13 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
     }
   } else {
     const int64_t static_cap = state_.StaticMemberCapacity(state_.root(), ctx.g);
-    const int64_t now_cap = state_.MemberCapacity(state_.root(), ctx.g);
+    const int64_t now_cap = state_.MemberCapacity(state_.root(), ctx.g, ctx.cordoned);
     if (static_cap < c.members) {
       st = Status::Unresolvable("the whole cluster can hold at most " + std::to_string(static_cap) + " of " + shape,
                                 "placement");
     } else if (now_cap < c.members) {
       st = Status::Unschedulable("the cluster has room for " + std::to_string(now_cap) + " of " + shape + " now (" +
-                                     std::to_string(state_.FreeGpus(state_.root())) + " free GPUs)",
+                                     std::to_string(state_.FreeGpus(state_.root(), ctx.cordoned)) + " free GPUs)",
                                  "placement");
     } else {
       st = Status::Unschedulable("the cluster has the GPUs for " + shape + " but its nodes failed other checks",
@@ -306,6 +338,10 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
   if (ctx.refused_constraints) {
     st.AddReason(std::to_string(ctx.refused_constraints) + " node(s) refused by the pod's node constraints, first: " +
                  ctx.first_constraint_refusal);
+  }
+  if (ctx.refused_model_quota) {
+    st.AddReason(std::to_string(ctx.refused_model_quota) + " node(s) of a GPU model beyond the queue's quota for it, first: " +
+                 ctx.first_model_quota_refusal);
   }
   if (ctx.refused_resources) st.AddReason(std::to_string(ctx.refused_resources) + " node(s) lack CPU or memory for a member");
   if (ctx.refused_reserved) {

@@ -9,7 +9,10 @@
 //  3. At each domain vertex of the target level, Fill() assigns members: into one child if some
 //     child can hold all remaining members (the tightest such child), else the roomiest child first;
 //     on nodes, the tightest node first, so wholly free nodes stay free for whole-node work. Each
-//     node visited is checked for full resource fit, pool, GPU model and the profile's Filters.
+//     node visited is checked for full resource fit, pool, GPU model, node constraints and the
+//     profile's Filters; a candidate puts no more members on a GPU model than its per-model quota
+//     cap (PlacementConstraints::model_caps). Cordoned nodes count only for a workload whose
+//     constraints tolerate node.kubernetes.io/unschedulable.
 //  4. Up to maxCandidates complete placements are collected; Score plugins rank them.
 // Cost: O(depth x fanout x maxGPUsPerNode) to find domains, plus the nodes inside the chosen domains.
 //
@@ -41,6 +44,11 @@ class PlacementSearch {
   int32_t FillVertex(VertexId v, int32_t need, Ctx& ctx, std::vector<MemberAssignment>& out) const;
   int32_t FillNodes(NodeId begin, NodeId end, int32_t need, Ctx& ctx, std::vector<MemberAssignment>& out) const;
   int64_t NodeFit(NodeId n, Ctx& ctx) const;
+  // Per-model quota (PlacementConstraints::model_caps): takes up to `want` members' room on node
+  // n's GPU model from the candidate being filled; returns how many it may place there (a node
+  // that gets fewer than `least` is counted as refused for the explanation).
+  int64_t TakeModelRoom(NodeId n, int64_t want, int64_t least, Ctx& ctx) const;
+  void ResetModelRoom(Ctx& ctx) const;
   bool IsDeepest(VertexId v) const;
   Candidate MakeCandidate(int level, VertexId domain, std::vector<MemberAssignment> a, const Ctx& ctx) const;
   Status Explain(const Workload& w, const PlacementConstraints& c, const Ctx& ctx) const;

@@ -192,19 +192,19 @@ void Profile::RunScore(const CycleState& s, const Workload& w, Candidate& c) con
   c.score = total;
 }
 
-Status Profile::RunReserve(CycleState& s, const Workload& w, const Candidate& c) const {
+Status Profile::RunReserve(CycleState& s, const ClusterState& cluster, const Workload& w, const Candidate& c) const {
   for (size_t i = 0; i < reserve_.size(); ++i) {
-    Status st = reserve_[i]->Reserve(s, w, c);
+    Status st = reserve_[i]->Reserve(s, cluster, w, c);
     if (!st.ok()) {
-      for (size_t j = i; j-- > 0;) reserve_[j]->Unreserve(s, w, c);
+      for (size_t j = i; j-- > 0;) reserve_[j]->Unreserve(s, cluster, w, c);
       return st.WithPlugin(std::string(reserve_[i]->Name()));
     }
   }
   return Status::Ok();
 }
 
-void Profile::RunUnreserve(CycleState& s, const Workload& w, const Candidate& c) const {
-  for (auto it = reserve_.rbegin(); it != reserve_.rend(); ++it) (*it)->Unreserve(s, w, c);
+void Profile::RunUnreserve(CycleState& s, const ClusterState& cluster, const Workload& w, const Candidate& c) const {
+  for (auto it = reserve_.rbegin(); it != reserve_.rend(); ++it) (*it)->Unreserve(s, cluster, w, c);
 }
 
 Status Profile::RunPermit(CycleState& s, const Workload& w, const Candidate& c) const {

@@ -70,8 +70,8 @@ class Profile {
   bool has_filters() const { return !filter_.empty(); }
   // Sets c.score to the weighted sum of all Score plugins.
   void RunScore(const CycleState& s, const Workload& w, Candidate& c) const;
-  Status RunReserve(CycleState& s, const Workload& w, const Candidate& c) const;
-  void RunUnreserve(CycleState& s, const Workload& w, const Candidate& c) const;
+  Status RunReserve(CycleState& s, const ClusterState& cluster, const Workload& w, const Candidate& c) const;
+  void RunUnreserve(CycleState& s, const ClusterState& cluster, const Workload& w, const Candidate& c) const;
   Status RunPermit(CycleState& s, const Workload& w, const Candidate& c) const;
   // First PostFilter plugin that returns Success wins.
   Status RunPostFilter(CycleState& s, const Workload& w, const Status& failure, PostFilterContext& ctx,

@@ -69,6 +69,10 @@ size_t ShapeCache::Hash::operator()(const Key& k) const {
   mix(static_cast<size_t>(k.door));
   mix(std::hash<int64_t>()(k.ends_bucket));
   if (!k.constraints.empty()) mix(std::hash<std::string>()(k.constraints));
+  for (const auto& m : k.model_caps) {
+    mix(std::hash<std::string>()(m.model));
+    mix(std::hash<int32_t>()(m.members));
+  }
   return h;
 }
 
@@ -139,143 +143,186 @@ Outcome OutcomeFor(const Status& s) {
 }
 }  // namespace
 
+// One workload's placement attempt, as ScheduleOne's steps pass it along.
+struct Scheduler::Attempt {
+  ClusterState& state;
+  const Workload& w;
+  int64_t now_s = 0;
+  ShapeCache* cache = nullptr;                       // optional
+  const BackfillView* bf = nullptr;                  // optional
+  const std::vector<MemberAssignment>* at = nullptr; // optional: a reservation's nodes
+  Decision d{};
+  CycleState cs{};
+  PlacementConstraints c{};  // as PreFilter resolved them; members then as placed
+  ShapeCache::Key key{};
+  int32_t queue_key = 0;     // the victim-search memo's queue
+};
+
 Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache,
                                 const BackfillView* bf, const std::vector<MemberAssignment>* at) const {
-  Decision d;
-  d.workload_id = w.id;
-  auto fail = [&](Status s) {
-    d.outcome = OutcomeFor(s);
-    d.explanation = s.Message();
-    d.status = std::move(s);
-    return std::move(d);  // d outlives the lambda only to be returned: move, do not copy
-  };
-  CycleState cs;
-  if (Status s = profile_->RunAdmit(cs, w); !s.ok()) return fail(std::move(s));
-  PlacementConstraints c;
-  c.members = w.members;
-  if (Status s = profile_->RunPreFilter(cs, w, state.levels(), c); !s.ok()) return fail(std::move(s));
-  c.ends_at = now_s + profile_->backfill().RuntimeOf(w);
-  int64_t ends_bucket = 0;
-  if (bf != nullptr && bf->reserved_from != nullptr) {
-    c.reserved_from = bf->reserved_from;
-    c.reserved_gpus = bf->reserved_gpus;
-    ends_bucket = c.ends_at > bf->latest_start ? INT64_MAX : c.ends_at;
-  }
-  d.constraints = c;
-  ShapeCache::Key key{w.per_member, c.members, w.min_members, c.required_level, c.preferred_level, w.gpu_model,
-                      w.front_door, ends_bucket, w.constraints_sig};
-  const int32_t queue_key = w.queue_id >= 0 ? w.queue_id : static_cast<int32_t>(std::hash<std::string>()(w.queue) & 0x3fffffff);
-  auto postfilter = [&](Status& failure) {
-    if (failure.code() != StatusCode::kUnschedulable || !profile_->has_postfilters()) return;
-    if (cache != nullptr) {
-      if (cache->postfilter_attempts >= options_.max_postfilter_attempts) return;
-      if (cache->NoVictims(key, queue_key, w.priority)) return;
-      cache->postfilter_attempts++;
-    }
-    PlacementConstraints pc = c;
-    pc.reserved_from = nullptr;
-    PostFilterContext ctx{state, now_s, [&](const PlacementConstraints& probe) {
-                            PlacementSearch search(state, *profile_);
-                            std::vector<Candidate> out;
-                            return search.Find(cs, w, probe, out).ok();
-                          }};
-    Status pf = profile_->RunPostFilter(cs, w, failure, ctx, pc, d.preemption);
-    if (pf.ok()) {
-      failure.AddReason("preemption (" + d.preemption.reason + ") proposed: " + std::to_string(d.preemption.victims.size()) +
-                        " victim(s), " + std::to_string(d.preemption.shrinks.size()) + " elastic shrink(s) in " +
-                        d.preemption.nominated_domain);
-    } else {
-      d.preemption = PostFilterResult{};
-      if (cache != nullptr) cache->SetNoVictims(key, queue_key, w.priority);
-    }
-  };
-  if (cache != nullptr && cache->memo_shapes) {
-    if (const Status* failed = cache->Find(key)) {
+  Attempt a{state, w, now_s, cache, bf, at};
+  a.d.workload_id = w.id;
+  if (Status s = Resolve(a); !s.ok()) return Fail(a, std::move(s));
+  if (a.cache != nullptr && a.cache->memo_shapes) {
+    if (const Status* failed = a.cache->Find(a.key)) {
       Status again = *failed;
-      postfilter(again);
-      d.placement_failed = true;
-      return fail(std::move(again));
+      TryPostFilter(a, again);
+      a.d.placement_failed = true;
+      return Fail(a, std::move(again));
     }
   }
-  PlacementSearch search(state, *profile_);
   std::vector<Candidate> candidates;
+  Status found = FindCandidates(a, candidates);
+  if (!found.ok()) {
+    if (a.cache != nullptr && a.cache->memo_shapes && found.code() != StatusCode::kError) a.cache->Insert(a.key, found);
+    a.d.placement_failed = true;
+    TryPostFilter(a, found);
+    return Fail(a, std::move(found));
+  }
+  return Apply(a, candidates);
+}
+
+Decision Scheduler::Fail(Attempt& a, Status s) {
+  a.d.outcome = OutcomeFor(s);
+  a.d.explanation = s.Message();
+  a.d.status = std::move(s);
+  return std::move(a.d);  // the attempt ends here: move, do not copy
+}
+
+Status Scheduler::Resolve(Attempt& a) const {
+  const Workload& w = a.w;
+  if (Status s = profile_->RunAdmit(a.cs, w); !s.ok()) return s;
+  a.c.members = w.members;
+  if (Status s = profile_->RunPreFilter(a.cs, w, a.state.levels(), a.c); !s.ok()) return s;
+  a.c.ends_at = a.now_s + profile_->backfill().RuntimeOf(w);
+  int64_t ends_bucket = 0;
+  if (a.bf != nullptr && a.bf->reserved_from != nullptr) {
+    a.c.reserved_from = a.bf->reserved_from;
+    a.c.reserved_gpus = a.bf->reserved_gpus;
+    ends_bucket = a.c.ends_at > a.bf->latest_start ? INT64_MAX : a.c.ends_at;
+  }
+  a.d.constraints = a.c;
+  a.key = ShapeCache::Key{w.per_member, a.c.members, w.min_members, a.c.required_level, a.c.preferred_level, w.gpu_model,
+                          w.front_door, ends_bucket, w.constraints_sig, a.c.model_caps};
+  a.queue_key = w.queue_id >= 0 ? w.queue_id : static_cast<int32_t>(std::hash<std::string>()(w.queue) & 0x3fffffff);
+  return Status::Ok();
+}
+
+void Scheduler::TryPostFilter(Attempt& a, Status& failure) const {
+  if (failure.code() != StatusCode::kUnschedulable || !profile_->has_postfilters()) return;
+  if (a.cache != nullptr) {
+    if (a.cache->postfilter_attempts >= options_.max_postfilter_attempts) return;
+    if (a.cache->NoVictims(a.key, a.queue_key, a.w.priority)) return;
+    a.cache->postfilter_attempts++;
+  }
+  PlacementConstraints pc = a.c;
+  pc.reserved_from = nullptr;
+  PostFilterContext ctx{a.state, a.now_s, [&](const PlacementConstraints& probe) {
+                          PlacementSearch search(a.state, *profile_);
+                          std::vector<Candidate> out;
+                          return search.Find(a.cs, a.w, probe, out).ok();
+                        }};
+  Decision& d = a.d;
+  Status pf = profile_->RunPostFilter(a.cs, a.w, failure, ctx, pc, d.preemption);
+  if (pf.ok()) {
+    failure.AddReason("preemption (" + d.preemption.reason + ") proposed: " + std::to_string(d.preemption.victims.size()) +
+                      " victim(s), " + std::to_string(d.preemption.shrinks.size()) + " elastic shrink(s) in " +
+                      d.preemption.nominated_domain);
+  } else {
+    d.preemption = PostFilterResult{};
+    if (a.cache != nullptr) a.cache->SetNoVictims(a.key, a.queue_key, a.w.priority);
+  }
+}
+
+Status Scheduler::FindCandidates(Attempt& a, std::vector<Candidate>& candidates) const {
+  PlacementSearch search(a.state, *profile_);
   Status found = Status::Unschedulable("not searched");
-  if (at != nullptr) {
-    // The reserved nodes, if they hold every member now (capacity was kept for exactly this).
+  if (a.at != nullptr && FitsReserved(a)) {
     Candidate cand;
     cand.domain = "reservation";
-    cand.assignments = *at;
-    cand.spans.assign(static_cast<size_t>(state.levels().size()), 0);
-    bool fits = true;
-    int32_t members = 0;
-    for (const auto& a : *at) {
-      const Node& n = state.node(a.node);
-      fits = fits && n.Schedulable() && n.Free().CopiesOf(w.per_member) >= a.members;
-      members += a.members;
-    }
-    if (fits && members >= w.min_members && members <= c.members) {
-      c.members = members;
-      candidates.push_back(std::move(cand));
-      found = Status::Ok();
+    cand.assignments = *a.at;
+    cand.spans.assign(static_cast<size_t>(a.state.levels().size()), 0);
+    candidates.push_back(std::move(cand));
+    found = Status::Ok();
+  }
+  if (!found.ok()) found = search.Find(a.cs, a.w, a.c, candidates);
+  if (!found.ok() && a.w.Elastic() && found.code() != StatusCode::kError && a.c.members > a.w.min_members) {
+    found = ShrinkElastic(a, search, candidates);
+  }
+  return found;
+}
+
+bool Scheduler::FitsReserved(Attempt& a) const {
+  // The reserved nodes, if they hold every member now (capacity was kept for exactly this), within
+  // the per-model quota caps.
+  const bool cordoned = a.w.constraints != nullptr && a.w.constraints->ToleratesUnschedulable();
+  std::vector<int32_t> on_model(a.c.model_caps.size(), 0);
+  bool fits = true;
+  int32_t members = 0;
+  for (const auto& as : *a.at) {
+    const Node& n = a.state.node(as.node);
+    fits = fits && n.SchedulableFor(cordoned) && n.Free().CopiesOf(a.w.per_member) >= as.members;
+    members += as.members;
+    for (size_t i = 0; i < on_model.size(); ++i) {
+      if (a.c.model_caps[i].model == n.gpu_model) on_model[i] += as.members;
     }
   }
-  if (!found.ok()) found = search.Find(cs, w, c, candidates);
-  if (!found.ok() && w.Elastic() && found.code() != StatusCode::kError && c.members > w.min_members) {
-    // Elastic gang: the largest size in [min_members, members) that fits, by bisection.
-    PlacementConstraints trial = c;
-    trial.members = w.min_members;
-    Status at_min = search.Find(cs, w, trial, candidates);
-    if (!at_min.ok()) {
-      found = std::move(at_min);  // judged by its minimum: may still fit later
+  for (size_t i = 0; i < on_model.size(); ++i) fits = fits && on_model[i] <= a.c.model_caps[i].members;
+  if (!fits || members < a.w.min_members || members > a.c.members) return false;
+  a.c.members = members;
+  return true;
+}
+
+Status Scheduler::ShrinkElastic(Attempt& a, const PlacementSearch& search, std::vector<Candidate>& candidates) const {
+  // Elastic gang: the largest size in [min_members, members) that fits, by bisection.
+  PlacementConstraints trial = a.c;
+  trial.members = a.w.min_members;
+  Status at_min = search.Find(a.cs, a.w, trial, candidates);
+  if (!at_min.ok()) return at_min;  // judged by its minimum: may still fit later
+  int32_t lo = a.w.min_members, hi = a.c.members;  // lo fits, hi does not
+  while (hi - lo > 1) {
+    trial.members = lo + (hi - lo) / 2;
+    std::vector<Candidate> more;
+    if (search.Find(a.cs, a.w, trial, more).ok()) {
+      lo = trial.members;
+      candidates = std::move(more);
     } else {
-      int32_t lo = w.min_members, hi = c.members;  // lo fits, hi does not
-      while (hi - lo > 1) {
-        trial.members = lo + (hi - lo) / 2;
-        std::vector<Candidate> more;
-        if (search.Find(cs, w, trial, more).ok()) {
-          lo = trial.members;
-          candidates = std::move(more);
-        } else {
-          hi = trial.members;
-        }
-      }
-      c.members = lo;
-      found = Status::Ok();
+      hi = trial.members;
     }
   }
-  if (!found.ok()) {
-    if (cache != nullptr && cache->memo_shapes && found.code() != StatusCode::kError) cache->Insert(key, found);
-    d.placement_failed = true;
-    postfilter(found);
-    return fail(std::move(found));
-  }
-  for (auto& cand : candidates) profile_->RunScore(cs, w, cand);
+  a.c.members = lo;
+  return Status::Ok();
+}
+
+Decision Scheduler::Apply(Attempt& a, std::vector<Candidate>& candidates) const {
+  for (auto& cand : candidates) profile_->RunScore(a.cs, a.w, cand);
   // Highest score wins; ties keep the search's best-fit order.
   std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+                   [](const Candidate& x, const Candidate& y) { return x.score > y.score; });
   Candidate& chosen = candidates.front();
 
-  Transaction txn(state);
-  Workload placed = w;
-  placed.members = c.members;
-  if (Status s = txn.Place(placed, chosen.assignments, now_s); !s.ok()) return fail(std::move(s));
-  if (Status s = profile_->RunReserve(cs, placed, chosen); !s.ok()) {
+  Transaction txn(a.state);
+  Workload placed = a.w;
+  placed.members = a.c.members;
+  if (Status s = txn.Place(placed, chosen.assignments, a.now_s); !s.ok()) return Fail(a, std::move(s));
+  if (Status s = profile_->RunReserve(a.cs, a.state, placed, chosen); !s.ok()) {
     txn.Discard();
-    return fail(std::move(s));
+    return Fail(a, std::move(s));
   }
-  Status permit = profile_->RunPermit(cs, placed, chosen);
+  Status permit = profile_->RunPermit(a.cs, placed, chosen);
   if (permit.code() != StatusCode::kSuccess && permit.code() != StatusCode::kWait) {
-    profile_->RunUnreserve(cs, placed, chosen);
+    profile_->RunUnreserve(a.cs, a.state, placed, chosen);
     txn.Discard();
-    return fail(std::move(permit));
+    return Fail(a, std::move(permit));
   }
   txn.Commit();
+  Decision& d = a.d;
   d.outcome = permit.ok() ? Outcome::kPlaced : Outcome::kWaiting;
   d.status = permit;
-  d.explanation = DescribePlacement(state, w, c, chosen, candidates.size());
+  d.explanation = DescribePlacement(a.state, a.w, a.c, chosen, candidates.size());
   if (!permit.ok()) d.explanation += "; held: " + permit.Message();
   d.placement = std::move(chosen);
-  return d;
+  return std::move(d);
 }
 
 std::string Scheduler::DescribePlacement(const ClusterState& state, const Workload& w, const PlacementConstraints& c,

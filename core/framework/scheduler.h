@@ -100,6 +100,7 @@ class ShapeCache {
     FrontDoor door = FrontDoor::kKubernetes;
     int64_t ends_bucket = 0;  // reservations it would have to respect (see ScheduleOne)
     std::string constraints;  // Workload::constraints_sig: which nodes it may use
+    std::vector<PlacementConstraints::ModelCap> model_caps;  // per-model quota (PreFilter)
     bool operator==(const Key&) const = default;
   };
   const Status* Find(const Key& k) const;
@@ -134,6 +135,8 @@ struct BackfillView {
   int64_t latest_start = INT64_MIN;                       // latest reservation start so far
 };
 
+class PlacementSearch;  // core/framework/placement.h
+
 class Scheduler {
  public:
   explicit Scheduler(std::unique_ptr<Profile> profile, SchedulerOptions options = {})
@@ -160,6 +163,19 @@ class Scheduler {
 
  private:
   friend class Cycle;  // the cycle's steps (cycle.h) read the options and the book, apply evictions
+  // ScheduleOne's steps, in order, over one attempt (defined in scheduler.cc):
+  struct Attempt;
+  // Admit, PreFilter, the backfill view and the shape-memo key.
+  Status Resolve(Attempt& a) const;
+  // The reserved nodes (`at`) if they hold the workload now, else the search; elastic gangs shrink.
+  Status FindCandidates(Attempt& a, std::vector<Candidate>& candidates) const;
+  bool FitsReserved(Attempt& a) const;
+  Status ShrinkElastic(Attempt& a, const PlacementSearch& search, std::vector<Candidate>& candidates) const;
+  // Score, apply the best in a Transaction, Reserve, Permit: commit, or discard on a refusal.
+  Decision Apply(Attempt& a, std::vector<Candidate>& candidates) const;
+  // Nothing fits: PostFilter (preemption) may propose victims, noted in `failure`.
+  void TryPostFilter(Attempt& a, Status& failure) const;
+  static Decision Fail(Attempt& a, Status s);
   void ApplyPreemption(ClusterState& state, const PostFilterResult& r) const;
   std::string DescribePlacement(const ClusterState& state, const Workload& w, const PlacementConstraints& c,
                                 const Candidate& cand, size_t alternatives) const;

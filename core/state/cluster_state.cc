@@ -141,16 +141,23 @@ StatusOr<ClusterState> ClusterState::Build(TopologyLevels levels, std::vector<No
   const size_t width = static_cast<size_t>(s.max_gpus_ + 1);
   s.hist_.assign(s.vertices_.size() * width, 0);
   s.cap_hist_.assign(s.vertices_.size() * width, 0);
+  s.cordoned_hist_.assign(s.vertices_.size() * width, 0);
   s.free_gpus_.assign(s.vertices_.size(), 0);
+  s.cordoned_free_.assign(s.vertices_.size(), 0);
   s.whole_free_.assign(s.vertices_.size(), 0);
   for (NodeId n = 0; n < total; ++n) {
     const Node& node = s.nodes_[static_cast<size_t>(n)];
-    const int64_t f = std::clamp<int64_t>(node.FreeGpus(), 0, s.max_gpus_);
+    const NodeShare sh = s.ShareOf(node);
     for (VertexId v = s.node_parent_[static_cast<size_t>(n)]; v >= 0; v = s.vertices_[static_cast<size_t>(v)].parent) {
-      s.Hist(v)[f]++;
-      s.cap_hist_[static_cast<size_t>(v) * width + static_cast<size_t>(node.capacity.gpus)]++;
-      s.free_gpus_[static_cast<size_t>(v)] += f;
-      s.whole_free_[static_cast<size_t>(v)] += node.WhollyFree() ? 1 : 0;
+      const size_t row = static_cast<size_t>(v) * width;
+      s.hist_[row + static_cast<size_t>(sh.free)]++;
+      s.cap_hist_[row + static_cast<size_t>(node.capacity.gpus)]++;
+      s.free_gpus_[static_cast<size_t>(v)] += sh.free;
+      s.whole_free_[static_cast<size_t>(v)] += sh.whole ? 1 : 0;
+      if (sh.cordoned >= 0) {
+        s.cordoned_hist_[row + static_cast<size_t>(sh.cordoned)]++;
+        s.cordoned_free_[static_cast<size_t>(v)] += sh.cordoned;
+      }
     }
   }
   return s;
@@ -177,19 +184,25 @@ int64_t ClusterState::NodeMemberCapacity(int64_t free_gpus, int64_t gpus_per_mem
   return free_gpus / gpus_per_member;
 }
 
-int64_t ClusterState::MemberCapacity(VertexId v, int64_t g) const {
+int64_t ClusterState::MemberCapacity(VertexId v, int64_t g, bool with_cordoned) const {
   if (g <= 0) return int64_t{1} << 40;  // GPU-less members: no GPU bound; the node scan decides.
   if (g > max_gpus_) return 0;
   const int32_t* h = Hist(v);
   int64_t c = 0;
   for (int64_t k = g; k <= max_gpus_; ++k) c += static_cast<int64_t>(h[k]) * (k / g);
+  if (with_cordoned) {
+    // Cordoned nodes sit in hist_ at 0 free, so adding their own histogram counts each node once.
+    const int32_t* ch = CordonedHist(v);
+    for (int64_t k = g; k <= max_gpus_; ++k) c += static_cast<int64_t>(ch[k]) * (k / g);
+  }
   return c;
 }
 
-int64_t ClusterState::TightestNodeFree(VertexId v, int64_t g, int32_t members) const {
+int64_t ClusterState::TightestNodeFree(VertexId v, int64_t g, int32_t members, bool with_cordoned) const {
   const int32_t* h = Hist(v);
+  const int32_t* ch = with_cordoned ? CordonedHist(v) : nullptr;
   for (int64_t k = std::max<int64_t>(g * members, 0); k <= max_gpus_; ++k) {
-    if (h[k] > 0) return k;
+    if (h[k] > 0 || (ch != nullptr && ch[k] > 0)) return k;
   }
   return max_gpus_ + 1;
 }
@@ -203,43 +216,55 @@ int64_t ClusterState::StaticMemberCapacity(VertexId v, int64_t g) const {
   return c;
 }
 
-void ClusterState::NodeFreeChanged(NodeId n, int64_t old_free, bool old_whole) {
-  const Node& node = nodes_[static_cast<size_t>(n)];
-  const int64_t f = std::clamp<int64_t>(node.FreeGpus(), 0, max_gpus_);
-  const int64_t of = std::clamp<int64_t>(old_free, 0, max_gpus_);
-  const int32_t dw = (node.WhollyFree() ? 1 : 0) - (old_whole ? 1 : 0);
-  if (f == of && dw == 0) return;
+ClusterState::NodeShare ClusterState::ShareOf(const Node& node) const {
+  NodeShare s;
+  s.free = std::clamp<int64_t>(node.FreeGpus(), 0, max_gpus_);
+  s.whole = node.WhollyFree();
+  if (node.health == NodeHealth::kCordoned) s.cordoned = std::clamp<int64_t>(node.capacity.gpus - node.allocated.gpus, 0, max_gpus_);
+  return s;
+}
+
+void ClusterState::NodeShareChanged(NodeId n, const NodeShare& before) {
+  const NodeShare now = ShareOf(nodes_[static_cast<size_t>(n)]);
+  const int32_t dw = (now.whole ? 1 : 0) - (before.whole ? 1 : 0);
+  if (now.free == before.free && dw == 0 && now.cordoned == before.cordoned) return;
+  const size_t width = static_cast<size_t>(max_gpus_ + 1);
   for (VertexId v = node_parent_[static_cast<size_t>(n)]; v >= 0; v = vertices_[static_cast<size_t>(v)].parent) {
     int32_t* h = Hist(v);
-    h[of]--;
-    h[f]++;
-    free_gpus_[static_cast<size_t>(v)] += f - of;
+    h[before.free]--;
+    h[now.free]++;
+    free_gpus_[static_cast<size_t>(v)] += now.free - before.free;
     whole_free_[static_cast<size_t>(v)] += dw;
+    if (before.cordoned >= 0) {
+      cordoned_hist_[static_cast<size_t>(v) * width + static_cast<size_t>(before.cordoned)]--;
+      cordoned_free_[static_cast<size_t>(v)] -= before.cordoned;
+    }
+    if (now.cordoned >= 0) {
+      cordoned_hist_[static_cast<size_t>(v) * width + static_cast<size_t>(now.cordoned)]++;
+      cordoned_free_[static_cast<size_t>(v)] += now.cordoned;
+    }
   }
 }
 
 void ClusterState::Allocate(NodeId n, const Resources& r) {
   Node& node = nodes_[static_cast<size_t>(n)];
-  const int64_t old_free = node.FreeGpus();
-  const bool old_whole = node.WhollyFree();
+  const NodeShare before = ShareOf(node);
   node.allocated += r;
-  NodeFreeChanged(n, old_free, old_whole);
+  NodeShareChanged(n, before);
 }
 
 void ClusterState::Release(NodeId n, const Resources& r) {
   Node& node = nodes_[static_cast<size_t>(n)];
-  const int64_t old_free = node.FreeGpus();
-  const bool old_whole = node.WhollyFree();
+  const NodeShare before = ShareOf(node);
   node.allocated -= r;
-  NodeFreeChanged(n, old_free, old_whole);
+  NodeShareChanged(n, before);
 }
 
 void ClusterState::SetHealth(NodeId n, NodeHealth h) {
   Node& node = nodes_[static_cast<size_t>(n)];
-  const int64_t old_free = node.FreeGpus();
-  const bool old_whole = node.WhollyFree();
+  const NodeShare before = ShareOf(node);
   node.health = h;
-  NodeFreeChanged(n, old_free, old_whole);
+  NodeShareChanged(n, before);
 }
 
 Status ClusterState::AddRunning(Allocation a) {

@@ -11,7 +11,10 @@
 // MemberCapacity(v, g) = sum_k hist[k] * floor(k / g) is an exact GPU-only upper bound on how many
 // g-GPU members fit under v, in O(max GPUs per node) time: placements prune whole subtrees with it
 // and never scan every node. A second histogram of node *capacity* (healthy or not) answers "could
-// this ever fit" without scanning.
+// this ever fit" without scanning. Cordoned nodes (spec.unschedulable) take work only from pods
+// that tolerate the node.kubernetes.io/unschedulable:NoSchedule taint: they count as zero free in
+// the aggregates above and have a free-GPU histogram of their own, which the queries add when
+// asked `with_cordoned` (for such a pod).
 //
 // Ownership and threading: a ClusterState is a value. The engine's state owner holds the live one and
 // is the only writer; each cycle works on its own copy (see Snapshot). Not thread-safe: callers that
@@ -83,17 +86,19 @@ class ClusterState {
   // "block-0/leaf-2/nvl-1/node-17"
   std::string NodePath(NodeId n) const;
 
-  // Aggregates over schedulable nodes.
-  int64_t FreeGpus(VertexId v) const { return free_gpus_[static_cast<size_t>(v)]; }
+  // Aggregates over schedulable nodes; `with_cordoned` adds the cordoned ones (see the header).
+  int64_t FreeGpus(VertexId v, bool with_cordoned = false) const {
+    return free_gpus_[static_cast<size_t>(v)] + (with_cordoned ? cordoned_free_[static_cast<size_t>(v)] : 0);
+  }
   int32_t WholeFreeNodes(VertexId v) const { return whole_free_[static_cast<size_t>(v)]; }
   // GPU-only upper bound of `gpus_per_member` members that fit under v now (see header comment).
-  int64_t MemberCapacity(VertexId v, int64_t gpus_per_member) const;
+  int64_t MemberCapacity(VertexId v, int64_t gpus_per_member, bool with_cordoned = false) const;
   // Same bound if every node under v were healthy and empty.
   int64_t StaticMemberCapacity(VertexId v, int64_t gpus_per_member) const;
   static int64_t NodeMemberCapacity(int64_t free_gpus, int64_t gpus_per_member);
   // The fewest free GPUs of a node under v that still holds `members` members of g GPUs (best fit
   // for single-node placements); max_gpus_per_node()+1 when no node does.
-  int64_t TightestNodeFree(VertexId v, int64_t gpus_per_member, int32_t members) const;
+  int64_t TightestNodeFree(VertexId v, int64_t gpus_per_member, int32_t members, bool with_cordoned = false) const;
 
   // Mutations keep the aggregates exact. Allocation beyond capacity is allowed (other schedulers
   // may have overcommitted) and counts as zero free.
@@ -112,10 +117,20 @@ class ClusterState {
   Status ReleaseMembers(const std::string& id, NodeId n, int32_t members);
 
  private:
-  void NodeFreeChanged(NodeId n, int64_t old_free, bool old_whole);
+  // What one node adds to the aggregates of its vertices.
+  struct NodeShare {
+    int64_t free = 0;       // free GPUs if it takes work (else 0), clamped to 0..max
+    bool whole = false;
+    int64_t cordoned = -1;  // a cordoned node's free GPUs, clamped; -1 when not cordoned
+  };
+  NodeShare ShareOf(const Node& node) const;
+  void NodeShareChanged(NodeId n, const NodeShare& before);
   int32_t* Hist(VertexId v) { return &hist_[static_cast<size_t>(v) * static_cast<size_t>(max_gpus_ + 1)]; }
   const int32_t* Hist(VertexId v) const {
     return &hist_[static_cast<size_t>(v) * static_cast<size_t>(max_gpus_ + 1)];
+  }
+  const int32_t* CordonedHist(VertexId v) const {
+    return &cordoned_hist_[static_cast<size_t>(v) * static_cast<size_t>(max_gpus_ + 1)];
   }
 
   TopologyLevels levels_;
@@ -127,7 +142,9 @@ class ClusterState {
   int64_t max_gpus_ = 0;
   std::vector<int32_t> hist_;      // free-GPU histogram, (max_gpus_+1) entries per vertex
   std::vector<int32_t> cap_hist_;  // capacity histogram, same shape
+  std::vector<int32_t> cordoned_hist_;  // free-GPU histogram of cordoned nodes only, same shape
   std::vector<int64_t> free_gpus_;
+  std::vector<int64_t> cordoned_free_;  // free GPUs of cordoned nodes
   std::vector<int32_t> whole_free_;
   std::unordered_map<std::string, Allocation> running_;
 };

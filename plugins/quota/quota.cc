@@ -1,5 +1,8 @@
 #include "plugins/quota/quota.h"
 
+#include <algorithm>
+
+#include "core/state/cluster_state.h"
 #include "plugins/args.h"
 
 namespace tidal::plugins {
@@ -8,6 +11,18 @@ namespace {
 struct QuotaCycleData final : CycleStateData {
   int leaf = -1;
 };
+
+// The request of the placed members, each member charged with the GPU model of its node (as the
+// engine charges a bound pod), so a plan's gpus.<model> charge is exact before its pods bind.
+ResVec PlacedRequest(const QueueTree& t, const ClusterState& cluster, const Workload& w, const Candidate& c) {
+  ResVec total(static_cast<size_t>(t.resources()), 0);
+  for (const auto& a : c.assignments) {
+    const bool known = a.node >= 0 && a.node < cluster.node_count();
+    const ResVec r = t.Request(w.per_member * a.members, known ? cluster.node(a.node).gpu_model : w.gpu_model);
+    for (size_t i = 0; i < total.size(); ++i) total[i] += r[i];
+  }
+  return total;
+}
 
 }  // namespace
 
@@ -40,22 +55,39 @@ Status Quota::PreFilter(CycleState& state, const Workload& w, const TopologyLeve
   if (!Active()) return Status::Ok();
   const auto* d = state.Read<QuotaCycleData>(kName);
   if (d == nullptr) return Status::Error("quota: Admit did not run for workload " + w.id);
-  const ResVec one = ledger_->tree().Request(w.per_member, w.gpu_model);
+  const QueueTree& t = ledger_->tree();
+  const ResVec one = t.Request(w.per_member, w.gpu_model);
   c.members = std::max(w.min_members, ledger_->MaxAdmissibleMembers(d->leaf, one, c.members));
+  // Any GPU model: each member is charged with its node's model (Reserve), so a gpus.<model>
+  // quota caps the members the search may put on that model's nodes. Resources are admitted one by
+  // one, so checking gpus.<model> alone is exact (the rest is what capped c.members above).
+  c.model_caps.clear();
+  if (!w.gpu_model.empty() || w.per_member.gpus <= 0) return Status::Ok();
+  const auto& names = t.config().resources;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].rfind("gpus.", 0) != 0) continue;
+    ResVec on_model(names.size(), 0);
+    on_model[i] = w.per_member.gpus;
+    const int32_t cap = ledger_->MaxAdmissibleMembers(d->leaf, on_model, c.members);
+    if (cap < c.members) c.model_caps.push_back({names[i].substr(5), cap});
+  }
+  std::sort(c.model_caps.begin(), c.model_caps.end(),
+            [](const PlacementConstraints::ModelCap& a, const PlacementConstraints::ModelCap& b) { return a.model < b.model; });
   return Status::Ok();
 }
 
-Status Quota::Reserve(CycleState& state, const Workload& w, const Candidate& c) {
+Status Quota::Reserve(CycleState& state, const ClusterState& cluster, const Workload& w, const Candidate& c) {
   if (!Active()) return Status::Ok();
   const auto* d = state.Read<QuotaCycleData>(kName);
   if (d == nullptr) return Status::Error("quota: Admit did not run for workload " + w.id);
-  const ResVec r = ledger_->tree().Request(w.per_member * c.PlacedMembers(), w.gpu_model);
+  const ResVec r = PlacedRequest(ledger_->tree(), cluster, w, c);
   const AdmissionResult a = ledger_->CheckAdmission(d->leaf, r);
   if (!a.status.ok()) return a.status;
   return ledger_->Charge(w.id, d->leaf, r, a.borrowing);
 }
 
-void Quota::Unreserve(CycleState&, const Workload& w, const Candidate&) {
+void Quota::Unreserve(CycleState&, const ClusterState&, const Workload& w, const Candidate&) {
+  // Releases exactly what Reserve charged (per node model), by the workload's id.
   if (Active()) ledger_->Uncharge(w.id);
 }
 

@@ -4,10 +4,12 @@
 //   leaves otherwise) and at least min_members members must be admissible under the rules of
 //   core/state/queues.h; otherwise Unschedulable with the quota state that holds it, e.g.
 //   "queue team-a uses 48/48 gpus (borrowing limit 0, borrowed 0); cohort org has 0 gpus lendable".
-// PreFilter: caps the members to place at what quota admits (elastic gangs shrink to fit quota).
-// Reserve: charges the placed members to the queue, marked borrowed when the queue goes above its
-//   nominal quota (informational: preemption judges borrowing from the ledger's current state);
-//   Unreserve releases the charge.
+// PreFilter: caps the members to place at what quota admits (elastic gangs shrink to fit quota);
+//   for a workload that takes any GPU model, also the members per model that the queue's
+//   gpus.<model> quotas admit (PlacementConstraints::model_caps, enforced by the search).
+// Reserve: charges the placed members to the queue, each with the GPU model of its node (as bound
+//   pods are charged), marked borrowed when the queue goes above its nominal quota (informational:
+//   preemption judges borrowing from the ledger's current state); Unreserve releases the charge.
 // Without a ledger or with no queues configured, every workload is admitted. Refusals are memoized
 // while the ledger's version (core/state/queues.h) is unchanged.
 // Threading: cycle thread only; the ledger is owned by the state owner.
@@ -33,8 +35,8 @@ class Quota final : public AdmitPlugin, public PreFilterPlugin, public ReservePl
   Status Admit(CycleState& state, const Workload& w) override;
   Status PreFilter(CycleState& state, const Workload& w, const TopologyLevels& levels,
                    PlacementConstraints& constraints) override;
-  Status Reserve(CycleState& state, const Workload& w, const Candidate& c) override;
-  void Unreserve(CycleState& state, const Workload& w, const Candidate& c) override;
+  Status Reserve(CycleState& state, const ClusterState& cluster, const Workload& w, const Candidate& c) override;
+  void Unreserve(CycleState& state, const ClusterState& cluster, const Workload& w, const Candidate& c) override;
   static StatusOr<std::unique_ptr<Plugin>> New(const nlohmann::json& args, const PluginContext& ctx);
 
  private:

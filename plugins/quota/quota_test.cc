@@ -1,6 +1,7 @@
 // quota plugin: Admit (leaf queues only, minimum members against the ledger's rules), PreFilter
-// (elastic gangs capped at what quota admits), Reserve / Unreserve (charges, marked borrowed above
-// nominal), and the no-queues case.
+// (elastic gangs capped at what quota admits; per-model caps for any-model work), Reserve /
+// Unreserve (charges with each node's GPU model, marked borrowed above nominal), and the no-queues
+// case.
 #include "plugins/quota/quota.h"
 
 #include <map>
@@ -17,6 +18,8 @@ namespace {
 
 using tidal::testing::CaseName;
 using tidal::testing::MakeGang;
+using tidal::testing::MakeNode;
+using tidal::testing::NodesState;
 
 template <typename T>
   requires requires(const T& t) { t.name; }
@@ -49,6 +52,12 @@ Candidate On(int32_t members) {
   Candidate c;
   c.assignments = {{0, members}};
   return c;
+}
+
+// The node On() places on (no GPU model).
+const ClusterState& OneNode() {
+  static const ClusterState kState = NodesState({MakeNode("n0").Gpus(100).At("b0", "l0", "v0").Obj()});
+  return kState;
 }
 
 struct AdmitCase {
@@ -142,14 +151,14 @@ TEST(QuotaPlugin, ReserveChargesAndMarksBorrowingAboveNominal) {
     const Workload w = MakeGang(s.id).Queue("teamA").Members(s.members).Gpus(4).Obj();
     CycleState cs;
     ASSERT_TRUE(quota.Admit(cs, w).ok());
-    ASSERT_TRUE(quota.Reserve(cs, w, On(s.members)).ok());
+    ASSERT_TRUE(quota.Reserve(cs, OneNode(), w, On(s.members)).ok());
     ASSERT_EQ(l->charges().count(s.id), 1u);
     EXPECT_EQ(l->charges().at(s.id).borrowed, s.borrowed) << s.id;
   }
   EXPECT_EQ(l->Allocated(a)[0], 20);
   EXPECT_EQ(l->Allocated(l->tree().Find("org"))[0], 20) << "charged up the tree";
   CycleState cs;
-  quota.Unreserve(cs, MakeGang("second").Obj(), On(2));
+  quota.Unreserve(cs, OneNode(), MakeGang("second").Obj(), On(2));
   EXPECT_EQ(l->Allocated(a)[0], 12);
   EXPECT_EQ(l->charges().count("second"), 0u);
 }
@@ -160,7 +169,7 @@ TEST(QuotaPlugin, ReserveChargesOnlyThePlacedMembers) {
   const Workload w = MakeGang("elastic").Queue("teamA").Members(4).MinMembers(1).Gpus(4).Obj();
   CycleState cs;
   ASSERT_TRUE(quota.Admit(cs, w).ok());
-  ASSERT_TRUE(quota.Reserve(cs, w, On(3)).ok());
+  ASSERT_TRUE(quota.Reserve(cs, OneNode(), w, On(3)).ok());
   EXPECT_EQ(l->Allocated(l->tree().Find("teamA"))[0], 12);
 }
 
@@ -171,7 +180,7 @@ TEST(QuotaPlugin, ReserveRechecksQuotaTakenSinceAdmit) {
   CycleState cs;
   ASSERT_TRUE(quota.Admit(cs, w).ok());
   ASSERT_TRUE(l->Charge("sneaked-in", l->tree().Find("solo"), {8, 0, 0}, false).ok());
-  const Status s = quota.Reserve(cs, w, On(1));
+  const Status s = quota.Reserve(cs, OneNode(), w, On(1));
   EXPECT_EQ(s.code(), StatusCode::kUnschedulable) << s.ToString();
   EXPECT_EQ(l->charges().count("late"), 0u) << "a refused reserve charges nothing";
 }
@@ -184,7 +193,7 @@ TEST(QuotaPlugin, PreFilterAndReserveWithoutAdmitAreErrors) {
   PlacementConstraints c;
   c.members = 1;
   EXPECT_EQ(quota.PreFilter(cs, w, TopologyLevels::Default(), c).code(), StatusCode::kError);
-  EXPECT_EQ(quota.Reserve(cs, w, On(1)).code(), StatusCode::kError);
+  EXPECT_EQ(quota.Reserve(cs, OneNode(), w, On(1)).code(), StatusCode::kError);
 }
 
 TEST(QuotaPlugin, WithoutQueuesEverythingIsAdmittedAndNothingCharged) {
@@ -199,9 +208,119 @@ TEST(QuotaPlugin, WithoutQueuesEverythingIsAdmittedAndNothingCharged) {
     c.members = 100;
     EXPECT_TRUE(quota.PreFilter(cs, w, TopologyLevels::Default(), c).ok());
     EXPECT_EQ(c.members, 100);
-    EXPECT_TRUE(quota.Reserve(cs, w, On(100)).ok());
+    EXPECT_TRUE(quota.Reserve(cs, OneNode(), w, On(100)).ok());
   }
   EXPECT_TRUE(empty.charges().empty());
+}
+
+// Per-model quota: queue "team" may use 8 H100 GPUs (never borrowing more) and any other GPUs.
+std::unique_ptr<QuotaLedger> ModelLedger() {
+  QueueConfig cfg;
+  cfg.resources = {"gpus", "cpu", "memory", "gpus.a100", "gpus.h100"};
+  QueueSpec q;
+  q.name = "team";
+  q.nominal = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, 8};
+  q.borrowing_limit = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, 0};
+  q.lending_limit = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};
+  cfg.queues = {q};
+  auto l = std::make_unique<QuotaLedger>(std::move(QueueTree::Build(cfg)).value());
+  l->SetCapacity({32, 1000000, int64_t{1} << 50, 16, 16});
+  return l;
+}
+
+// Two H100 nodes in NVLink domain v0 (ids 0, 1; the search's first choice), two A100 in v1 (2, 3).
+ClusterState MixedModels(bool with_a100 = true) {
+  std::vector<Node> nodes = {MakeNode("h100-0").Model("h100").At("b0", "l0", "v0").Obj(),
+                             MakeNode("h100-1").Model("h100").At("b0", "l0", "v0").Obj()};
+  if (with_a100) {
+    nodes.push_back(MakeNode("a100-0").Model("a100").At("b0", "l0", "v1").Obj());
+    nodes.push_back(MakeNode("a100-1").Model("a100").At("b0", "l0", "v1").Obj());
+  }
+  return NodesState(std::move(nodes));
+}
+
+Candidate OnNodes(std::vector<MemberAssignment> a) {
+  Candidate c;
+  c.assignments = std::move(a);
+  return c;
+}
+
+TEST(QuotaPlugin, ReserveChargesEachMemberWithItsNodesGpuModel) {
+  auto l = ModelLedger();
+  Quota quota(l.get());
+  const ClusterState s = MixedModels();
+  const int team = l->tree().Find("team");
+  // Any GPU model: one member on an H100 node, one on an A100 node, as the engine charges them
+  // once bound (by the node's model), not by the workload's "any".
+  const Workload w = MakeGang("any").Queue("team").Members(2).Gpus(4).Obj();
+  CycleState cs;
+  ASSERT_TRUE(quota.Admit(cs, w).ok());
+  const Candidate c = OnNodes({{0, 1}, {2, 1}});
+  ASSERT_TRUE(quota.Reserve(cs, s, w, c).ok());
+  EXPECT_EQ(l->Allocated(team), (ResVec{8, 0, 0, 4, 4}));
+  quota.Unreserve(cs, s, w, c);
+  EXPECT_EQ(l->Allocated(team), (ResVec{0, 0, 0, 0, 0})) << "Unreserve releases exactly what Reserve charged";
+}
+
+TEST(QuotaPlugin, PlansInFlightCannotOvershootAPerModelQuota) {
+  auto l = ModelLedger();
+  Quota quota(l.get());
+  const ClusterState s = MixedModels();
+  const Workload first = MakeGang("first").Queue("team").Members(2).Gpus(4).Obj();
+  CycleState c1;
+  ASSERT_TRUE(quota.Admit(c1, first).ok());
+  ASSERT_TRUE(quota.Reserve(c1, s, first, OnNodes({{0, 1}, {1, 1}})).ok()) << "8 of 8 H100 GPUs";
+  // Nothing is bound yet: the next any-model plan on an H100 node must see the first one's charge.
+  const Workload second = MakeGang("second").Queue("team").Members(1).Gpus(4).Obj();
+  CycleState c2;
+  ASSERT_TRUE(quota.Admit(c2, second).ok());
+  const Status refused = quota.Reserve(c2, s, second, OnNodes({{1, 1}}));
+  EXPECT_EQ(refused.code(), StatusCode::kUnschedulable) << refused.ToString();
+  EXPECT_NE(refused.Message().find("gpus.h100"), std::string::npos) << refused.Message();
+  EXPECT_EQ(l->charges().count("second"), 0u);
+  EXPECT_TRUE(quota.Reserve(c2, s, second, OnNodes({{3, 1}})).ok()) << "an A100 node is within quota";
+}
+
+TEST(QuotaPlugin, PreFilterCapsAnyModelMembersPerModel) {
+  auto l = ModelLedger();
+  ASSERT_TRUE(l->Charge("running", l->tree().Find("team"), {4, 0, 0, 0, 4}, false).ok());
+  Quota quota(l.get());
+  auto prefilter = [&](const Workload& w) {
+    CycleState cs;
+    EXPECT_TRUE(quota.Admit(cs, w).ok());
+    PlacementConstraints c;
+    c.members = w.members;
+    EXPECT_TRUE(quota.PreFilter(cs, w, TopologyLevels::Default(), c).ok());
+    return c;
+  };
+  // 4 H100 GPUs left: at most two 2-GPU members on H100 nodes, the others anywhere else.
+  const PlacementConstraints any = prefilter(MakeGang("any").Queue("team").Members(4).Gpus(2).Obj());
+  EXPECT_EQ(any.members, 4);
+  EXPECT_EQ(any.model_caps, (std::vector<PlacementConstraints::ModelCap>{{"h100", 2}}));
+  const PlacementConstraints h100 = prefilter(MakeGang("h").Queue("team").Members(4).MinMembers(1).Gpus(2).Model("h100").Obj());
+  EXPECT_EQ(h100.members, 2) << "a workload naming the model is capped as a whole";
+  EXPECT_TRUE(h100.model_caps.empty());
+  EXPECT_TRUE(prefilter(MakeGang("a").Queue("team").Members(4).Gpus(2).Model("a100").Obj()).model_caps.empty());
+}
+
+TEST(QuotaPlugin, TheSearchPutsAnyModelGangsWhereThePerModelQuotaAdmitsThem) {
+  auto l = ModelLedger();
+  auto profile = Profile::Build(ProfileSpec::Default(), DefaultRegistry(), PluginContext{TopologyLevels::Default(), l.get()});
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  Scheduler sched(std::move(profile).value());
+  const Workload w = MakeGang("team/g").Queue("team").Members(2).Gpus(8).Obj();
+  // The H100 domain comes first, but its 16 GPUs are over the queue's 8: the A100 domain it is.
+  ClusterState s = MixedModels();
+  const Decision d = sched.ScheduleOne(s, w, 0);
+  ASSERT_EQ(d.outcome, Outcome::kPlaced) << d.explanation;
+  EXPECT_EQ(d.placement.domain, "b0/l0/v1");
+  EXPECT_EQ(l->Allocated(l->tree().Find("team")), (ResVec{16, 0, 0, 16, 0}));
+  // Only H100 nodes: one member fits the quota, the gang does not, and the reason says so.
+  ClusterState only_h100 = MixedModels(false);
+  const Decision pending = sched.ScheduleOne(only_h100, MakeGang("team/h").Queue("team").Members(2).Gpus(8).Obj(), 0);
+  EXPECT_EQ(pending.outcome, Outcome::kPending) << pending.explanation;
+  EXPECT_NE(pending.status.ToString().find("beyond the queue's quota for it, first: h100-"), std::string::npos)
+      << pending.status.ToString();
 }
 
 TEST(QuotaPlugin, ArgumentsAreRefused) {

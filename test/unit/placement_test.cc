@@ -619,11 +619,11 @@ class TestReserve final : public ReservePlugin {
  public:
   TestReserve(Status answer, Calls* calls) : answer_(std::move(answer)), calls_(calls) {}
   std::string_view Name() const override { return "test-reserve"; }
-  Status Reserve(CycleState&, const Workload&, const Candidate&) override {
+  Status Reserve(CycleState&, const ClusterState&, const Workload&, const Candidate&) override {
     ++calls_->reserve;
     return answer_;
   }
-  void Unreserve(CycleState&, const Workload&, const Candidate&) override { ++calls_->unreserve; }
+  void Unreserve(CycleState&, const ClusterState&, const Workload&, const Candidate&) override { ++calls_->unreserve; }
 
  private:
   Status answer_;

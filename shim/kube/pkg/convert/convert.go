@@ -11,6 +11,8 @@
 //   - A pod's priority is spec.priority (0 when unset, as the Priority admission plugin leaves it).
 //   - Node selector, node affinity, tolerations and self anti-affinity travel with the pod, taints
 //     with the node (constraints.go).
+//   - The PodGroup a pod names (upstream: podgroup.go; Volcano's, KAI's: peergroup.go) adds what
+//     it says (gang size, topology, queue) to the converted pod's annotations.
 //
 // Threading: pure functions; inputs are not modified (informer objects are shared).
 package convert
@@ -65,7 +67,8 @@ func Pod(p *v1.Pod) *tidalv1.Pod {
 		CreationUnix:  p.CreationTimestamp.Unix(),
 		Terminating:   p.DeletionTimestamp != nil,
 	}
-	applyPodGroup(p, out) // the upstream PodGroup (podgroup.go)
+	applyPodGroup(p, out)   // the upstream PodGroup (podgroup.go)
+	applyPeerGroups(p, out) // Volcano's and KAI's PodGroups (peergroup.go)
 	if p.CreationTimestamp.IsZero() {
 		out.CreationUnix = 0
 	}

@@ -13,6 +13,8 @@
 //     in the pod's PodScheduled condition, i.e. the engine's reason) while none is and one of its
 //     pending pods was refused. Like upstream it never turns True back to False.
 //
+// Volcano's and KAI's PodGroups are watched too, read only (peers.go).
+//
 // kube-scheduler's own GenericWorkload/GangScheduling gates stay off in tidal-scheduler (their
 // defaults): no profile of the binary runs a pod-group cycle or the GangScheduling plugin; Tidal's
 // plugin is the gang scheduler for its pods.
@@ -64,7 +66,8 @@ type Controller struct {
 var shared struct {
 	sync.Mutex
 	c       *Controller
-	checked bool // discovery ran (c is nil when the API is not served)
+	peers   *peerWatcher // Volcano's and KAI's PodGroups; nil when neither is served
+	checked bool         // discovery ran (c is nil when the API is not served)
 }
 
 // Watch is called by each Tidal profile's plugin before the informers start. refresh re-sends
@@ -79,9 +82,17 @@ func Watch(ctx context.Context, h fwk.Handle, refresh func([]*v1.Pod), logger kl
 		if shared.c != nil {
 			shared.c.addProfile(h.ProfileName())
 		}
+		if shared.peers != nil {
+			shared.peers.addProfile(h.ProfileName())
+		}
 		return nil
 	}
 	shared.checked = true
+	peers, err := watchPeers(ctx, h, refresh, logger)
+	if err != nil {
+		return err
+	}
+	shared.peers = peers
 	if !Served(h.ClientSet()) {
 		logger.Info("scheduling.k8s.io/v1alpha2 PodGroups are not served: pods that name a PodGroup wait for it",
 			"groupVersion", GroupVersion)
@@ -135,18 +146,7 @@ func Watch(ctx context.Context, h fwk.Handle, refresh func([]*v1.Pod), logger kl
 }
 
 // Served: the API server lists podgroups in scheduling.k8s.io/v1alpha2.
-func Served(cs kubernetes.Interface) bool {
-	rl, err := cs.Discovery().ServerResourcesForGroupVersion(GroupVersion)
-	if err != nil || rl == nil {
-		return false
-	}
-	for _, r := range rl.APIResources {
-		if r.Name == "podgroups" {
-			return true
-		}
-	}
-	return false
-}
+func Served(cs kubernetes.Interface) bool { return servedResource(cs, GroupVersion, "podgroups") }
 
 func (c *Controller) addProfile(name string) {
 	c.mu.Lock()
