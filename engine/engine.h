@@ -456,6 +456,8 @@ class Engine {
   }
   void ResyncDoorLocked(const SyncBatch& b);
   void DoorGaugesLocked(EngineGauges& out) const;  // engine_views.cc
+  // "queue qa holds 16 GPUs: kubernetes 8, slurm 8" (bound members and plans; engine_plan.cc).
+  std::string QueueDoorsNoteLocked(const std::string& queue) const;
   // --- the gap ledger (engine_sync.cc): what the engine last knew of each Slurm gang, so a
   // finished record from the door closes a gap exactly once.
   struct GangMemory {

@@ -121,6 +121,13 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
     if (d.outcome == Outcome::kPlaced) j["domain"] = d.placement.domain;
     decision_log_->Write(std::move(j));
   };
+  if (d.outcome != Outcome::kPlaced && (d.status.plugin() == "quota" || d.explanation.find("nominal") != std::string::npos)) {
+    // One ledger, two doors: say where the queue's GPUs are held, so a Slurm user refused for a
+    // quota their team fills from Kubernetes (or the reverse) sees why.
+    const std::string doors = QueueDoorsNoteLocked(w.queue);
+    d.explanation += "; " + doors;
+    d.status.AddReason(doors);
+  }
   if (d.outcome != Outcome::kPlaced) {
     if (g.last_reason != d.explanation) log(d.outcome == Outcome::kRejected ? "rejected" : "pending");
     g.last_reason = d.explanation;
@@ -144,6 +151,19 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   g.plan = std::move(plan);
   g.last_reason = "planned: " + d.explanation;
   return d;
+}
+
+std::string Engine::QueueDoorsNoteLocked(const std::string& queue) const {
+  int64_t by_door[2] = {0, 0};
+  for (const auto& [uid, b] : bound_since_) {
+    if (b.queue != queue) continue;
+    if (auto p = pods_.find(uid); p != pods_.end()) by_door[static_cast<int>(p->second.door)] += p->second.request.gpus;
+  }
+  for (const auto& [key, g] : gangs_) {
+    if (g.plan && g.plan->queue == queue) by_door[static_cast<int>(g.door)] += g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
+  }
+  return "queue " + queue + " holds " + std::to_string(by_door[0] + by_door[1]) + " GPUs: kubernetes " +
+         std::to_string(by_door[0]) + ", slurm " + std::to_string(by_door[1]);
 }
 
 std::string Engine::PlanAheadLocked(const Workload& w, std::vector<PodRefInfo>* activate) {

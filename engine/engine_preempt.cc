@@ -125,7 +125,7 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
   a.workload.id = id;
   a.workload.priority = kNeverVictim;
   a.start_time_s = INT64_MAX;
-  bool ours = false, terminating = false;
+  bool ours = false, terminating = false, slurm = false;
   const PodInfo* first = nullptr;
   int32_t priority = INT32_MIN;
   for (const auto& [uid, where] : g.members) {
@@ -148,6 +148,7 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
     a.start_time_s = std::min(a.start_time_s, since);
     if (p == pods_.end()) continue;
     terminating = terminating || p->second.terminating;
+    slurm = slurm || p->second.door == FrontDoor::kSlurm;
     if (pod_gang_.count(uid)) {
       ours = true;
       priority = std::max(priority, p->second.priority);
@@ -167,7 +168,9 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
   a.terminating = terminating;
   // Already going, or the front door cannot evict it whole (PDBs): not a victim, whatever the
   // plugin would say. Its capacity still counts as used until its pods are gone.
-  if (terminating || pdb_protected_.count(id)) {
+  // A Slurm job is not the Kubernetes shim's to evict (Preempt serves PostFilter; preempting
+  // Slurm work through the adapter's requeue is not built): never a victim here.
+  if (terminating || pdb_protected_.count(id) || slurm) {
     a.workload.priority = kNeverVictim;
     a.workload.preemptible = false;
   }

@@ -313,3 +313,63 @@ TEST_F(GapTest, AJobChargedPastItsEndIsCreditedBack) {
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+class CrossDoorQuotaTest : public DoorTest {
+ protected:
+  void SetUp() override { Start("queues:\n  - name: qa\n    nominal: {gpus: 16}\n    borrowingLimit: {gpus: 0}\n"); }
+};
+
+TEST_F(CrossDoorQuotaTest, AQueueAtQuotaThroughBothDoorsIsRefusedNamingBoth) {
+  SyncBatch k;
+  k.resync = true;
+  k.upsert_nodes = {GpuNode("n1", "l0", "v0"), GpuNode("n2", "l0", "v1"), GpuNode("n3", "l0", "v1")};
+  PodInfo pod = KubePod("web", "qa");
+  pod.node_name = "n1";
+  pod.phase = PodPhase::kRunning;
+  k.upsert_pods = {pod, KubePod("more", "qa")};
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = k.upsert_nodes;
+  PodInfo job = SlurmMember("3", 0, 1, "qa");
+  job.node_name = "n2";
+  job.phase = PodPhase::kRunning;
+  s.upsert_pods = {job, SlurmMember("4", 0, 1, "qa")};
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  PlanResult r = engine_->PlanPod("uid-more");
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.ToString().find("kubernetes 8, slurm 8"), std::string::npos) << r.status.ToString();
+  AdmitResult a = engine_->Admit(FrontDoor::kSlurm, 0);
+  EXPECT_TRUE(a.admitted.empty());
+  ASSERT_EQ(a.waiting.size(), 1u);
+  EXPECT_NE(a.waiting[0].reason.find("kubernetes 8, slurm 8"), std::string::npos) << a.waiting[0].reason;
+}
+
+TEST_F(CrossDoorQuotaTest, SlurmJobsAreNeverVictimsOfAKubernetesPreemption) {
+  Start("queues:\n  - name: qa\n");
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = {GpuNode("n1", "l0", "v0")};
+  PodInfo job = SlurmMember("5", 0, 1, "qa");
+  job.node_name = "n1";
+  job.phase = PodPhase::kRunning;
+  job.annotations[kLabelPreemptible] = "true";
+  s.upsert_pods = {job};
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  SyncBatch k;
+  k.resync = true;
+  k.upsert_nodes = s.upsert_nodes;
+  PodInfo urgent = KubePod("urgent", "qa");
+  urgent.priority = 1000;
+  k.upsert_pods = {urgent};
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  EXPECT_FALSE(engine_->PlanPod("uid-urgent").status.ok());
+  PreemptResult p = engine_->Preempt("uid-urgent");
+  for (const auto& v : p.victims) EXPECT_NE(v.uid.rfind("slurm/", 0), 0u) << v.uid;
+}
+
+}  // namespace
+}  // namespace tidal
