@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
     for (const auto& r : g.queue_borrowed) by_queue[r.labels[0]]["borrowed"][r.labels[1]] = r.value;
     for (const auto& r : g.fair_share) by_queue[r.labels[0]]["share"] = r.value;
     for (const auto& r : g.pending) by_queue[r.labels[0]]["pending"][r.labels[1]] = r.value;
+    for (const auto& r : g.queue_door_gpus) by_queue[r.labels[0]]["door_gpus"][r.labels[1]] = r.value;
     for (auto& [q, j] : by_queue) {
       j["queue"] = q;
       out.push_back(std::move(j));

@@ -134,7 +134,8 @@ int Queues(const Args& args) {
     return 0;
   }
   std::cout << std::left << std::setw(20) << "QUEUE" << std::setw(12) << "GPUS" << std::setw(12) << "NOMINAL"
-            << std::setw(12) << "BORROWED" << std::setw(10) << "SHARE" << "PENDING\n";
+            << std::setw(12) << "BORROWED" << std::setw(10) << "SHARE" << std::setw(10) << "PENDING" << std::setw(10)
+            << "K8S-GPUS" << "SLURM-GPUS\n";
   for (const auto& q : j) {
     auto num = [&](const char* k) -> std::string {
       if (!q.contains(k) || !q[k].contains("gpus")) return "-";
@@ -147,7 +148,12 @@ int Queues(const Args& args) {
     std::ostringstream share;
     share << std::fixed << std::setprecision(3) << q.value("share", 0.0);
     std::cout << std::setw(20) << q.value("queue", "") << std::setw(12) << num("usage") << std::setw(12) << num("nominal")
-              << std::setw(12) << num("borrowed") << std::setw(10) << share.str() << pending << "\n";
+              << std::setw(12) << num("borrowed") << std::setw(10) << share.str() << std::setw(10) << pending;
+    auto door = [&](const char* d) -> std::string {
+      if (!q.contains("door_gpus") || !q["door_gpus"].contains(d)) return "-";
+      return std::to_string(static_cast<int64_t>(q["door_gpus"][d].get<double>()));
+    };
+    std::cout << std::setw(10) << door("kubernetes") << door("slurm") << "\n";
   }
   return 0;
 }
