@@ -133,8 +133,10 @@ int32_t Engine::BookRankLocked(const std::string& plan_id, const std::vector<int
 
 void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank,
                                    const std::vector<int32_t>* ranks) const {
+  const Reservation* mine = nullptr;
   for (const auto& [id, res] : *book_) {
     if (id == own) {
+      mine = &res;
       if (res.start_s <= clock_()) rv.at = &res.assignments;
       continue;
     }
@@ -163,6 +165,21 @@ void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, 
   if (!rv.from.empty()) {
     rv.view.reserved_from = &rv.from;
     rv.view.reserved_gpus = &rv.gpus;
+  }
+  // Work ended sooner than expected: a gang may start its reservation early on its own nodes when
+  // no other reservation uses them before its own start (it then also ends sooner, so nothing
+  // reserved after it is delayed). Without this, reservations made while the cluster was busy
+  // would leave it idle until their start.
+  if (mine != nullptr && rv.at == nullptr) {
+    bool clear = true;
+    for (const auto& a : mine->assignments) {
+      if (a.node < 0 || a.node >= state_->node_count()) {
+        clear = false;
+        break;
+      }
+      if (!rv.from.empty() && rv.from[static_cast<size_t>(a.node)] < mine->start_s) clear = false;
+    }
+    if (clear) rv.at = &mine->assignments;
   }
 }
 
