@@ -2,11 +2,14 @@
 #   make deps    install missing Debian packages (C++ toolchain deps, promtool)
 #   make build   configure + build every C++ target into build/ (binaries in build/bin/)
 #   make test    deps + build + every test (unit, plugin, scenario), then e2e
-#   make demo    the real thing: local cluster (128 fake GPU nodes), tidal-engine + tidal-scheduler,
-#                a mixed sample, a report of where it landed and why; stays up until Ctrl-C
-#                (make demo DEMO_ONCE=1 exits after the report)
+#   make demo    the real thing: local cluster (128 fake GPU nodes), tidal-engine + tidal-scheduler, a
+#                real Slurm on 32 of the same nodes with tidal-slurm (needs root), a mixed sample of
+#                pods and sbatch jobs, a report of where it landed and why and each queue's GPUs by
+#                door; stays up until Ctrl-C (make demo DEMO_ONCE=1 exits after the report)
 #   make demo-place  tidalctl place on the built-in sample fabric and workloads (no cluster)
 #   make bench   placement benchmarks (Google Benchmark), figures in docs/benchmarks.md
+#   make bench-slurm  one tidal-slurm reconcile at 100k pending / 5k running jobs, pinned to one core
+#                    -> build/bench/slurm_reconcile.json (docs/benchmarks.md, "Slurm front door")
 #   make go-tools    Go binaries: etcd, kube-apiserver, kubectl, kube-controller-manager, kwok (build/tools/bin),
 #                    protoc-gen-go(-grpc), tidal-scheduler + tidal-explain (build/bin); cold ~8-10 min
 #   make shim        tidal-scheduler + tidal-explain only (generates shim/kube/gen from the proto first)
@@ -25,7 +28,7 @@ APT_PACKAGES := build-essential cmake ninja-build ccache pkg-config \
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev \
   prometheus openssl curl python3-matplotlib slurm-wlm munge libslurm-dev
 
-.PHONY: all deps build test unit demo demo-place bench clean go-tools shim e2e bench-kube
+.PHONY: all deps build test unit demo demo-place bench clean go-tools shim e2e bench-kube bench-slurm
 all: build
 
 deps:
@@ -69,6 +72,11 @@ bench-kube: build go-tools shim
 
 bench: build
 	$(BUILD)/bin/tidal_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+
+bench-slurm: build
+	mkdir -p $(BUILD)/bench
+	$$(command -v taskset >/dev/null && echo taskset -c 0) $(BUILD)/bin/tidal_slurm_bench \
+	  --benchmark_out=$(BUILD)/bench/slurm_reconcile.json --benchmark_out_format=json
 
 clean:
 	rm -rf $(BUILD)

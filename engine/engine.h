@@ -396,6 +396,8 @@ class Engine {
                              const std::vector<int32_t>* ranks = nullptr) const;
   // The fair-share rank of the queue of the book entry's gang (-1 when unknown).
   int32_t BookRankLocked(const std::string& plan_id, const std::vector<int32_t>& ranks) const;
+  // Is the book entry's gang behind the planner's gang in queue order (same queue)?
+  bool BehindLocked(const std::string& plan_id, const std::string& own_plan_id) const;
   // "reserved to start in 2h (1970-01-01T02:16:40Z) on 2 node(s)", or "" without a reservation.
   std::string ReservedStartLocked(const std::string& id) const;
   void ApplyBoundLocked(const PodInfo& p);   // charge a bound pod, releasing its slot if any

@@ -12,6 +12,8 @@
 //      starts only where it delays no reservation. Gangs of a shape (request, size, topology,
 //      model, constraints, queue) that failed are not tried again in the same call, so a deep queue
 //      of few shapes costs a few placements; kAdmitVisit bounds the walk, kAdmitTries the tries.
+//      Once the tries are spent, only gangs whose reason is returned (the first max_waiting
+//      waiting ones) are still visited for their shape's reason.
 // Then every gang of the door holding a plan is returned with one node per member (its slots
 // claimed by the members, in member order), and the waiting ones with the reason of their last
 // attempt. The plans stay in the state (capacity and quota held) until the door reports the
@@ -81,39 +83,47 @@ AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
   }
   std::sort(queues.begin(), queues.end());
   std::map<std::string, std::string> failed;  // shape -> why it did not fit
-  std::vector<std::string> order;             // this door's pending gangs, in queue order
-  int32_t visited = 0;
+  std::vector<Gang*> order;                   // this door's pending gangs, in queue order
+  const int32_t cap = max_waiting > 0 ? max_waiting : 10000;
+  int32_t visited = 0, unplanned = 0;         // unplanned: gangs in `order` without a plan
   for (const auto& [qrank, name] : queues) {
     auto idx = pending_by_queue_.find(name);
     if (idx == pending_by_queue_.end()) continue;
-    // Copy the keys: a plan changes the index.
-    std::vector<std::string> keys;
-    for (const auto& h : idx->second) keys.push_back(h.gang);
-    for (const auto& key : keys) {
-      auto git = gangs_.find(key);
-      if (git == gangs_.end() || git->second.door != door) continue;
-      Gang& g = git->second;
-      order.push_back(key);
-      if (g.plan || visited >= kAdmitVisit) continue;
-      ++visited;
-      PodSchedulingSpec spec;
-      auto w = PendingWorkloadLocked(g, &spec);
-      if (!w || static_cast<int32_t>(g.pods.size()) < spec.gang_min) continue;
-      const std::string shape = ShapeKey(*w);
-      if (auto f = failed.find(shape); f != failed.end()) {
-        g.last_reason = f->second;
-        continue;
+    // Copy the gangs: a plan changes the index (no gang is erased here: the pointers stay valid).
+    std::vector<Gang*> gangs;
+    gangs.reserve(idx->second.size());
+    for (const auto& h : idx->second) {
+      auto git = gangs_.find(h.gang);
+      if (git != gangs_.end() && git->second.door == door) gangs.push_back(&git->second);
+    }
+    for (Gang* gp : gangs) {
+      Gang& g = *gp;
+      order.push_back(&g);
+      if (g.plan) continue;
+      // Once the tries are spent a visit only gives the gang its shape's reason: worth it only for
+      // the gangs whose reason is returned (the first `cap` waiting ones).
+      if (visited < kAdmitVisit && (r.tried < kAdmitTries || unplanned < cap)) {
+        ++visited;
+        PodSchedulingSpec spec;
+        auto w = PendingWorkloadLocked(g, &spec);
+        if (w && static_cast<int32_t>(g.pods.size()) >= spec.gang_min) {
+          const std::string shape = ShapeKey(*w);
+          if (auto f = failed.find(shape); f != failed.end()) {
+            g.last_reason = f->second;
+          } else if (r.tried < kAdmitTries) {
+            ++r.tried;
+            if (ScheduleGangLocked(g, spec, std::move(*w)).outcome != Outcome::kPlaced) failed[shape] = g.last_reason;
+          }
+        }
       }
-      if (r.tried >= kAdmitTries) continue;
-      ++r.tried;
-      if (ScheduleGangLocked(g, spec, std::move(*w)).outcome != Outcome::kPlaced) failed[shape] = g.last_reason;
+      if (!g.plan) ++unplanned;
     }
   }
 
   // The door's gangs holding a plan, slots claimed by their members; the others' reasons.
-  const int32_t cap = max_waiting > 0 ? max_waiting : 10000;
-  for (const auto& key : order) {
-    Gang& g = gangs_.at(key);
+  for (Gang* gp : order) {
+    Gang& g = *gp;
+    const std::string& key = g.key;
     if (!g.plan) {
       if (static_cast<int32_t>(r.waiting.size()) < cap) {
         r.waiting.push_back({key, g.last_reason.empty() ? std::string("waiting in queue order") : g.last_reason});

@@ -89,9 +89,9 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   ReservationView rv;
   std::vector<int32_t> ranks;
   int32_t own_rank = -1;
-  // Ranks only matter to filter the book: none are computed for an empty book or a single queue.
+  // Ranks only matter to filter the book: none are computed for an empty book.
   if (const int q = w.queue_id > 0 ? w.queue_id : ledger_.tree().Find(w.queue);
-      q > 0 && ledger_.tree().size() > 2 && !book_->empty()) {
+      q > 0 && !book_->empty()) {
     ranks = ledger_.FairShareRanks();
     own_rank = ranks[static_cast<size_t>(q)];
   }
@@ -159,8 +159,18 @@ std::string Engine::QueueDoorsNoteLocked(const std::string& queue) const {
     if (b.queue != queue) continue;
     if (auto p = pods_.find(uid); p != pods_.end()) by_door[static_cast<int>(p->second.door)] += p->second.request.gpus;
   }
-  for (const auto& [key, g] : gangs_) {
+  auto add_plan = [&](const Gang& g) {
     if (g.plan && g.plan->queue == queue) by_door[static_cast<int>(g.door)] += g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
+  };
+  if (state_) {
+    // Every plan is a running allocation "plan:<gang>" of state_: walk those (a few hundred), not
+    // every gang (100,000 pending ones, at every quota refusal of an Admit call).
+    for (const auto& [id, a] : state_->running()) {
+      if (id.rfind("plan:", 0) != 0) continue;
+      if (auto g = gangs_.find(id.substr(5)); g != gangs_.end()) add_plan(g->second);
+    }
+  } else {
+    for (const auto& [key, g] : gangs_) add_plan(g);
   }
   return "queue " + queue + " holds " + std::to_string(by_door[0] + by_door[1]) + " GPUs: kubernetes " +
          std::to_string(by_door[0]) + ", slurm " + std::to_string(by_door[1]);

@@ -131,6 +131,14 @@ int32_t Engine::BookRankLocked(const std::string& plan_id, const std::vector<int
   return q > 0 ? ranks[static_cast<size_t>(q)] : -1;
 }
 
+bool Engine::BehindLocked(const std::string& plan_id, const std::string& own_plan_id) const {
+  if (plan_id.rfind("plan:", 0) != 0 || own_plan_id.rfind("plan:", 0) != 0) return false;
+  auto g = gangs_.find(plan_id.substr(5));
+  auto o = gangs_.find(own_plan_id.substr(5));
+  if (g == gangs_.end() || o == gangs_.end() || !g->second.head || !o->second.head) return false;
+  return *o->second.head < *g->second.head;
+}
+
 void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank,
                                    const std::vector<int32_t>* ranks) const {
   const Reservation* mine = nullptr;
@@ -145,7 +153,9 @@ void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, 
     // holds are promises and always count.
     if (ranks != nullptr && own_rank >= 0 && !HeldLocked(id)) {
       const int32_t r = BookRankLocked(id, *ranks);
-      if (r > own_rank) {
+      // The same queue: a gang behind the planner in queue order (priority, submit time) yields
+      // too, so a queue's head is never blocked by its own later reservations.
+      if (r > own_rank || (r == own_rank && r >= 0 && BehindLocked(id, own))) {
         ++rv.yielded;
         continue;
       }

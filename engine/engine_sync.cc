@@ -316,6 +316,9 @@ void Engine::DeletePodLocked(const std::string& uid) {
         }
       }
       if (g->second.pods.empty()) {
+        // A plan made ahead (fair share) has no claimed slot: drop it with the gang, or its
+        // capacity and quota charge would outlive it.
+        DropPlanLocked(g->second);
         UnindexGangLocked(g->second);
         gangs_.erase(g);
       } else {

@@ -290,6 +290,42 @@ TEST_F(ReconcileTest, APinOnANodeThatWentDownIsHeldAgain) {
   EXPECT_EQ(slurm_.calls.at(0), "hold 6");
 }
 
+TEST_F(ReconcileTest, APinOnANodeThatDoesNotRespondIsKept) {
+  // Right after a slurmctld restart every node reads "not responding" until its slurmd registers:
+  // a released job pinned there keeps its pin (Slurm starts it once the node is back).
+  JobRecord j = HeldJob(8, 1, 8);
+  j.priority = 1000;
+  j.required_nodes = {"gpu04"};
+  j.admin_comment = "tidal: released to gpu04";
+  slurm_.state.jobs = {j};
+  slurm_.state.nodes[3].not_responding = true;
+  Reconciler r(acfg_, &slurm_, link_.get());
+  ReconcileStats st = r.ReconcileOnce();
+  ASSERT_TRUE(st.admitted) << st.status.ToString();
+  EXPECT_EQ(st.held, 0);
+  for (const auto& c : slurm_.calls) EXPECT_EQ(c.rfind("hold", 0), std::string::npos) << c;
+  EXPECT_EQ(slurm_.Find("8")->required_nodes, std::vector<std::string>{"gpu04"});
+  // It stays silent and Slurm marks it DOWN: now the pin is lost.
+  slurm_.state.nodes[3].state = NodeState::kDown;
+  st = r.ReconcileOnce();
+  ASSERT_TRUE(st.admitted) << st.status.ToString();
+  EXPECT_EQ(st.held, 1);
+}
+
+TEST_F(ReconcileTest, AnUnchangedStateSendsNothing) {
+  // Nodes carry several labels (a protobuf map): equal nodes must compare equal from pass to pass.
+  slurm_.state.jobs = {HeldJob(9, 1, 8)};
+  Reconciler r(acfg_, &slurm_, link_.get());
+  ASSERT_TRUE(r.ReconcileOnce().admitted);
+  ASSERT_TRUE(r.ReconcileOnce().admitted);  // job 9 now reads released: its member is bound
+  for (int i = 0; i < 3; ++i) {
+    ReconcileStats st = r.ReconcileOnce();
+    ASSERT_TRUE(st.admitted) << st.status.ToString();
+    EXPECT_EQ(st.upserts, 0) << "pass " << i;
+    EXPECT_EQ(st.deletes, 0) << "pass " << i;
+  }
+}
+
 TEST_F(ReconcileTest, ASecondAdapterIsRefusedAndAppliesNothing) {
   slurm_.state.jobs = {HeldJob(7, 1, 8)};
   Reconciler a(acfg_, &slurm_, link_.get());
@@ -305,6 +341,40 @@ TEST_F(ReconcileTest, ASecondAdapterIsRefusedAndAppliesNothing) {
   EXPECT_NE(st.status.ToString().find("adapter-a"), std::string::npos) << st.status.ToString();
   EXPECT_TRUE(other.calls.empty());
   EXPECT_EQ(engine_->Stats().pods, 1);  // a's objects untouched
+}
+
+TEST_F(ReconcileTest, OnlyWhatChangedIsSentAgain) {
+  slurm_.state.jobs = {HeldJob(1, 2, 8), HeldJob(2, 1, 8), HeldJob(3, 1, 1)};
+  Reconciler r(acfg_, &slurm_, link_.get());
+  ReconcileStats st = r.ReconcileOnce();
+  ASSERT_TRUE(st.admitted) << st.status.ToString();
+  EXPECT_TRUE(st.resynced);
+  EXPECT_EQ(st.upserts, 4 + 4);  // the nodes, then every member
+  ASSERT_EQ(st.released, 1);     // job 1 (16 GPUs): its record changes (pinned, released)
+  st = r.ReconcileOnce();
+  EXPECT_EQ(st.upserts, 2) << "job 1's two members, bound to its pin";
+  EXPECT_EQ(st.deletes, 0);
+  st = r.ReconcileOnce();
+  EXPECT_EQ(st.upserts + st.deletes, 0) << "nothing changed";
+  slurm_.Find("3")->node_count = 2;  // a gang grows
+  st = r.ReconcileOnce();
+  EXPECT_EQ(st.upserts, 2);
+  EXPECT_EQ(engine_->Stats().pods, 5);
+  slurm_.Find("3")->node_count = 1;  // and shrinks: its second member goes
+  st = r.ReconcileOnce();
+  EXPECT_EQ(st.upserts, 1);
+  EXPECT_EQ(st.deletes, 1);
+  EXPECT_EQ(engine_->Stats().pods, 4);
+  slurm_.state.jobs.erase(slurm_.state.jobs.begin() + 1);  // job 2 is gone from the read
+  st = r.ReconcileOnce();
+  EXPECT_EQ(st.upserts, 0);
+  EXPECT_EQ(st.deletes, 1);
+  EXPECT_EQ(engine_->Stats().pods, 3);
+  slurm_.Find("3")->parse_error = "tres_per_node: bad";  // now skipped: its member goes too
+  st = r.ReconcileOnce();
+  EXPECT_EQ(st.deletes, 1);
+  EXPECT_EQ(st.skipped, 1);
+  EXPECT_EQ(engine_->Stats().pods, 2);
 }
 
 }  // namespace

@@ -2,15 +2,35 @@
 #include "shim/slurm/reconciler.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <set>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "shim/slurm/to_engine.h"
 
 namespace tidal::slurm {
 
 namespace {
+
+// The bytes compared against what the last pass sent: deterministic (map fields such as a node's
+// labels in key order). SerializeAsString writes a map in its hash order, which differs between two
+// equal messages, so every node would read as changed and be sent again at every pass.
+std::string Canonical(const google::protobuf::Message& m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream s(&out);
+    google::protobuf::io::CodedOutputStream c(&s);
+    c.SetSerializationDeterministic(true);
+    (void)m.SerializeToCodedStream(&c);
+  }
+  return out;
+}
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -21,30 +41,79 @@ std::string Join(const std::vector<std::string>& v) {
   return out;
 }
 
+// The engine's "in 9m58s (2026-12-01T13:26:00Z)" as "at 2026-12-01T13:26:00Z": the countdown
+// changes every second, so a reason carrying it (a reserved start) would rewrite the AdminComment
+// of every waiting job at every pass; the time it names stays the same.
+std::string AbsoluteTimes(std::string s) {
+  for (size_t i = s.find("in "); i != std::string::npos; i = s.find("in ", i + 1)) {
+    if (i > 0 && s[i - 1] != ' ') continue;
+    size_t k = i + 3;
+    while (k < s.size() && (std::isdigit(static_cast<unsigned char>(s[k])) || (s[k] != '\0' && std::strchr("dhms", s[k]) != nullptr))) ++k;
+    if (k == i + 3 || s.compare(k, 2, " (") != 0) continue;
+    const size_t close = s.find(')', k + 2);
+    if (close == std::string::npos || close - (k + 2) != 20 || s[close - 1] != 'Z') continue;  // 2026-12-01T13:26:00Z
+    s.replace(i, close + 1 - i, "at " + s.substr(k + 2, 20));
+  }
+  return s;
+}
+
 // AdminComment text: "tidal: <why>", one line, at most 250 characters.
 std::string TidalText(const std::string& why) {
-  std::string s = std::string(kTidalPrefix) + " " + why;
+  std::string s = std::string(kTidalPrefix) + " " + AbsoluteTimes(why);
   for (char& c : s) c = (c == '\n' || c == '\r') ? ' ' : c;
   if (s.size() > 250) s = s.substr(0, 247) + "...";
   return s;
 }
 
+// A pin Slurm can no longer honour: its node is DOWN (or in error, or FUTURE), drained, in
+// maintenance or unreadable (a node that is gone is checked by the caller). A node that merely does
+// not respond keeps its pins: right after a slurmctld restart every node is "not responding" until
+// its slurmd registers again, and Slurm starts the released job once it has; a node that stays
+// silent turns DOWN after SlurmdTimeout, and its pins are lost then. (New pins still need Pinnable.)
+bool PinLost(const NodeRecord& n) {
+  return !n.parse_error.empty() || n.drain || n.maint || n.state == NodeState::kDown ||
+         n.state == NodeState::kError || n.state == NodeState::kFuture;
+}
+
 }  // namespace
 
 struct Reconciler::Desired {
-  std::map<std::string, std::string> pods;   // uid -> serialized member (ordered: stable chunks)
+  std::vector<uint32_t> send;     // entries_ slots to send (read order): members built, not skipped
+  std::vector<uint32_t> skipped;  // entries_ slots not sent, with why (JobEntry::skip)
   std::map<std::string, std::string> nodes;  // name -> serialized node
-  std::unordered_map<std::string, const JobRecord*> jobs;  // job id -> its record
-  std::unordered_map<std::string, std::string> skipped;    // job id -> why it is not sent
   std::vector<std::pair<const JobRecord*, std::string>> rehold;  // job, why
   std::unordered_map<std::string, const NodeRecord*> node_recs;
 };
 
+const Reconciler::JobEntry* Reconciler::Read(const std::string& id) const {
+  auto it = index_.find(id);
+  if (it == index_.end() || entries_[it->second].seen != pass_) return nullptr;
+  return &entries_[it->second];
+}
+
 void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& st) {
+  // Entries of jobs the last pass did not read go; the others keep their read order.
+  size_t w = 0;
+  for (size_t r = 0; r < entries_.size(); ++r) {
+    if (entries_[r].seen != pass_) {
+      index_.erase(entries_[r].id);
+      continue;
+    }
+    if (w != r) {
+      entries_[w] = std::move(entries_[r]);
+      index_[entries_[w].id] = static_cast<uint32_t>(w);
+    }
+    ++w;
+  }
+  entries_.resize(w);
+  ++pass_;
+  d.node_recs.reserve(rec.nodes.size());
   for (const auto& n : rec.nodes) {
     d.node_recs[n.name] = &n;
-    d.nodes[n.name] = NodeOf(n, cfg_).SerializeAsString();
+    d.nodes[n.name] = Canonical(NodeOf(n, cfg_));
   }
+  d.send.reserve(entries_.size());
+  size_t hint = 0;  // the slot the next job id is expected at
   for (const auto& j : rec.jobs) {
     JobStance stance = StanceOf(j);
     if (stance == JobStance::kFinished) continue;
@@ -53,7 +122,7 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
       // slurmctld restart): hold it again; the engine plans it anew.
       for (const auto& n : j.required_nodes) {
         auto it = d.node_recs.find(n);
-        if (it == d.node_recs.end() || !Pinnable(*it->second)) {
+        if (it == d.node_recs.end() || PinLost(*it->second)) {
           d.rehold.push_back({&j, "pinned node " + n + (it == d.node_recs.end() ? " is gone" : " is not usable") +
                                       "; held again to be placed anew"});
           stance = JobStance::kHeld;
@@ -62,98 +131,171 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
       }
     }
     if (stance == JobStance::kEscaped) d.rehold.push_back({&j, "released outside Tidal (requeued, or by hand); held again"});
-    for (const auto& id : JobIdsOf(j)) {
+    // A re-held job's members are pending, not on its old pin.
+    const bool view_held = stance == JobStance::kEscaped || (stance == JobStance::kHeld && StanceOf(j) == JobStance::kReleased);
+    const uint64_t record_key = MembersKey(j) ^ (view_held ? 0x9e3779b97f4a7c15ULL : 0);
+    auto convert = [&](const std::string& id) {
       ++st.jobs;
-      d.jobs[id] = &j;
-      std::string skip = stance == JobStance::kActive ? std::string() : SkipReason(j);
-      if (skip.empty() && stance != JobStance::kActive) skip = ConstraintError(j);
-      if (!skip.empty()) {
-        ++st.skipped;
-        d.skipped[id] = skip;
-        continue;
+      uint32_t slot = 0;
+      if (hint < entries_.size() && entries_[hint].id == id) {
+        slot = static_cast<uint32_t>(hint);
+      } else {
+        auto [it, fresh] = index_.try_emplace(id, static_cast<uint32_t>(entries_.size()));
+        if (fresh) entries_.emplace_back().id = id;
+        slot = it->second;
       }
-      JobRecord view = j;  // a re-held job's members are pending, not on its old pin
-      if (stance == JobStance::kHeld && StanceOf(j) == JobStance::kReleased) view.priority = 0;
-      if (stance == JobStance::kEscaped) view.priority = 0;
-      auto members = MembersOf(view, id, cfg_);
-      if (stance == JobStance::kActive) {
+      hint = slot + 1;
+      JobEntry& e = entries_[slot];
+      e.seen = pass_;
+      e.rec = &j;
+      const uint64_t key = record_key ^ (std::hash<std::string>{}(id) * 0xff51afd7ed558ccdULL);
+      if (!e.built || e.key != key) {
+        e.key = key;
+        e.built = true;
+        e.active = stance == JobStance::kActive;
+        e.skip = e.active ? std::string() : SkipReason(j);
+        if (e.skip.empty() && !e.active) e.skip = ConstraintError(j);
+        e.members.clear();
+        if (e.skip.empty()) {
+          if (view_held) {
+            JobRecord view = j;
+            view.priority = 0;
+            e.members = MembersOf(view, id, cfg_);
+          } else {
+            e.members = MembersOf(j, id, cfg_);
+          }
+        }
+      }
+      if (!e.skip.empty()) {
+        ++st.skipped;
+        d.skipped.push_back(slot);
+        return;
+      }
+      if (e.active) {
         ++st.running;
-        st.gpus_running += j.gpus_per_node * static_cast<int64_t>(members.size());
+        st.gpus_running += j.gpus_per_node * static_cast<int64_t>(e.members.size());
       } else {
         ++st.pending;
       }
-      for (auto& m : members) d.pods[m.uid()] = m.SerializeAsString();
+      if (!e.members.empty()) d.send.push_back(slot);
+    };
+    if (j.pending_array_tasks.empty()) {
+      convert(j.id);
+    } else {
+      for (const auto& id : JobIdsOf(j)) convert(id);
     }
   }
 }
 
 Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
-  std::vector<v1::SyncRequest> msgs(1);
-  auto head = [&]() -> v1::SyncRequest& {
-    if (msgs.back().upsert_pods_size() + msgs.back().delete_pods_size() >= kChunk) msgs.emplace_back();
-    return msgs.back();
-  };
+  // Is the entry sent in this pass's state?
+  auto wanted = [&](const JobEntry& e) { return e.seen == pass_ && e.skip.empty() && !e.members.empty(); };
   const bool resync = need_resync_ || !engine_->open();
-  if (resync) {
-    msgs[0].set_resync(true);
-    for (const auto& [name, n] : d.nodes) (void)msgs[0].add_upsert_nodes()->ParseFromString(n);
-    for (const auto& [uid, p] : d.pods) (void)head().add_upsert_pods()->ParseFromString(p);
-    st.upserts = static_cast<int64_t>(d.nodes.size() + d.pods.size());
+  Status result;
+  {
+    std::vector<v1::SyncRequest> msgs(1);
+    // The members are lent to the messages (no copy) and taken back before the messages go.
+    struct Lent {
+      std::vector<v1::SyncRequest>& msgs;
+      ~Lent() {
+        for (auto& m : msgs) {
+          while (m.upsert_pods_size() > 0) (void)m.mutable_upsert_pods()->UnsafeArenaReleaseLast();
+        }
+      }
+    } lent{msgs};
+    size_t bytes = 0;  // of the members in msgs.back()
+    auto head = [&](size_t add = 0) -> v1::SyncRequest& {
+      if (msgs.back().upsert_pods_size() + msgs.back().delete_pods_size() >= kChunk ||
+          (bytes + add > kChunkBytes && msgs.back().upsert_pods_size() > 0)) {
+        msgs.emplace_back();
+        bytes = 0;
+      }
+      bytes += add;
+      return msgs.back();
+    };
+    auto upsert = [&](JobEntry& e) {
+      for (auto& m : e.members) head(m.ByteSizeLong()).mutable_upsert_pods()->UnsafeArenaAddAllocated(&m);
+      st.upserts += static_cast<int64_t>(e.members.size());
+    };
+    auto remove = [&](const std::string& id, uint32_t from, uint32_t to) {
+      for (uint32_t i = from; i < to; ++i) head().add_delete_pods("slurm/" + id + "#" + std::to_string(i));
+      st.deletes += to > from ? to - from : 0;
+    };
+    if (resync) {
+      msgs[0].set_resync(true);
+      for (const auto& [name, n] : d.nodes) (void)msgs[0].add_upsert_nodes()->ParseFromString(n);
+      bytes = msgs[0].ByteSizeLong();
+      st.upserts = static_cast<int64_t>(d.nodes.size());
+      // Members holding nodes first: they are in the first messages, so the engine's capacity is
+      // right from the first message on.
+      for (uint32_t slot : d.send) {
+        if (entries_[slot].active) upsert(entries_[slot]);
+      }
+      for (uint32_t slot : d.send) {
+        if (!entries_[slot].active) upsert(entries_[slot]);
+      }
+    } else {
+      for (const auto& [name, n] : d.nodes) {
+        auto it = sent_nodes_.find(name);
+        if (it != sent_nodes_.end() && it->second == n) continue;
+        (void)msgs[0].add_upsert_nodes()->ParseFromString(n);
+        ++st.upserts;
+      }
+      for (const auto& [name, n] : sent_nodes_) {
+        if (!d.nodes.count(name)) {
+          msgs[0].add_delete_nodes(name);
+          ++st.deletes;
+        }
+      }
+      for (uint32_t slot : d.send) {
+        JobEntry& e = entries_[slot];
+        const auto n = static_cast<uint32_t>(e.members.size());
+        if (e.sent && e.sent_key == e.key && e.sent_members == n) continue;
+        upsert(e);
+        if (e.sent && e.sent_members > n) remove(e.id, n, e.sent_members);
+      }
+      for (const auto& e : entries_) {
+        if (e.sent && !wanted(e)) remove(e.id, 0, e.sent_members);
+      }
+    }
+    if (jobcomp_ != nullptr) {
+      if (Status s = jobcomp_->ReadNew(&finished_); !s.ok()) st.status.AddReason(s.ToString());
+    }
+    for (const auto& f : finished_) *msgs[0].add_finished() = f;
+    msgs[0].set_door(v1::SLURM);
+    msgs[0].set_holder(cfg_.holder);
+    for (auto& m : msgs) m.set_door(v1::SLURM);
+    for (const auto& m : msgs) {
+      if (!resync && m.upsert_pods_size() == 0 && m.delete_pods_size() == 0 && m.upsert_nodes_size() == 0 &&
+          m.delete_nodes_size() == 0 && m.finished_size() == 0) {
+        continue;  // nothing changed
+      }
+      v1::SyncAck ack;
+      if (Status s = engine_->Send(m, &ack); !s.ok()) {
+        result = s;
+        break;
+      }
+      if (ack.status().code() != v1::Status::SUCCESS && !ack.status().reasons().empty()) {
+        st.status.AddReason("engine refused part of a Sync batch: " + ack.status().reasons(0));
+      }
+    }
+  }
+  if (result.ok()) {
+    need_resync_ = false;
+    finished_.clear();
+    st.resynced = resync;
+    sent_nodes_.clear();
+    sent_nodes_.insert(d.nodes.begin(), d.nodes.end());
   } else {
-    for (const auto& [name, n] : d.nodes) {
-      auto it = sent_nodes_.find(name);
-      if (it != sent_nodes_.end() && it->second == n) continue;
-      (void)msgs[0].add_upsert_nodes()->ParseFromString(n);
-      ++st.upserts;
-    }
-    for (const auto& [name, n] : sent_nodes_) {
-      if (!d.nodes.count(name)) {
-        msgs[0].add_delete_nodes(name);
-        ++st.deletes;
-      }
-    }
-    for (const auto& [uid, p] : d.pods) {
-      auto it = sent_pods_.find(uid);
-      if (it != sent_pods_.end() && it->second == p) continue;
-      (void)head().add_upsert_pods()->ParseFromString(p);
-      ++st.upserts;
-    }
-    for (const auto& [uid, p] : sent_pods_) {
-      if (!d.pods.count(uid)) {
-        head().add_delete_pods(uid);
-        ++st.deletes;
-      }
-    }
+    need_resync_ = true;  // what the engine holds is unknown now: the next pass sends everything
   }
-  if (jobcomp_ != nullptr) {
-    if (Status s = jobcomp_->ReadNew(&finished_); !s.ok()) st.status.AddReason(s.ToString());
+  // What the engine holds now (entries of jobs no longer read go at the next Convert).
+  for (auto& e : entries_) {
+    e.sent = result.ok() && wanted(e);
+    e.sent_key = e.key;
+    e.sent_members = e.sent ? static_cast<uint32_t>(e.members.size()) : 0;
   }
-  for (const auto& f : finished_) *msgs[0].add_finished() = f;
-  msgs[0].set_door(v1::SLURM);
-  msgs[0].set_holder(cfg_.holder);
-  for (auto& m : msgs) m.set_door(v1::SLURM);
-  for (const auto& m : msgs) {
-    if (!resync && m.upsert_pods_size() == 0 && m.delete_pods_size() == 0 && m.upsert_nodes_size() == 0 &&
-        m.delete_nodes_size() == 0 && m.finished_size() == 0) {
-      continue;  // nothing changed
-    }
-    v1::SyncAck ack;
-    if (Status s = engine_->Send(m, &ack); !s.ok()) {
-      need_resync_ = true;
-      return s;
-    }
-    if (ack.status().code() != v1::Status::SUCCESS && !ack.status().reasons().empty()) {
-      st.status.AddReason("engine refused part of a Sync batch: " + ack.status().reasons(0));
-    }
-  }
-  need_resync_ = false;
-  finished_.clear();
-  st.resynced = resync;
-  sent_nodes_.clear();
-  sent_nodes_.insert(d.nodes.begin(), d.nodes.end());
-  sent_pods_.clear();
-  sent_pods_.insert(d.pods.begin(), d.pods.end());
-  return Status::Ok();
+  return result;
 }
 
 void Reconciler::Comment(const JobRecord& j, const std::string& id, const std::string& why, int* budget,
@@ -184,11 +326,11 @@ void Reconciler::Apply(const ClusterRecords&, const Desired& d, const v1::AdmitR
   }
   for (const auto& a : admit.admitted()) {
     const std::string id = a.gang().rfind("slurm/", 0) == 0 ? a.gang().substr(6) : std::string();
-    auto it = d.jobs.find(id);
-    if (id.empty() || it == d.jobs.end()) continue;  // gone since the read: the engine drops its plan
-    const JobRecord& j = *it->second;
+    const JobEntry* e = id.empty() ? nullptr : Read(id);
+    if (e == nullptr) continue;  // gone since the read: the engine drops its plan
+    const JobRecord& j = *e->rec;
     const JobStance stance = StanceOf(j);
-    if ((stance != JobStance::kHeld && stance != JobStance::kEscaped) || reheld.count(&j) || d.skipped.count(id)) continue;
+    if ((stance != JobStance::kHeld && stance != JobStance::kEscaped) || reheld.count(&j) || !e->skip.empty()) continue;
     std::vector<std::string> nodes(a.nodes().begin(), a.nodes().end());
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
@@ -210,13 +352,13 @@ void Reconciler::Apply(const ClusterRecords&, const Desired& d, const v1::AdmitR
   int budget = kMaxCommentsPerPass;
   for (const auto& w : admit.waiting()) {
     const std::string id = w.gang().rfind("slurm/", 0) == 0 ? w.gang().substr(6) : std::string();
-    auto it = d.jobs.find(id);
-    if (it == d.jobs.end() || StanceOf(*it->second) != JobStance::kHeld) continue;
-    Comment(*it->second, id, w.reason(), &budget, st);
+    const JobEntry* e = Read(id);
+    if (e == nullptr || StanceOf(*e->rec) != JobStance::kHeld) continue;
+    Comment(*e->rec, id, w.reason(), &budget, st);
   }
-  for (const auto& [id, why] : d.skipped) {
-    auto it = d.jobs.find(id);
-    if (it != d.jobs.end() && StanceOf(*it->second) == JobStance::kHeld) Comment(*it->second, id, why, &budget, st);
+  for (uint32_t slot : d.skipped) {
+    const JobEntry& e = entries_[slot];
+    if (StanceOf(*e.rec) == JobStance::kHeld) Comment(*e.rec, e.id, e.skip, &budget, st);
   }
 }
 
@@ -233,7 +375,9 @@ ReconcileStats Reconciler::ReconcileOnce() {
   } else {
     st.read_ok = true;
     Desired d;
+    t = Clock::now();
     Convert(rec, d, st);
+    st.convert_s = Since(t);
     t = Clock::now();
     Status sync = SendSync(d, st);
     st.sync_s = Since(t);

@@ -11,6 +11,7 @@
 // endpoint under stats_mu_.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -32,7 +33,7 @@ struct ReconcileStats {
   int64_t upserts = 0, deletes = 0;   // members + nodes sent
   int64_t released = 0, held = 0, comments = 0, apply_errors = 0;
   int64_t admit_tried = 0;
-  double read_s = 0, sync_s = 0, admit_s = 0, apply_s = 0, total_s = 0;
+  double read_s = 0, convert_s = 0, sync_s = 0, admit_s = 0, apply_s = 0, total_s = 0;
 };
 
 class Reconciler {
@@ -52,6 +53,8 @@ class Reconciler {
   // Bounds per pass (slurmctld is shared: never a storm of updates).
   static constexpr int kMaxCommentsPerPass = 200;
   static constexpr int kChunk = 5000;  // members per Sync message
+  // Bytes of members per Sync message (a Sync message must stay under gRPC's default 4 MiB).
+  static constexpr size_t kChunkBytes = size_t{2} << 20;
 
  private:
   struct Desired;
@@ -66,7 +69,28 @@ class Reconciler {
   bool need_resync_ = true;
   JobcompReader* jobcomp_ = nullptr;
   std::vector<v1::FinishedJob> finished_;  // read, not yet acknowledged by the engine
-  std::unordered_map<std::string, std::string> sent_pods_;   // uid -> serialized v1::Pod
+  // Per job id (array tasks counted): its members as last converted, kept while its record reads
+  // the same (MembersKey), and what the engine holds of it. Entries of jobs a pass no longer reads
+  // are dropped at the start of the next pass. Dense, in read order (slurmctld lists jobs in a
+  // stable order, so a pass finds most entries at the slot after the previous one, unhashed).
+  struct JobEntry {
+    std::string id;
+    uint64_t key = 0;               // MembersKey of the record, the job id and the re-hold view
+    bool built = false;
+    bool active = false;            // holds nodes (running, suspended, completing)
+    std::string skip;               // why it is not sent ("" = sent)
+    std::vector<v1::Pod> members;   // lent to the Sync messages, never copied
+    bool sent = false;              // the engine holds sent_members members built from sent_key
+    uint64_t sent_key = 0;
+    uint32_t sent_members = 0;      // uids "slurm/<id>#0" .. "#<sent_members - 1>"
+    uint64_t seen = 0;              // the last pass that read it
+    const JobRecord* rec = nullptr; // its record in that pass's read (valid during the pass only)
+  };
+  // The entry of job `id` read in this pass (nullptr: not read).
+  const JobEntry* Read(const std::string& id) const;
+  std::vector<JobEntry> entries_;
+  std::unordered_map<std::string, uint32_t> index_;  // job id -> slot in entries_
+  uint64_t pass_ = 0;
   std::unordered_map<std::string, std::string> sent_nodes_;  // name -> serialized v1::Node
   std::mutex stats_mu_;  // guards the two below
   ReconcileStats last_;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
+#include <string_view>
 
 namespace tidal::slurm {
 
@@ -175,13 +177,60 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
   std::vector<v1::Pod> out;
   out.reserve(static_cast<size_t>(members));
   for (int64_t i = 0; i < members; ++i) {
-    v1::Pod p = base;
+    v1::Pod p = i + 1 == members ? std::move(base) : base;  // the last member takes the template
     p.set_uid("slurm/" + id + "#" + std::to_string(i));
     p.set_name(id + "#" + std::to_string(i));
     if (!on.empty()) p.set_node_name(on[static_cast<size_t>(i)]);
     out.push_back(std::move(p));
   }
   return out;
+}
+
+uint64_t MembersKey(const JobRecord& j) {
+  // Each field's hash mixed in turn (splitmix64's finalizer), strings by std::hash, lists by
+  // length then elements: a different value in any field gives another key but for 2^-64.
+  uint64_t h = 0x243f6a8885a308d3ULL;
+  auto mix = [&h](uint64_t v) {
+    uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    h = z ^ (z >> 31);
+  };
+  auto str = [&](const std::string& s) { mix(std::hash<std::string_view>{}(s)); };
+  auto num = [&](auto v) { mix(static_cast<uint64_t>(static_cast<int64_t>(v))); };
+  auto list = [&](const std::vector<std::string>& v) {
+    num(v.size());
+    for (const auto& s : v) str(s);
+  };
+  const JobStance stance = StanceOf(j);
+  num(static_cast<int>(j.state));
+  num(j.completing);
+  num(j.priority);
+  num(StartsWith(j.admin_comment, kReleasedPrefix));
+  str(j.state_reason);
+  str(j.dependency);
+  str(j.parse_error);
+  str(j.user);
+  str(j.account);
+  str(j.partition);
+  str(j.qos);
+  num(j.nice);
+  num(j.node_count);
+  num(j.gpus_per_node);
+  num(j.gpus_total);
+  str(j.gpu_model);
+  num(j.cpus_per_node);
+  num(j.memory_mb_per_node);
+  num(j.time_limit_min);
+  num(j.submit_time);
+  num(stance == JobStance::kActive ? j.start_time : 0);
+  list(j.nodes);
+  list(j.required_nodes);
+  list(j.excluded_nodes);
+  str(j.features);
+  num(j.req_switch);
+  str(j.comment);
+  return h;
 }
 
 std::string ConstraintError(const JobRecord& j) {

@@ -20,6 +20,7 @@
 // Threading: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ std::vector<std::string> JobIdsOf(const JobRecord& j);
 
 // The members of job `id` (one of JobIdsOf(j)); empty when the job is not sent.
 std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const AdapterConfig& cfg);
+
+// A fingerprint of what MembersOf, SkipReason, ConstraintError and StanceOf read from a record, so
+// the reconciler keeps a job's converted members while its record reads the same (a record of
+// 100,000 that did not change costs this hash, not a conversion). Left out: the ids (the caller
+// folds in the job id it converts), pending_array_tasks and array_max_tasks (each task is its own
+// job id), name, end_time, restart_cnt, start_time unless the job holds nodes, and of
+// admin_comment only whether it starts with kReleasedPrefix. A field MembersOf & co. start to read
+// must be added here.
+uint64_t MembersKey(const JobRecord& j);
 
 // Why the job's partition/--constraint/--exclude/--nodelist cannot be expressed ("" = they can);
 // such a job is not sent (MembersOf returns nothing).

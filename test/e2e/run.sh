@@ -43,6 +43,8 @@ ALL_CASES=(go-unit smoke gang-leaf contention nvlink default preempt backfill ov
 # functions and appends the names to MORE_CASES (they run after the cases above, before kill).
 MORE_CASES=()
 EXPLICIT_CASES=()  # defined in cases/*.sh but only run when named on the command line
+BEFORE_CASE_HOOKS=()  # cases/*.sh: functions called with the case name before each case
+FINISH_HOOKS=()       # cases/*.sh: functions called at exit (also on failure), before the cluster goes down
 
 KEEP=${TIDAL_E2E_KEEP:-0}
 if [ -n "${TIDAL_E2E_BASE:-}" ]; then BASE=$TIDAL_E2E_BASE; mkdir -p "$BASE"; else BASE=$(mktemp -d /tmp/tidal-e2e.XXXXXX); fi
@@ -60,6 +62,7 @@ finish() {
       [ -f "$BASE/log/$n.log" ] && { e2e_log "$n log (last 30 lines):"; tail -n 30 "$BASE/log/$n.log" >&2; }
     done
   fi
+  local h; for h in "${FINISH_HOOKS[@]}"; do "$h" || true; done
   "$E2E_LIB/cluster-down.sh" "$BASE" >/dev/null 2>&1 || rc=1
   if [ "$KEEP" = 1 ]; then e2e_log "kept $BASE (logs in $BASE/log)"; else rm -rf "${BASE:?}"; fi
   [ "$rc" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
@@ -496,6 +499,7 @@ for c in "${CASES[@]}"; do
   e2e_log "=== $c"
   CASE_OK=1 CASE=$c
   t0=$(e2e_now_ms)
+  for h in "${BEFORE_CASE_HOOKS[@]}"; do "$h" "$c" || true; done
   if [ "$need_cluster" = 1 ] && [ "$c" != go-unit ]; then
     engine_alive || { e2e_log "tidal-engine is not running: restarting it"; "$E2E_LIB/tidal-up.sh" "$BASE" engine; }
   fi

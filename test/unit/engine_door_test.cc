@@ -373,3 +373,29 @@ TEST_F(CrossDoorQuotaTest, SlurmJobsAreNeverVictimsOfAKubernetesPreemption) {
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+TEST_F(DoorTest, APlanMadeAheadIsDroppedWithItsPodsGang) {
+  SyncBatch k;
+  k.resync = true;
+  k.upsert_nodes = {GpuNode("n1", "l0", "v0")};
+  k.upsert_pods = {KubePod("kp", "qb")};
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = k.upsert_nodes;
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  (void)engine_->Admit(FrontDoor::kSlurm, 0);  // plans the Kubernetes head ahead: no slot claimed
+  ASSERT_EQ(engine_->TakeActivations(FrontDoor::kKubernetes).size(), 1u);
+  EXPECT_EQ(Usage("qb"), 8);
+  SyncBatch del;
+  del.delete_pods = {"uid-kp"};
+  ASSERT_TRUE(Sync(del, FrontDoor::kKubernetes).ok());
+  EXPECT_EQ(Usage("qb"), 0);  // was 8 forever: the plan leaked with its erased gang
+  EXPECT_EQ(engine_->Stats().plans, 0);
+}
+
+}  // namespace
+}  // namespace tidal
