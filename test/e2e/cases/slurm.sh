@@ -158,6 +158,9 @@ YAML
     i=${n#node-}; d=$((i / 4)); l=$((d / 4))
     feats+="$n=tidal-block-block-$((l / 2)),tidal-leaf-leaf-$l,tidal-nvlink-nvlink-$d"$'\n'
   done
+  # munged (and the job user) need search permission on every directory above its socket; the
+  # scratch directory comes from mktemp (0700).
+  chmod a+x "$BASE"
   SLURM_CTLD_PORT=$TIDAL_E2E_SLURM_CTLD_PORT SLURM_NODE_PORT0=$TIDAL_E2E_SLURM_NODE_PORT0 \
     SLURM_NODE_NAMES="${SL_NODES[*]}" SLURM_NODE_FEATURES="$feats" SLURM_GPU_TYPE=h100 \
     slurm_up "$base" "${#SL_NODES[@]}" 8 || return 1
