@@ -50,7 +50,10 @@ pg_condition_is() { [ "$(pg_condition "$1" "$2" "$3")" = "$4" ]; }
 case_podgroup() {
   local ns=e2e-podgroup t0 l msg
   new_ns $ns
-  if ! k api-resources --api-group=scheduling.k8s.io -o name 2>/dev/null | grep -q '^podgroups'; then
+  # Discovery can fail for a moment under load (an engine restart, many namespaces going away just
+  # before): ask again for up to 15 s before calling the API missing.
+  pg_served() { k api-resources --api-group=scheduling.k8s.io -o name 2>/dev/null | grep -q '^podgroups'; }
+  if ! until_true 15 pg_served; then
     fail "the apiserver does not serve scheduling.k8s.io/v1alpha2 podgroups (cluster-up.sh: --runtime-config, GenericWorkload)"
     return
   fi
