@@ -5,7 +5,6 @@
 #include "engine/engine.h"
 
 #include <chrono>
-#include <cstdio>
 #include <random>
 
 #include "plugins/registry.h"
@@ -93,16 +92,13 @@ std::string Engine::DescribeQueues() {
   ledger_.Advance(clock_());
   std::string out;
   const QueueTree& t = ledger_.tree();
+  const auto by_queue = BoundGpusByQueueDoorLocked();
   for (int q = 1; q < t.size(); ++q) {
     if (!t.IsLeaf(q)) continue;
     // Bound GPUs of the queue by front door: one ledger, both doors.
-    double by_door[2] = {0, 0};
-    for (const auto& [uid, b] : bound_since_) {
-      auto p = pods_.find(uid);
-      if (p != pods_.end() && b.queue == t.Name(q)) by_door[static_cast<int>(p->second.door)] += static_cast<double>(p->second.request.gpus);
-    }
-    char doors[96];
-    std::snprintf(doors, sizeof(doors), "; gpus by door: kubernetes %.0f, slurm %.0f", by_door[0], by_door[1]);
+    auto it = by_queue.find(t.Name(q));
+    const std::array<int64_t, 2> by_door = it == by_queue.end() ? std::array<int64_t, 2>{0, 0} : it->second;
+    const std::string doors = "; gpus by door: kubernetes " + std::to_string(by_door[0]) + ", slurm " + std::to_string(by_door[1]);
     out += ledger_.Describe(q) + "; share " + std::to_string(ledger_.Share(q)) + doors + "\n";
   }
   return out.empty() ? "no queues configured\n" : out;

@@ -458,6 +458,8 @@ class Engine {
   }
   void ResyncDoorLocked(const SyncBatch& b);
   void DoorGaugesLocked(EngineGauges& out) const;  // engine_views.cc
+  // GPUs of bound members by queue and door (index: FrontDoor), one walk over the bound pods.
+  std::map<std::string, std::array<int64_t, 2>> BoundGpusByQueueDoorLocked() const;
   // "queue qa holds 16 GPUs: kubernetes 8, slurm 8" (bound members and plans; engine_plan.cc).
   std::string QueueDoorsNoteLocked(const std::string& queue) const;
   // --- the gap ledger (engine_sync.cc): what the engine last knew of each Slurm gang, so a

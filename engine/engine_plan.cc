@@ -154,11 +154,9 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
 }
 
 std::string Engine::QueueDoorsNoteLocked(const std::string& queue) const {
-  int64_t by_door[2] = {0, 0};
-  for (const auto& [uid, b] : bound_since_) {
-    if (b.queue != queue) continue;
-    if (auto p = pods_.find(uid); p != pods_.end()) by_door[static_cast<int>(p->second.door)] += p->second.request.gpus;
-  }
+  const auto bound = BoundGpusByQueueDoorLocked();
+  auto row = bound.find(queue);
+  std::array<int64_t, 2> by_door = row == bound.end() ? std::array<int64_t, 2>{0, 0} : row->second;
   auto add_plan = [&](const Gang& g) {
     if (g.plan && g.plan->queue == queue) by_door[static_cast<int>(g.door)] += g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
   };

@@ -317,15 +317,11 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
 void Engine::DoorGaugesLocked(EngineGauges& out) const {
   // Both doors' share of the one fabric and the one ledger (always both rows, 0 when idle).
   double members[2][2] = {{0, 0}, {0, 0}}, gpus[2] = {0, 0}, nodes[2] = {0, 0};
-  std::map<std::pair<std::string, int>, double> by_queue;
   for (const auto& [uid, p] : pods_) {
     const int d = static_cast<int>(p.door);
     if (p.UsesCapacity()) {
       members[d][1] += 1;
       gpus[d] += static_cast<double>(p.request.gpus);
-      if (auto b = bound_since_.find(uid); b != bound_since_.end() && !b->second.queue.empty()) {
-        by_queue[{b->second.queue, d}] += static_cast<double>(p.request.gpus);
-      }
     } else if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending && OursLocked(p)) {
       members[d][0] += 1;
     }
@@ -341,14 +337,27 @@ void Engine::DoorGaugesLocked(EngineGauges& out) const {
     out.door_nodes.push_back({{door}, nodes[d]});
   }
   const QueueTree& t = ledger_.tree();
+  const auto by_queue = BoundGpusByQueueDoorLocked();
   for (int q = 1; q < t.size(); ++q) {
     if (!t.IsLeaf(q)) continue;
+    auto it = by_queue.find(t.Name(q));
     for (int d = 0; d < 2; ++d) {
-      auto it = by_queue.find({t.Name(q), d});
       out.queue_door_gpus.push_back({{t.Name(q), std::string(FrontDoorName(static_cast<FrontDoor>(d)))},
-                                     it == by_queue.end() ? 0.0 : it->second});
+                                     it == by_queue.end() ? 0.0 : static_cast<double>(it->second[static_cast<size_t>(d)])});
     }
   }
+}
+
+std::map<std::string, std::array<int64_t, 2>> Engine::BoundGpusByQueueDoorLocked() const {
+  std::map<std::string, std::array<int64_t, 2>> out;
+  for (const auto& [uid, b] : bound_since_) {
+    if (b.queue.empty()) continue;
+    auto p = pods_.find(uid);
+    if (p == pods_.end() || !p->second.UsesCapacity()) continue;
+    auto& row = out.try_emplace(b.queue, std::array<int64_t, 2>{0, 0}).first->second;
+    row[static_cast<size_t>(p->second.door)] += p->second.request.gpus;
+  }
+  return out;
 }
 
 EngineGauges Engine::Gauges() {
