@@ -69,7 +69,19 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
   const bool levels_changed = cfg.levels.Accepted() != cfg_.levels.Accepted();
   cfg_ = cfg;
   ledger_.Reconfigure(*tree);
-  if (levels_changed) state_.reset();
+  if (levels_changed) {
+    // Specs are read with the levels: read every pod's again.
+    state_.reset();
+    last_parsed_uid_.clear();
+    for (auto& [uid, p] : pods_) {
+      p.spec.reset();
+      ParseSpecLocked(p);
+    }
+  }
+  // Gangs' summaries hold specs and workloads (queue ids of the old tree): rebuild them.
+  for (const auto& [key, g] : gangs_) QueueReindexLocked(key);
+  FlushReindexLocked();
+  bound_by_queue_door_.reset();
   return BuildSchedulerLocked();
 }
 
@@ -92,7 +104,7 @@ std::string Engine::DescribeQueues() {
   ledger_.Advance(clock_());
   std::string out;
   const QueueTree& t = ledger_.tree();
-  const auto by_queue = BoundGpusByQueueDoorLocked();
+  const auto& by_queue = BoundGpusByQueueDoorLocked();
   for (int q = 1; q < t.size(); ++q) {
     if (!t.IsLeaf(q)) continue;
     // Bound GPUs of the queue by front door: one ledger, both doors.

@@ -33,6 +33,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -41,6 +42,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -71,6 +73,9 @@ struct PodInfo {
   // front door's spec could not be read (refused at CheckPod/PlanPod, naming the field).
   std::shared_ptr<const NodeConstraints> constraints;
   Status spec_error;
+  // Its Tidal scheduling spec (labels and annotations read with the engine's topology levels):
+  // set by the engine when it stores the pod, parsed once per change (input value ignored).
+  std::shared_ptr<const StatusOr<PodSchedulingSpec>> spec;
 
   std::string Key() const { return ns + "/" + name; }
   bool UsesCapacity() const {
@@ -105,6 +110,9 @@ struct SyncBatch {
   FrontDoor door = FrontDoor::kKubernetes;  // a resync replaces only this door's nodes and pods
   std::vector<FinishedJobInfo> finished;
   bool resync = false;
+  // The snapshot continues in the door's next batch (SyncRequest.snapshot_continues): the door's
+  // objects no batch of the snapshot named are removed at its last batch.
+  bool snapshot_continues = false;
   std::vector<NodeInfo> upsert_nodes;
   std::vector<std::string> delete_nodes;
   std::vector<PodInfo> upsert_pods;
@@ -235,6 +243,7 @@ class Engine {
   // `warnings` (optional) gets caveats about nodes of the batch for their admins (a node missing
   // a topology level's label: its own domain at that level), once per node and change.
   Status Sync(const SyncBatch& batch, uint64_t* generation, std::vector<NodeWarningInfo>* warnings = nullptr);
+  Status Sync(SyncBatch&& batch, uint64_t* generation, std::vector<NodeWarningInfo>* warnings = nullptr);  // moves the pods in
   Status CheckPod(const std::string& uid, std::string* gang);
   PlanResult PlanPod(const std::string& uid);
   Status Reserve(const std::string& uid, const std::string& node);
@@ -335,11 +344,13 @@ class Engine {
     std::string domain, explanation;
     int64_t created_s = 0;
   };
+  struct Gang;
   // Queue order of a queue's pending gangs: priority (higher first), submit time, key.
   struct HeadKey {
     int64_t neg_priority = 0;
     int64_t submitted = 0;
     std::string gang;
+    Gang* ptr = nullptr;  // the gang itself (gangs_ is node-based; unindexed before it is erased)
     auto operator<=>(const HeadKey&) const = default;
   };
   struct Gang {
@@ -355,12 +366,31 @@ class Engine {
     // Its entry in pending_by_queue_ (engine_plan.cc), while it has pending pods.
     std::optional<HeadKey> head;
     std::string head_queue;
+    // What its pods make, kept by ReindexGangLocked on every change to them, so planning walks no
+    // member: counts, the pending members' largest request, highest priority and earliest
+    // submit, the node constraints and exclusive topology of its first member not using
+    // capacity, and the spec of its first pod (a gang's pods share a template).
+    struct Summary {
+      int32_t bound = 0, pending = 0;
+      Resources per_member;
+      int32_t priority = INT32_MIN;
+      int64_t submitted = INT64_MAX;
+      std::shared_ptr<const NodeConstraints> constraints;
+      std::string constraints_sig;
+      std::shared_ptr<const StatusOr<PodSchedulingSpec>> spec;
+      ExclusiveTopology exclusive;  // of its first pod not using capacity (engine_exclusive.cc)
+      // Its workload and Admit's shape key, built with the summary when nothing makes them vary
+      // between changes (no refused nodes, no exclusive topology, a valid spec): `cached`.
+      bool cached = false;
+      std::optional<Workload> workload;
+      std::string shape;
+    } summary;
   };
 
   Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree);
   Status BuildSchedulerLocked();
   void ChargePodLocked(const PodInfo& p, bool borrowed);
-  Status UpsertPodLocked(const PodInfo& p);
+  Status UpsertPodLocked(PodInfo p);
   void DeletePodLocked(const std::string& uid);
   std::string GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const;
   void EnsureStateLocked();
@@ -369,6 +399,14 @@ class Engine {
   ClusterState TimelineLocked();
   // Workloads of every pending gang without a plan (dry runs).
   std::vector<Workload> PendingGangWorkloadsLocked() const;
+  // The same without copies: pointers to the gangs' cached workloads, the others built in *built.
+  std::vector<const Workload*> PendingGangWorkloadRefsLocked(std::deque<Workload>* built) const;
+  // A pending gang's workload: *w points at its cached one (Gang::Summary) or at *built. False
+  // when it has a plan, an invalid spec or nothing left to place.
+  bool PendingWorkloadRefLocked(const Gang& g, std::optional<Workload>* built, const Workload** w) const;
+  // Admit's memo key: gangs of one shape (queue, request, size, topology, model, constraints)
+  // fail or fit alike in one call.
+  static std::string ShapeKey(const Workload& w);
   // Drops reservations of gangs that are gone or planned; refreshes the book (see book_).
   void PruneBookLocked();
   // Refreshes the book unless it was refreshed under a second ago; then it only marks it stale,
@@ -433,6 +471,19 @@ class Engine {
   // Plans the head gang of `queue` if it fits now; returns its key ("" when nothing was planned).
   std::string PlanQueueHeadLocked(const std::string& queue, std::vector<PodRefInfo>* activate);
   void ReindexGangLocked(const std::string& key);  // after any change to the gang's pods
+  // Sync defers the reindex to the end of its batch (a gang's members arrive together):
+  // UpsertPodLocked / DeletePodLocked queue the key, FlushReindexLocked reindexes each once.
+  void QueueReindexLocked(const std::string& key) {
+    if (reindex_.empty() || reindex_.back() != key) reindex_.push_back(key);
+  }
+  void FlushReindexLocked();
+  std::vector<std::string> reindex_;
+  // The pod's cached spec (PodInfo::spec; an error when the engine never stored it).
+  const StatusOr<PodSchedulingSpec>& SpecLocked(const PodInfo& p) const;
+  // Parses p's spec into p.spec, sharing the previous pod's when p's labels and annotations are
+  // the same (the members of one job arrive one after another).
+  void ParseSpecLocked(PodInfo& p);
+  std::string last_parsed_uid_;
   void UnindexGangLocked(Gang& g);                 // before the gang is erased
 
   EngineConfig cfg_;
@@ -456,10 +507,18 @@ class Engine {
   bool OursLocked(const PodInfo& p) const {
     return p.door == FrontDoor::kSlurm || p.scheduler_name == cfg_.scheduler_name;
   }
-  void ResyncDoorLocked(const SyncBatch& b);
+  // A door's snapshot in progress (index: FrontDoor): what its batches named so far.
+  struct OpenSnapshot {
+    std::unordered_set<std::string> pods, nodes;
+  };
+  std::optional<OpenSnapshot> snapshots_[2];
+  void BeginResyncLocked(FrontDoor door);  // drops the door's plans, opens its snapshot
+  void EndResyncLocked(FrontDoor door);    // removes what the snapshot did not name
   void DoorGaugesLocked(EngineGauges& out) const;  // engine_views.cc
-  // GPUs of bound members by queue and door (index: FrontDoor), one walk over the bound pods.
-  std::map<std::string, std::array<int64_t, 2>> BoundGpusByQueueDoorLocked() const;
+  // GPUs of bound members by queue and door (index: FrontDoor), one walk over the bound pods,
+  // kept until a pod changes (a quota refusal asks at every try of an Admit call).
+  const std::map<std::string, std::array<int64_t, 2>>& BoundGpusByQueueDoorLocked() const;
+  mutable std::optional<std::map<std::string, std::array<int64_t, 2>>> bound_by_queue_door_;
   // "queue qa holds 16 GPUs: kubernetes 8, slurm 8" (bound members and plans; engine_plan.cc).
   std::string QueueDoorsNoteLocked(const std::string& queue) const;
   // --- the gap ledger (engine_sync.cc): what the engine last knew of each Slurm gang, so a

@@ -32,14 +32,14 @@ namespace {
 constexpr int32_t kAdmitPlans = 256;    // fair-share head plans per call
 constexpr int32_t kAdmitTries = 512;    // placements tried per call (both passes)
 constexpr int32_t kAdmitVisit = 50000;  // pending gangs walked by the backfill pass per call
+}  // namespace
 
-std::string ShapeKey(const Workload& w) {
+std::string Engine::ShapeKey(const Workload& w) {
   return w.queue + "|" + std::to_string(w.per_member.gpus) + "|" + std::to_string(w.per_member.cpu_milli) + "|" +
          std::to_string(w.per_member.memory_bytes) + "|" + std::to_string(w.members) + "|" +
          std::to_string(w.min_members) + "|" + w.required_level + "|" + w.preferred_level + "|" + w.gpu_model + "|" +
          w.constraints_sig;
 }
-}  // namespace
 
 AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -93,8 +93,7 @@ AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
     std::vector<Gang*> gangs;
     gangs.reserve(idx->second.size());
     for (const auto& h : idx->second) {
-      auto git = gangs_.find(h.gang);
-      if (git != gangs_.end() && git->second.door == door) gangs.push_back(&git->second);
+      if (h.ptr->door == door) gangs.push_back(h.ptr);
     }
     for (Gang* gp : gangs) {
       Gang& g = *gp;
@@ -104,15 +103,16 @@ AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
       // the gangs whose reason is returned (the first `cap` waiting ones).
       if (visited < kAdmitVisit && (r.tried < kAdmitTries || unplanned < cap)) {
         ++visited;
-        PodSchedulingSpec spec;
-        auto w = PendingWorkloadLocked(g, &spec);
-        if (w && static_cast<int32_t>(g.pods.size()) >= spec.gang_min) {
-          const std::string shape = ShapeKey(*w);
+        std::optional<Workload> built;
+        const Workload* w = nullptr;
+        if (PendingWorkloadRefLocked(g, &built, &w) && static_cast<int32_t>(g.pods.size()) >= (*g.summary.spec)->gang_min) {
+          const std::string shape = built ? ShapeKey(*w) : g.summary.shape;
           if (auto f = failed.find(shape); f != failed.end()) {
             g.last_reason = f->second;
           } else if (r.tried < kAdmitTries) {
             ++r.tried;
-            if (ScheduleGangLocked(g, spec, std::move(*w)).outcome != Outcome::kPlaced) failed[shape] = g.last_reason;
+            Workload mine = built ? std::move(*built) : *w;
+            if (ScheduleGangLocked(g, **g.summary.spec, std::move(mine)).outcome != Outcome::kPlaced) failed[shape] = g.last_reason;
           }
         }
       }

@@ -28,16 +28,7 @@ constexpr const char* kNoFreeDomain = "no-free-exclusive-domain";
 }  // namespace
 
 void Engine::PinExclusiveDomainLocked(const Gang& g, Workload& w) const {
-  const PodInfo* own = nullptr;
-  for (const auto& u : g.pods) {
-    const PodInfo& p = pods_.at(u);
-    if (!p.UsesCapacity()) {
-      own = &p;
-      break;
-    }
-  }
-  if (own == nullptr) return;
-  const ExclusiveTopology mine = ExclusiveTopologyOf(own->ns, own->labels, own->annotations);
+  const ExclusiveTopology& mine = g.summary.exclusive;  // of its first pod not using capacity
   if (mine.key.empty()) return;
   const std::string& key = mine.key;
 

@@ -40,7 +40,7 @@ std::string Engine::GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Sta
     *st = p.spec_error;
     return {};
   }
-  auto parsed = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+  const auto& parsed = SpecLocked(p);
   if (!parsed.ok()) {
     *st = parsed.status();
     return {};
@@ -143,7 +143,7 @@ Status Engine::Bound(const std::string& uid, const std::string& node) {
       g.start_observed = true;
       int64_t first = INT64_MAX;
       for (const auto& u : g.pods) first = std::min(first, pods_.at(u).creation_unix);
-      auto spec = ParsePodSchedulingSpec(it->second.labels, it->second.annotations, cfg_.levels);
+      const auto& spec = SpecLocked(it->second);
       if (spec.ok() && first != INT64_MAX) {
         const int64_t gpus = g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
         metrics_->time_to_start.With({spec->queue, std::string(WorkloadClassName(spec->workload_class)), SizeBucket(gpus)})
@@ -162,23 +162,8 @@ Status Engine::Bound(const std::string& uid, const std::string& node) {
 }
 
 std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound_out) const {
-  int32_t bound = 0, pending = 0;
-  Resources per_member;
-  int32_t priority = INT32_MIN;
-  int64_t submitted = INT64_MAX;
-  for (const auto& u : g.pods) {
-    const PodInfo& p = pods_.at(u);
-    if (p.UsesCapacity()) {
-      ++bound;
-    } else if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending) {
-      ++pending;
-      per_member.gpus = std::max(per_member.gpus, p.request.gpus);
-      per_member.cpu_milli = std::max(per_member.cpu_milli, p.request.cpu_milli);
-      per_member.memory_bytes = std::max(per_member.memory_bytes, p.request.memory_bytes);
-      priority = std::max(priority, p.priority);
-      submitted = std::min(submitted, p.creation_unix);
-    }
-  }
+  const Gang::Summary& s = g.summary;  // kept by ReindexGangLocked
+  const int32_t bound = s.bound, pending = s.pending;
   if (bound_out != nullptr) *bound_out = bound;
   const int32_t need = spec.gang_size - bound;
   if (need <= 0 || pending == 0) return std::nullopt;
@@ -190,12 +175,12 @@ std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSched
   w.members = need;
   w.min_members = std::clamp(spec.gang_min - bound, 1, need);
   w.arrived_members = pending;
-  w.per_member = per_member;
-  w.priority = priority;
+  w.per_member = s.per_member;
+  w.priority = s.priority;
   w.preemptible = spec.preemptible;
   w.runtime_limit_s = spec.runtime_limit_s;
   w.checkpoint_interval_s = spec.checkpoint_interval_s;
-  w.submit_time_s = submitted;
+  w.submit_time_s = s.submitted;
   w.required_level = spec.required_level;
   w.preferred_level = spec.preferred_level;
   w.gpu_model = spec.gpu_model;
@@ -206,27 +191,22 @@ std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSched
 }
 
 void Engine::AttachConstraintsLocked(const Gang& g, Workload& w) const {
-  // The members' node constraints: those of its first pending pod (a gang's pods share a
-  // template), plus the nodes the front door refused for the gang.
-  std::shared_ptr<const NodeConstraints> base;
-  for (const auto& u : g.pods) {
-    const PodInfo& p = pods_.at(u);
-    if (!p.UsesCapacity() && p.constraints) {
-      base = p.constraints;
-      break;
-    }
-  }
+  // The members' node constraints: those of its first pod not using capacity (a gang's pods
+  // share a template; Gang::Summary), plus the nodes the front door refused for the gang.
+  std::shared_ptr<const NodeConstraints> base = g.summary.constraints;
   const int64_t now = clock_();
   const bool excluding = std::any_of(g.excluded.begin(), g.excluded.end(), [now](const auto& e) { return e.second > now; });
-  if (excluding) {
-    auto c = base ? std::make_shared<NodeConstraints>(*base) : std::make_shared<NodeConstraints>();
-    for (const auto& [node, until] : g.excluded) {
-      if (until > now) c->excluded_nodes.insert(node);
-    }
-    base = std::move(c);
+  if (!excluding) {
+    w.constraints = std::move(base);
+    w.constraints_sig = g.summary.constraints_sig;
+    return;
   }
-  w.constraints = std::move(base);
-  w.constraints_sig = w.constraints ? w.constraints->Signature() : std::string();
+  auto c = base ? std::make_shared<NodeConstraints>(*base) : std::make_shared<NodeConstraints>();
+  for (const auto& [node, until] : g.excluded) {
+    if (until > now) c->excluded_nodes.insert(node);
+  }
+  w.constraints_sig = c->Signature();
+  w.constraints = std::move(c);
 }
 
 Status Engine::NodeRefused(const std::string& uid, const std::string& node, const std::string& why) {

@@ -62,22 +62,51 @@ void Engine::ReindexGangLocked(const std::string& key) {
   if (it == gangs_.end()) return;
   Gang& g = it->second;
   UnindexGangLocked(g);
-  int32_t priority = INT32_MIN;
-  int64_t submitted = INT64_MAX;
-  const PodInfo* first = nullptr;
+  Gang::Summary s;
+  const PodInfo* first = nullptr;  // its first pending pod
+  bool seen_free = false;          // its first pod not using capacity was seen
   for (const auto& u : g.pods) {
     const PodInfo& p = pods_.at(u);
+    if (!s.spec) s.spec = p.spec;
+    if (p.UsesCapacity()) {
+      ++s.bound;
+      continue;
+    }
+    if (!s.constraints && p.constraints) s.constraints = p.constraints;
+    if (!seen_free) {
+      seen_free = true;
+      s.exclusive = ExclusiveTopologyOf(p.ns, p.labels, p.annotations);
+    }
     if (!p.node_name.empty() || p.terminating || p.phase != PodPhase::kPending) continue;
     first = first == nullptr ? &p : first;
-    priority = std::max(priority, p.priority);
-    submitted = std::min(submitted, p.creation_unix);
+    ++s.pending;
+    s.per_member.gpus = std::max(s.per_member.gpus, p.request.gpus);
+    s.per_member.cpu_milli = std::max(s.per_member.cpu_milli, p.request.cpu_milli);
+    s.per_member.memory_bytes = std::max(s.per_member.memory_bytes, p.request.memory_bytes);
+    s.priority = std::max(s.priority, p.priority);
+    s.submitted = std::min(s.submitted, p.creation_unix);
+  }
+  if (s.constraints) s.constraints_sig = s.constraints->Signature();
+  const int32_t priority = s.priority;
+  const int64_t submitted = s.submitted;
+  g.summary = std::move(s);
+  if (g.summary.exclusive.key.empty() && g.excluded.empty() && g.summary.spec && g.summary.spec->ok()) {
+    g.summary.cached = true;
+    g.summary.workload = GangWorkloadLocked(g, **g.summary.spec, nullptr);
+    if (g.summary.workload) g.summary.shape = ShapeKey(*g.summary.workload);
   }
   if (first == nullptr) return;
-  auto spec = ParsePodSchedulingSpec(first->labels, first->annotations, cfg_.levels);
+  const auto& spec = SpecLocked(*first);
   if (!spec.ok()) return;
   g.head_queue = spec->queue;
-  g.head = HeadKey{-static_cast<int64_t>(priority), submitted, key};
+  g.head = HeadKey{-static_cast<int64_t>(priority), submitted, key, &g};
   pending_by_queue_[g.head_queue].insert(*g.head);
+}
+
+void Engine::FlushReindexLocked() {
+  std::vector<std::string> keys;
+  keys.swap(reindex_);
+  for (const auto& k : keys) ReindexGangLocked(k);
 }
 
 Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Workload w) {
@@ -154,7 +183,7 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
 }
 
 std::string Engine::QueueDoorsNoteLocked(const std::string& queue) const {
-  const auto bound = BoundGpusByQueueDoorLocked();
+  const auto& bound = BoundGpusByQueueDoorLocked();
   auto row = bound.find(queue);
   std::array<int64_t, 2> by_door = row == bound.end() ? std::array<int64_t, 2>{0, 0} : row->second;
   auto add_plan = [&](const Gang& g) {
@@ -214,7 +243,7 @@ std::string Engine::PlanQueueHeadLocked(const std::string& queue, std::vector<Po
   // the head is the first one still to plan.
   int looked = 0;
   for (auto it = idx->second.begin(); it != idx->second.end() && looked < kHeadLookahead; ++it) {
-    Gang& h = gangs_.at(it->gang);
+    Gang& h = *it->ptr;
     if (h.plan || h.pods.empty()) continue;
     ++looked;
     PodSchedulingSpec spec;

@@ -158,7 +158,7 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
   a.workload.min_members = a.workload.members;  // bound pods of a gang are evicted whole, never shrunk
   if (ours && first != nullptr) {
     a.workload.priority = priority;
-    if (auto ps = ParsePodSchedulingSpec(first->labels, first->annotations, cfg_.levels); ps.ok()) {
+    if (const auto& ps = SpecLocked(*first); ps.ok()) {
       a.workload.preemptible = ps->preemptible;
       a.workload.queue = ps->queue;
       a.workload.checkpoint_interval_s = ps->checkpoint_interval_s;
@@ -191,7 +191,7 @@ PreemptResult Engine::Preempt(const std::string& uid) {
   }
   Gang& g = git->second;
   if (g.plan) return out.status = Status::Unschedulable("gang " + g.key + " already has a plan", "preemption"), out;
-  auto spec = ParsePodSchedulingSpec(pit->second.labels, pit->second.annotations, cfg_.levels);
+  const auto& spec = SpecLocked(pit->second);
   if (!spec.ok()) return out.status = spec.status(), out;
   auto w = GangWorkloadLocked(g, *spec, nullptr);
   if (!w) return out.status = Status::Unschedulable("gang " + g.key + " has nothing left to place", "preemption"), out;

@@ -30,19 +30,48 @@ std::vector<Workload> Engine::PendingGangWorkloadsLocked() const {
   for (const auto& [k, g] : gangs_) {
     // A gang holding capacity its victims free (engine_preempt.cc) waits for exactly that: a dry
     // cycle must neither move nor drop its hold (TimelineLocked keeps the hold's nodes instead).
-    if (HeldLocked(PlanId(g))) continue;
+    if (!holds_.empty() && HeldLocked(PlanId(g))) continue;
     if (auto w = PendingWorkloadLocked(g)) out.push_back(std::move(*w));
   }
   return out;
 }
 
+std::vector<const Workload*> Engine::PendingGangWorkloadRefsLocked(std::deque<Workload>* built) const {
+  std::vector<const Workload*> out;
+  out.reserve(gangs_.size());
+  for (const auto& [k, g] : gangs_) {
+    if (!holds_.empty() && HeldLocked(PlanId(g))) continue;  // as PendingGangWorkloadsLocked
+    std::optional<Workload> b;
+    const Workload* w = nullptr;
+    if (!PendingWorkloadRefLocked(g, &b, &w)) continue;
+    if (b) {
+      built->push_back(std::move(*b));
+      w = &built->back();
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+bool Engine::PendingWorkloadRefLocked(const Gang& g, std::optional<Workload>* built, const Workload** w) const {
+  *w = nullptr;
+  if (g.plan || g.pods.empty() || !g.summary.spec || !g.summary.spec->ok()) return false;
+  if (g.summary.cached && g.excluded.empty()) {
+    if (g.summary.workload) *w = &*g.summary.workload;
+    return *w != nullptr;
+  }
+  *built = GangWorkloadLocked(g, **g.summary.spec, nullptr);  // its first pod's spec (ReindexGangLocked)
+  if (*built) *w = &**built;
+  return *w != nullptr;
+}
+
 std::optional<Workload> Engine::PendingWorkloadLocked(const Gang& g, PodSchedulingSpec* spec_out) const {
-  if (g.plan || g.pods.empty()) return std::nullopt;
-  const PodInfo& p = pods_.at(*g.pods.begin());
-  auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
-  if (!sp.ok()) return std::nullopt;
-  if (spec_out != nullptr) *spec_out = *sp;
-  return GangWorkloadLocked(g, *sp, nullptr);
+  std::optional<Workload> built;
+  const Workload* w = nullptr;
+  if (!PendingWorkloadRefLocked(g, &built, &w)) return std::nullopt;
+  if (spec_out != nullptr) *spec_out = **g.summary.spec;
+  if (built) return built;
+  return *w;
 }
 
 void Engine::PruneBookLocked() {
@@ -71,7 +100,8 @@ void Engine::RefreshReservationsLocked() {
   SchedulerOptions opts;
   opts.reservations = book_;
   Scheduler dry_sched(std::move(profile).value(), std::move(opts));
-  (void)dry_sched.RunCycle(dry, PendingGangWorkloadsLocked(), clock_());
+  std::deque<Workload> built;  // workloads of gangs without a cached one
+  (void)dry_sched.RunCycle(dry, PendingGangWorkloadRefsLocked(&built), clock_());
 }
 
 void Engine::RemapBookLocked() {

@@ -126,7 +126,7 @@ void Engine::ChargePodLocked(const PodInfo& p, bool borrowed) {
   // always have one: "default" unless labelled).
   const bool ours = OursLocked(p);
   if (!ours && !p.labels.count(kLabelQueue) && !p.annotations.count(kLabelQueue)) return;
-  auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+  const auto& spec = SpecLocked(p);
   if (!spec.ok()) return;
   const int q = ledger_.tree().Find(spec->queue);
   if (q <= 0 || !ledger_.tree().IsLeaf(q)) return;
@@ -139,6 +139,7 @@ std::string Engine::NodeModelLocked(const std::string& node) const {
 }
 
 void Engine::ApplyBoundLocked(const PodInfo& p) {
+  bound_by_queue_door_.reset();
   bool borrowed = false;
   if (auto g = pod_gang_.find(p.uid); g != pod_gang_.end()) {
     auto gi = gangs_.find(g->second);
@@ -167,7 +168,7 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
   if (!bound_since_.count(p.uid)) {
     BoundSince b;
     b.since_s = clock_();
-    if (auto sp = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels); sp.ok()) {
+    if (const auto& sp = SpecLocked(p); sp.ok()) {
       b.runtime_limit_s = sp->runtime_limit_s;
       b.workload_class = sp->workload_class;
       b.queue = sp->queue;
@@ -191,7 +192,7 @@ void Engine::RememberGangLocked(const PodInfo& p, bool bound, bool released) {
   }
   GangMemory& m = gang_memory_[gk->second];
   m.touched = now;
-  if (auto spec = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels); spec.ok()) {
+  if (const auto& spec = SpecLocked(p); spec.ok()) {
     const int q = ledger_.tree().Find(spec->queue);
     if (q > 0 && ledger_.tree().IsLeaf(q)) m.leaf = q;
     m.members = spec->gang_size;
@@ -226,6 +227,7 @@ void Engine::SettleFinishedLocked(const FinishedJobInfo& f) {
 }
 
 void Engine::ReleaseBoundLocked(const std::string& uid) {
+  bound_by_queue_door_.reset();
   MarkPreemptViewLocked(uid);  // regrouped in the preemption view (engine_preempt.cc)
   if (auto p = pods_.find(uid); p != pods_.end() && charged_.count(uid)) RememberGangLocked(p->second, false, true);
   ledger_.Uncharge(uid);
@@ -239,21 +241,40 @@ void Engine::ReleaseBoundLocked(const std::string& uid) {
   charged_.erase(it);
 }
 
-Status Engine::UpsertPodLocked(const PodInfo& p) {
-  if (p.uid.empty()) return Status::Error("pod " + p.Key() + ": uid: must not be empty");
-  if (p.name.empty()) return Status::Error("pod uid " + p.uid + ": name: must not be empty");
-  if (p.request.AnyNegative()) return Status::Error("pod " + p.Key() + ": request: must not be negative");
-  auto charged = charged_.find(p.uid);
-  if (charged != charged_.end() && p.node_name.empty() && p.phase == PodPhase::kPending && p.door == FrontDoor::kKubernetes) {
+const StatusOr<PodSchedulingSpec>& Engine::SpecLocked(const PodInfo& p) const {
+  static const StatusOr<PodSchedulingSpec> kUnparsed = Status::Error("pod " + std::string("spec: not read by the engine"), "podspec");
+  return p.spec ? *p.spec : kUnparsed;
+}
+
+void Engine::ParseSpecLocked(PodInfo& p) {
+  if (auto prev = pods_.find(last_parsed_uid_);
+      prev != pods_.end() && prev->second.spec && prev->second.labels == p.labels && prev->second.annotations == p.annotations) {
+    p.spec = prev->second.spec;
+  } else {
+    p.spec = std::make_shared<const StatusOr<PodSchedulingSpec>>(ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels));
+  }
+  last_parsed_uid_ = p.uid;
+}
+
+Status Engine::UpsertPodLocked(PodInfo in) {
+  if (in.uid.empty()) return Status::Error("pod " + in.Key() + ": uid: must not be empty");
+  if (in.name.empty()) return Status::Error("pod uid " + in.uid + ": name: must not be empty");
+  if (in.request.AnyNegative()) return Status::Error("pod " + in.Key() + ": request: must not be negative");
+  bound_by_queue_door_.reset();
+  ParseSpecLocked(in);
+  auto charged = charged_.find(in.uid);
+  if (charged != charged_.end() && in.node_name.empty() && in.phase == PodPhase::kPending && in.door == FrontDoor::kKubernetes) {
     // A pod is never unbound: an update without a node for a pod the engine knows bound (by Bound
     // from PostBind, or an earlier update) is stale, sent before the binding reached the
     // informer. Keep the binding and its charge.
-    PodInfo kept = p;
-    kept.node_name = charged->second.first;
-    pods_[p.uid] = std::move(kept);
+    in.node_name = charged->second.first;
+    const std::string uid = in.uid;
+    pods_[uid] = std::move(in);
+    if (auto gk = pod_gang_.find(uid); gk != pod_gang_.end()) QueueReindexLocked(gk->second);
     return Status::Ok();
   }
-  pods_[p.uid] = p;
+  PodInfo& p = pods_[in.uid];
+  p = std::move(in);
   if (p.UsesCapacity()) {
     if (charged == charged_.end() || charged->second.first != p.node_name || !(charged->second.second == p.request)) {
       ReleaseBoundLocked(p.uid);
@@ -274,7 +295,7 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
     st = Status::Unresolvable("gang " + key + " belongs to the " + std::string(FrontDoorName(other->second.door)) +
                                   " front door; choose another gang name",
                               "gang");
-    pods_[p.uid].spec_error = st;  // CheckPod / PlanPod report it on the pod
+    p.spec_error = st;  // CheckPod / PlanPod report it on the pod
   }
   auto old = pod_gang_.find(p.uid);
   if (old != pod_gang_.end() && old->second != key) {
@@ -286,7 +307,7 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
         UnindexGangLocked(g->second);
         gangs_.erase(g);
       } else {
-        ReindexGangLocked(old->second);
+        QueueReindexLocked(old->second);
       }
     }
     pod_gang_.erase(old);
@@ -297,12 +318,13 @@ Status Engine::UpsertPodLocked(const PodInfo& p) {
   g.key = key;
   g.door = p.door;
   g.pods.insert(p.uid);
-  ReindexGangLocked(key);
+  QueueReindexLocked(key);
   RememberGangLocked(p, p.UsesCapacity(), false);
   return Status::Ok();
 }
 
 void Engine::DeletePodLocked(const std::string& uid) {
+  bound_by_queue_door_.reset();
   ReleaseBoundLocked(uid);
   if (auto it = pod_gang_.find(uid); it != pod_gang_.end()) {
     auto g = gangs_.find(it->second);
@@ -322,7 +344,7 @@ void Engine::DeletePodLocked(const std::string& uid) {
         UnindexGangLocked(g->second);
         gangs_.erase(g);
       } else {
-        ReindexGangLocked(it->second);
+        QueueReindexLocked(it->second);
       }
     }
     pod_gang_.erase(it);
@@ -373,39 +395,52 @@ void Engine::MergeNodeLocked(const std::string& name) {
   state_.reset();
 }
 
-void Engine::ResyncDoorLocked(const SyncBatch& b) {
-  // Everything of b.door the snapshot does not name is gone; the other door's objects stay. The
-  // door's plans are dropped (their members ask again); its pods still named keep their charges.
-  std::set<std::string> keep_pods, keep_nodes;
-  for (const auto& p : b.upsert_pods) keep_pods.insert(p.uid);
-  for (const auto& n : b.upsert_nodes) keep_nodes.insert(n.name);
-  std::vector<std::string> gone;
-  for (const auto& [uid, p] : pods_) {
-    if (p.door == b.door && !keep_pods.count(uid)) gone.push_back(uid);
-  }
-  for (const auto& uid : gone) DeletePodLocked(uid);
+void Engine::BeginResyncLocked(FrontDoor door) {
+  // The door's plans are dropped (their members ask again); its pods still named keep their
+  // charges. Everything of the door the snapshot does not name goes at its end (EndResyncLocked).
   for (auto& [key, g] : gangs_) {
-    if (g.door == b.door && g.plan) {
+    if (g.door == door && g.plan) {
       DropPlanLocked(g);
-      g.last_reason = "plan dropped: the " + std::string(FrontDoorName(b.door)) + " front door resynced";
+      g.last_reason = "plan dropped: the " + std::string(FrontDoorName(door)) + " front door resynced";
     }
   }
+  snapshots_[static_cast<int>(door)].emplace();
+}
+
+void Engine::EndResyncLocked(FrontDoor door) {
+  // Everything of the door the snapshot did not name is gone; the other door's objects stay.
+  auto& snap = snapshots_[static_cast<int>(door)];
+  std::vector<std::string> gone;
+  for (const auto& [uid, p] : pods_) {
+    if (p.door == door && !snap->pods.count(uid)) gone.push_back(uid);
+  }
+  for (const auto& uid : gone) DeletePodLocked(uid);
   std::vector<std::string> names;
   for (auto& [name, recs] : node_doors_) {
-    if (recs[static_cast<int>(b.door)] && !keep_nodes.count(name)) names.push_back(name);
+    if (recs[static_cast<int>(door)] && !snap->nodes.count(name)) names.push_back(name);
   }
   for (const auto& name : names) {
-    node_doors_[name][static_cast<int>(b.door)].reset();
+    node_doors_[name][static_cast<int>(door)].reset();
     MergeNodeLocked(name);
   }
+  snap.reset();
   synced_ = true;
 }
 
-Status Engine::Sync(const SyncBatch& b, uint64_t* generation, std::vector<NodeWarningInfo>* warnings) {
+Status Engine::Sync(const SyncBatch& batch, uint64_t* generation, std::vector<NodeWarningInfo>* warnings) {
+  SyncBatch copy = batch;
+  return Sync(std::move(copy), generation, warnings);
+}
+
+Status Engine::Sync(SyncBatch&& b, uint64_t* generation, std::vector<NodeWarningInfo>* warnings) {
   std::lock_guard<std::mutex> lock(mu_);
   Status result;
   ledger_.Advance(clock_());
-  if (b.resync) ResyncDoorLocked(b);
+  if (b.resync) BeginResyncLocked(b.door);
+  if (auto& snap = snapshots_[static_cast<int>(b.door)]) {
+    for (const auto& p : b.upsert_pods) snap->pods.insert(p.uid);
+    for (const auto& n : b.upsert_nodes) snap->nodes.insert(n.name);
+  }
   for (const auto& in : b.upsert_nodes) {
     NodeInfo n = in;
     n.door = b.door;
@@ -438,7 +473,7 @@ Status Engine::Sync(const SyncBatch& b, uint64_t* generation, std::vector<NodeWa
       MergeNodeLocked(name);
     }
   }
-  for (const auto& in : b.upsert_pods) {
+  for (auto& in : b.upsert_pods) {
     if (in.door != b.door) {
       result = Status::Error("pod " + in.Key() + ": door: reported by the " + std::string(FrontDoorName(b.door)) +
                              " stream as a " + std::string(FrontDoorName(in.door)) + " pod");
@@ -449,13 +484,16 @@ Status Engine::Sync(const SyncBatch& b, uint64_t* generation, std::vector<NodeWa
                              " front door; refused from " + std::string(FrontDoorName(b.door)));
       continue;
     }
-    if (Status s = UpsertPodLocked(in); !s.ok()) result = s;
+    if (Status s = UpsertPodLocked(std::move(in)); !s.ok()) result = s;
   }
   for (const auto& uid : b.delete_pods) {
     if (auto it = pods_.find(uid); it != pods_.end() && it->second.door == b.door) DeletePodLocked(uid);
   }
+  const bool snapshot_ends = snapshots_[static_cast<int>(b.door)] && !b.snapshot_continues;
+  if (snapshot_ends) EndResyncLocked(b.door);
+  FlushReindexLocked();
   for (const auto& f : b.finished) SettleFinishedLocked(f);
-  if (b.resync) {
+  if (snapshot_ends) {
     // Bound times survive a resync for pods still bound; the others are gone.
     for (auto it = bound_since_.begin(); it != bound_since_.end();) {
       it = charged_.count(it->first) ? std::next(it) : bound_since_.erase(it);

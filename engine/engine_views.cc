@@ -187,8 +187,7 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
     auto git = gangs_.find(key);
     if (git == gangs_.end()) return j;
     const Gang& gang = git->second;
-    const PodInfo& any = pods_.at(*gang.pods.begin());
-    auto spec = ParsePodSchedulingSpec(any.labels, any.annotations, cfg_.levels);
+    const auto& spec = SpecLocked(pods_.at(*gang.pods.begin()));
     if (!spec.ok()) {
       j["state"] = "invalid";
       j["reason"] = spec.status().Message();
@@ -303,8 +302,7 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
   t += "last: " + g->second.last_reason + "\n";
   if (std::string r = ReservedStartLocked(PlanId(g->second)); !r.empty()) t += "reservation: " + r + "\n";
   if (!g->second.pods.empty()) {
-    const PodInfo& any = pods_.at(*g->second.pods.begin());
-    auto spec = ParsePodSchedulingSpec(any.labels, any.annotations, cfg_.levels);
+    const auto& spec = SpecLocked(pods_.at(*g->second.pods.begin()));
     if (spec.ok()) {
       const int q = ledger_.tree().Find(spec->queue);
       t += "quota: " + (q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured") + "\n";
@@ -337,7 +335,7 @@ void Engine::DoorGaugesLocked(EngineGauges& out) const {
     out.door_nodes.push_back({{door}, nodes[d]});
   }
   const QueueTree& t = ledger_.tree();
-  const auto by_queue = BoundGpusByQueueDoorLocked();
+  const auto& by_queue = BoundGpusByQueueDoorLocked();
   for (int q = 1; q < t.size(); ++q) {
     if (!t.IsLeaf(q)) continue;
     auto it = by_queue.find(t.Name(q));
@@ -348,8 +346,9 @@ void Engine::DoorGaugesLocked(EngineGauges& out) const {
   }
 }
 
-std::map<std::string, std::array<int64_t, 2>> Engine::BoundGpusByQueueDoorLocked() const {
-  std::map<std::string, std::array<int64_t, 2>> out;
+const std::map<std::string, std::array<int64_t, 2>>& Engine::BoundGpusByQueueDoorLocked() const {
+  if (bound_by_queue_door_) return *bound_by_queue_door_;
+  auto& out = bound_by_queue_door_.emplace();
   for (const auto& [uid, b] : bound_since_) {
     if (b.queue.empty()) continue;
     auto p = pods_.find(uid);
@@ -406,7 +405,7 @@ EngineGauges Engine::Gauges() {
       }
     }
     if (!any_pending) continue;
-    auto spec = ParsePodSchedulingSpec(sample->labels, sample->annotations, cfg_.levels);
+    const auto& spec = SpecLocked(*sample);
     if (!spec.ok()) continue;
     pending[{spec->queue, std::string(WorkloadClassName(spec->workload_class))}] += 1;
     if (book_->count(PlanId(g))) reserved_by_queue[spec->queue] += 1;

@@ -211,6 +211,7 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
       SyncBatch b;
       b.door = door;
       b.resync = req.resync();
+      b.snapshot_continues = req.snapshot_continues();
       for (const auto& n : req.upsert_nodes()) b.upsert_nodes.push_back(FromProto(n));
       b.delete_nodes.assign(req.delete_nodes().begin(), req.delete_nodes().end());
       for (const auto& p : req.upsert_pods()) {
@@ -223,7 +224,7 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
       }
       uint64_t gen = 0;
       std::vector<NodeWarningInfo> warnings;
-      Status st = engine_.Sync(b, &gen, &warnings);
+      Status st = engine_.Sync(std::move(b), &gen, &warnings);
       v1::SyncAck ack;
       for (const auto& w : warnings) {
         v1::NodeWarning* out = ack.add_node_warnings();

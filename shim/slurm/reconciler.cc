@@ -265,6 +265,10 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
     msgs[0].set_door(v1::SLURM);
     msgs[0].set_holder(cfg_.holder);
     for (auto& m : msgs) m.set_door(v1::SLURM);
+    // One snapshot over several messages: the engine removes what it did not name at the last.
+    if (resync) {
+      for (size_t i = 0; i + 1 < msgs.size(); ++i) msgs[i].set_snapshot_continues(true);
+    }
     for (const auto& m : msgs) {
       if (!resync && m.upsert_pods_size() == 0 && m.delete_pods_size() == 0 && m.upsert_nodes_size() == 0 &&
           m.delete_nodes_size() == 0 && m.finished_size() == 0) {

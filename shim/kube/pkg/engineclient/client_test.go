@@ -346,6 +346,13 @@ func TestSnapshotIsChunked(t *testing.T) {
 			t.Error("a later chunk is marked resync (it would wipe the first)")
 		}
 	}
+	// Every chunk but the last says the snapshot continues: the engine removes what the snapshot
+	// does not name only at its last chunk, not the pods of later chunks at the first.
+	for i, m := range msgs {
+		if want := i < len(msgs)-1; m.SnapshotContinues != want {
+			t.Errorf("chunk %d of %d: snapshot_continues = %v, want %v", i+1, len(msgs), m.SnapshotContinues, want)
+		}
+	}
 	// Synced only once every chunk is acknowledged; one resync hook.
 	eng.WaitFor(t, "resync hook", 2*time.Second, func() bool { return len(e.infos()) > 0 })
 	n = 0

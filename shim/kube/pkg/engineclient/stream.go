@@ -341,6 +341,10 @@ func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
 			}
 		}
 	}
+	// One snapshot over several messages: the engine removes what it did not name at the last.
+	for _, m := range msgs[:len(msgs)-1] {
+		m.SnapshotContinues = true
+	}
 	return msgs
 }
 
