@@ -99,6 +99,7 @@ void Engine::RefreshReservationsLocked() {
   if (!profile.ok()) return;
   SchedulerOptions opts;
   opts.reservations = book_;
+  opts.keep_decisions = false;  // only the book is wanted
   Scheduler dry_sched(std::move(profile).value(), std::move(opts));
   std::deque<Workload> built;  // workloads of gangs without a cached one
   (void)dry_sched.RunCycle(dry, PendingGangWorkloadRefsLocked(&built), clock_());

@@ -190,7 +190,7 @@ Cycle::Cycle(const Scheduler& scheduler, ClusterState& state, int64_t now_s)
 CycleResult Cycle::Run(std::vector<const Workload*> pending) {
   // 1. The queue in the profile's QueueSort order; it is walked whole, in that order.
   scheduler_.SortQueue(pending);
-  result_.decisions.reserve(pending.size());
+  if (scheduler_.options_.keep_decisions) result_.decisions.reserve(pending.size());
   // Reservations kept from earlier cycles hold their nodes from the start; each counts once
   // against `backfill.depth`.
   kept_ = KeepReservations(*scheduler_.sticky_, pending, state_);
@@ -222,7 +222,7 @@ void Cycle::Consider(const Workload& w) {
       WaitOn(d, *own, false);
     }
   }
-  result_.decisions.push_back(std::move(d));
+  if (scheduler_.options_.keep_decisions) result_.decisions.push_back(std::move(d));
 }
 
 Decision Cycle::TryNow(const Workload& w, const Reservation* own) {
@@ -281,7 +281,7 @@ bool Cycle::StartNow(const Workload& w, const Reservation& res) {
   Decision now_d = scheduler_.ScheduleOne(state_, w, now_, nullptr, nullptr, &res.assignments);
   if (now_d.outcome != Outcome::kPlaced) return false;
   MirrorPlacement(w.id);
-  result_.decisions.push_back(std::move(now_d));
+  if (scheduler_.options_.keep_decisions) result_.decisions.push_back(std::move(now_d));
   return true;
 }
 

@@ -84,6 +84,9 @@ struct SchedulerOptions {
   // Where kept reservations live (see Scheduler::sticky_); schedulers that take turns over the
   // same queue (the simulator's) share one. nullptr = the scheduler's own.
   std::shared_ptr<std::map<std::string, Reservation>> reservations;
+  // false: CycleResult.decisions stays empty (a dry cycle run for its reservations only: the
+  // engine's book refresh over 100,000 pending gangs need not keep a decision for each).
+  bool keep_decisions = true;
 };
 
 // Within one cycle capacity only shrinks (placements) and restrictions only grow (reservations),
