@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string_view>
 #include <utility>
 
 #include "core/framework/placement.h"
@@ -19,8 +20,10 @@ KeptReservations KeepReservations(const std::map<std::string, Reservation>& book
   // Looked up per workload: the book is small, the batch may be 100k. A workload that tolerates
   // node.kubernetes.io/unschedulable keeps a reservation on cordoned nodes (it may use them).
   std::unordered_set<std::string> cordon_ok;
+  std::unordered_set<std::string_view> ids;  // one hash per workload, not a tree walk of strings
+  for (const auto& [id, res] : book) ids.insert(id);
   for (const Workload* w : pending) {
-    if (!book.count(w->id)) continue;
+    if (!ids.count(w->id)) continue;
     k.in_batch.insert(w->id);
     if (w->constraints != nullptr && w->constraints->ToleratesUnschedulable()) cordon_ok.insert(w->id);
   }
@@ -203,8 +206,12 @@ CycleResult Cycle::Run(std::vector<const Workload*> pending) {
 }
 
 void Cycle::Consider(const Workload& w) {
-  auto it = kept_.kept.find(w.id);
-  const Reservation* own = it != kept_.kept.end() ? &it->second : nullptr;
+  // in_batch names every kept id (and a few more): most workloads have none, found by one hash.
+  const Reservation* own = nullptr;
+  if (kept_.in_batch.count(w.id)) {
+    auto it = kept_.kept.find(w.id);
+    if (it != kept_.kept.end()) own = &it->second;
+  }
   Decision d = TryNow(w, own);
   const bool placed = d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting;
   // A reservation holds while its workload waits for room only: not when it waits for admission
