@@ -83,7 +83,8 @@ void Engine::PruneBookLocked() {
 
 void Engine::RefreshReservationsLocked() {
   if (cfg_.profile.backfill.depth == 0) return;
-  // At most once a second: one dry cycle covers every pending gang (about 250 ms at 100k pending).
+  // At most once a second: one dry cycle covers every pending gang (0.3-0.45 s at 100k pending on
+  // one core: bench/slurm_reconcile_bench.cc, docs/benchmarks.md).
   if (clock_() - book_refreshed_s_ < 1) {
     book_stale_ = true;
     return;

@@ -199,7 +199,20 @@ CycleResult Cycle::Run(std::vector<const Workload*> pending) {
   kept_ = KeepReservations(*scheduler_.sticky_, pending, state_);
   for (const auto& [id, res] : kept_.kept) index_.Add(res);
   in_force_ = kept_.kept.size();
-  for (const Workload* w : pending) Consider(*w);
+  const bool keep = scheduler_.options_.keep_decisions;
+  // Run for its reservations only (no decisions kept): once no reservation can be added (depth
+  // reached) and every workload holding a kept one was considered, nothing later in the queue can
+  // change the book (in_force_ falls only at a workload's own reservation), so the walk stops.
+  size_t kept_ahead = 0;
+  if (!keep) {
+    for (const Workload* w : pending) kept_ahead += kept_.kept.count(w->id);
+  }
+  for (const Workload* w : pending) {
+    if (!keep && kept_ahead == 0 && !future_.Enabled(in_force_)) break;
+    const bool own = !keep && kept_.in_batch.count(w->id) && kept_.kept.count(w->id);
+    Consider(*w);
+    if (own) --kept_ahead;
+  }
   UpdateBook();
   result_.shape_cache_hits = cache_.hits();
   return std::move(result_);

@@ -84,8 +84,9 @@ struct SchedulerOptions {
   // Where kept reservations live (see Scheduler::sticky_); schedulers that take turns over the
   // same queue (the simulator's) share one. nullptr = the scheduler's own.
   std::shared_ptr<std::map<std::string, Reservation>> reservations;
-  // false: CycleResult.decisions stays empty (a dry cycle run for its reservations only: the
-  // engine's book refresh over 100,000 pending gangs need not keep a decision for each).
+  // false: a dry cycle run for its reservations only (the engine's book refresh over 100,000
+  // pending gangs): CycleResult.decisions stays empty, and the walk stops once nothing later in
+  // the queue can change the book (backfill depth reached, every kept reservation's workload seen).
   bool keep_decisions = true;
 };
 
