@@ -1,0 +1,103 @@
+// The results the engine's calls return (plain C++; the gRPC layer converts them): plans, permits,
+// gauges, runtime-limit and preemption reports, the Slurm door's admissions, stats.
+// Threading: values, copied out of the engine under its mutex (engine.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/api/status.h"
+
+namespace tidal {
+
+struct PodRefInfo {
+  std::string uid, ns, name;
+};
+
+struct PlanResult {
+  Status status;
+  std::string node, gang, domain, explanation;
+  // Pods of gangs planned ahead of this one by fair share: the front door moves them to its
+  // active queue (kube-scheduler's Activate) so they bind on the capacity held for them.
+  std::vector<PodRefInfo> activate;
+};
+
+struct PermitResult {
+  Status status;
+  int64_t wait_timeout_ms = 0;
+  std::vector<PodRefInfo> allow;
+};
+
+// State-derived gauges, sampled at scrape time.
+struct EngineGauges {
+  struct Row {
+    std::vector<std::string> labels;
+    double value = 0;
+  };
+  std::vector<Row> gpus;            // state, pool
+  std::vector<Row> pending;         // queue, class
+  std::vector<Row> reservations;    // queue: pending gangs holding a backfill reservation
+  std::vector<Row> queue_usage, queue_nominal, queue_borrowed;  // queue, resource
+  std::vector<Row> fair_share;      // queue
+  std::vector<Row> largest_gang;    // level (GPUs of the largest whole-node gang placeable now)
+  double unusable_free_gpus = 0;    // free GPUs on nodes too small for every pending member shape
+  std::vector<Row> missing_topology;  // level: nodes without that level's label (own domains)
+  std::vector<Row> door_members;    // door, state ("pending", "bound"): pods / Slurm job members
+  std::vector<Row> door_gpus;       // door: GPUs of bound members
+  std::vector<Row> queue_door_gpus; // queue, door: GPUs the queue's bound members hold, per door
+  std::vector<Row> door_nodes;      // door: nodes the door reports
+};
+
+// A bound pod that outran its declared runtime limit (plus the grace): the front door evicts it.
+struct OverduePod {
+  PodRefInfo pod;
+  std::string reason;  // "ran 12m0s, over its tidal.dev/runtime-limit of 10m (grace 1m)"
+};
+
+// --- preemption (engine_preempt.cc)
+struct PreemptResult {
+  Status status;                  // Success when victims were chosen
+  std::vector<PodRefInfo> victims;  // every pod of every victim gang (gangs are evicted whole)
+  // The same pods by victim workload: id ("ns/gang" for a Tidal gang, "pod:ns/name" for a lone
+  // pod of another scheduler) -> its pods. The front door evicts a workload whole or not at all.
+  std::vector<std::pair<std::string, std::vector<PodRefInfo>>> victim_gangs;
+  // A node name when the preemptor's held capacity is on one node; else the topology domain.
+  std::string nominated_domain, reason;
+  double lost_gpu_seconds = 0;
+};
+
+// What the front door did with a preemption's victims (Engine::Evicted).
+struct EvictionReport {
+  std::string preemptor_uid;            // the pod whose Preempt chose them ("" = unknown)
+  std::vector<PodRefInfo> evicted;      // pods the Eviction API accepted
+  std::string reason;                   // the preemption's reason as Preempt reported it
+  std::vector<std::string> protected_gangs;  // victim workloads skipped: PDBs refuse them whole
+};
+// --- end preemption
+
+// --- the Slurm door's decisions (engine_admit.cc)
+struct AdmissionInfo {
+  std::string gang;                // "slurm/123"
+  std::vector<std::string> nodes;  // one per member
+  std::string domain, explanation;
+};
+struct WaitingInfo {
+  std::string gang, reason;
+};
+struct AdmitResult {
+  Status status;
+  std::vector<AdmissionInfo> admitted;
+  std::vector<WaitingInfo> waiting;
+  int32_t tried = 0;  // gangs a placement was tried for
+};
+// --- end Slurm door
+
+struct EngineStats {
+  int32_t nodes = 0, pods = 0, gangs = 0, plans = 0;
+  uint64_t generation = 0;
+  bool synced = false;
+};
+
+}  // namespace tidal
