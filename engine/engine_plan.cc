@@ -87,8 +87,6 @@ void Engine::ReindexGangLocked(const std::string& key) {
     s.submitted = std::min(s.submitted, p.creation_unix);
   }
   if (s.constraints) s.constraints_sig = s.constraints->Signature();
-  const int32_t priority = s.priority;
-  const int64_t submitted = s.submitted;
   g.summary = std::move(s);
   if (g.summary.exclusive.key.empty() && g.excluded.empty() && g.summary.spec && g.summary.spec->ok()) {
     g.summary.cached = true;
@@ -99,7 +97,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
   const auto& spec = SpecLocked(*first);
   if (!spec.ok()) return;
   g.head_queue = spec->queue;
-  g.head = HeadKey{-static_cast<int64_t>(priority), submitted, key, &g};
+  g.head = HeadKey{-static_cast<int64_t>(g.summary.priority), g.summary.submitted, key, &g};
   pending_by_queue_[g.head_queue].insert(*g.head);
 }
 

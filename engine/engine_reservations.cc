@@ -26,13 +26,9 @@ std::string InWords(int64_t start_s, int64_t now_s) {
 }  // namespace
 
 std::vector<Workload> Engine::PendingGangWorkloadsLocked() const {
+  std::deque<Workload> built;
   std::vector<Workload> out;
-  for (const auto& [k, g] : gangs_) {
-    // A gang holding capacity its victims free (engine_preempt.cc) waits for exactly that: a dry
-    // cycle must neither move nor drop its hold (TimelineLocked keeps the hold's nodes instead).
-    if (!holds_.empty() && HeldLocked(PlanId(g))) continue;
-    if (auto w = PendingWorkloadLocked(g)) out.push_back(std::move(*w));
-  }
+  for (const Workload* w : PendingGangWorkloadRefsLocked(&built)) out.push_back(*w);
   return out;
 }
 
@@ -40,7 +36,9 @@ std::vector<const Workload*> Engine::PendingGangWorkloadRefsLocked(std::deque<Wo
   std::vector<const Workload*> out;
   out.reserve(gangs_.size());
   for (const auto& [k, g] : gangs_) {
-    if (!holds_.empty() && HeldLocked(PlanId(g))) continue;  // as PendingGangWorkloadsLocked
+    // A gang holding capacity its victims free (engine_preempt.cc) waits for exactly that: a dry
+    // cycle must neither move nor drop its hold (TimelineLocked keeps the hold's nodes instead).
+    if (!holds_.empty() && HeldLocked(PlanId(g))) continue;
     std::optional<Workload> b;
     const Workload* w = nullptr;
     if (!PendingWorkloadRefLocked(g, &b, &w)) continue;

@@ -242,7 +242,7 @@ void Engine::ReleaseBoundLocked(const std::string& uid) {
 }
 
 const StatusOr<PodSchedulingSpec>& Engine::SpecLocked(const PodInfo& p) const {
-  static const StatusOr<PodSchedulingSpec> kUnparsed = Status::Error("pod " + std::string("spec: not read by the engine"), "podspec");
+  static const StatusOr<PodSchedulingSpec> kUnparsed = Status::Error("spec: not read by the engine", "podspec");
   return p.spec ? *p.spec : kUnparsed;
 }
 

@@ -203,28 +203,26 @@ CycleResult Cycle::Run(std::vector<const Workload*> pending) {
   // Run for its reservations only (no decisions kept): once no reservation can be added (depth
   // reached) and every workload holding a kept one was considered, nothing later in the queue can
   // change the book (in_force_ falls only at a workload's own reservation), so the walk stops.
-  size_t kept_ahead = 0;
-  if (!keep) {
-    for (const Workload* w : pending) kept_ahead += kept_.kept.count(w->id);
-  }
+  size_t kept_ahead = kept_.kept.size();  // kept: only reservations of workloads in this batch
   for (const Workload* w : pending) {
     if (!keep && kept_ahead == 0 && !future_.Enabled(in_force_)) break;
-    const bool own = !keep && kept_.in_batch.count(w->id) && kept_.kept.count(w->id);
-    Consider(*w);
-    if (own) --kept_ahead;
+    const Reservation* own = KeptFor(*w);
+    if (own != nullptr && kept_ahead > 0) --kept_ahead;
+    Consider(*w, own);
   }
   UpdateBook();
   result_.shape_cache_hits = cache_.hits();
   return std::move(result_);
 }
 
-void Cycle::Consider(const Workload& w) {
+const Reservation* Cycle::KeptFor(const Workload& w) const {
   // in_batch names every kept id (and a few more): most workloads have none, found by one hash.
-  const Reservation* own = nullptr;
-  if (kept_.in_batch.count(w.id)) {
-    auto it = kept_.kept.find(w.id);
-    if (it != kept_.kept.end()) own = &it->second;
-  }
+  if (!kept_.in_batch.count(w.id)) return nullptr;
+  auto it = kept_.kept.find(w.id);
+  return it != kept_.kept.end() ? &it->second : nullptr;
+}
+
+void Cycle::Consider(const Workload& w, const Reservation* own) {
   Decision d = TryNow(w, own);
   const bool placed = d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting;
   // A reservation holds while its workload waits for room only: not when it waits for admission

@@ -128,7 +128,9 @@ class Cycle {
 
  private:
   // Step 2, per workload in queue order: try it now, settle its kept reservation, then reserve.
-  void Consider(const Workload& w);
+  // `own`: w's kept reservation (KeptFor), or nullptr.
+  void Consider(const Workload& w, const Reservation* own);
+  const Reservation* KeptFor(const Workload& w) const;
   // Step 2: ScheduleOne against the reservations in force (its own hidden; placed exactly on it
   // when it is due); with apply_preemptions, PostFilter's victims are evicted and it is retried.
   Decision TryNow(const Workload& w, const Reservation* own);

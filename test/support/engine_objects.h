@@ -30,4 +30,22 @@ inline PodInfo GangPod(const std::string& name, const std::string& gang, int siz
   return p;
 }
 
+// Member i of Slurm job `job` (gang "slurm/<job>" of `size`), as tidal-slurm reports it; running
+// on `node` when one is given.
+inline PodInfo SlurmMember(const std::string& job, int i, int size, const std::string& queue, int64_t gpus = 8,
+                           const std::string& node = "") {
+  PodInfo p;
+  p.door = FrontDoor::kSlurm;
+  p.uid = "slurm/" + job + "#" + std::to_string(i);
+  p.ns = "slurm";
+  p.name = job + "#" + std::to_string(i);
+  p.request = Resources{gpus, 0, 0};
+  p.annotations = {{kLabelGang, job}, {kLabelGangSize, std::to_string(size)}, {kLabelQueue, queue}};
+  if (!node.empty()) {
+    p.node_name = node;
+    p.phase = PodPhase::kRunning;
+  }
+  return p;
+}
+
 }  // namespace tidal::testing

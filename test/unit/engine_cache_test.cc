@@ -11,6 +11,7 @@ namespace tidal {
 namespace {
 
 using testing::GpuNode;
+using testing::SlurmMember;
 
 class CacheTest : public ::testing::Test {
  protected:
@@ -27,21 +28,6 @@ class CacheTest : public ::testing::Test {
     for (auto& p : b.upsert_pods) p.door = FrontDoor::kSlurm;
     uint64_t gen = 0;
     return engine_->Sync(b, &gen);
-  }
-  static PodInfo Member(const std::string& job, int i, int size, const std::string& queue, int64_t gpus = 8,
-                        const std::string& node = "") {
-    PodInfo p;
-    p.door = FrontDoor::kSlurm;
-    p.uid = "slurm/" + job + "#" + std::to_string(i);
-    p.ns = "slurm";
-    p.name = job + "#" + std::to_string(i);
-    p.request = Resources{gpus, 0, 0};
-    p.annotations = {{kLabelGang, job}, {kLabelGangSize, std::to_string(size)}, {kLabelQueue, queue}};
-    if (!node.empty()) {
-      p.node_name = node;
-      p.phase = PodPhase::kRunning;
-    }
-    return p;
   }
   double Usage(const std::string& queue) {
     for (const auto& row : engine_->Gauges().queue_usage) {
@@ -64,7 +50,7 @@ TEST_F(CacheTest, ASnapshotOverSeveralBatchesRemovesOnlyAtItsLastBatch) {
   SyncBatch first;
   first.resync = true;
   first.upsert_nodes = {GpuNode("n1", "l0", "v0"), GpuNode("n2", "l0", "v1"), GpuNode("n3", "l0", "v1")};
-  first.upsert_pods = {Member("7", 0, 1, "qa", 8, "n1"), Member("8", 0, 1, "qa", 8, "n2"), Member("9", 0, 1, "qa")};
+  first.upsert_pods = {SlurmMember("7", 0, 1, "qa", 8, "n1"), SlurmMember("8", 0, 1, "qa", 8, "n2"), SlurmMember("9", 0, 1, "qa")};
   ASSERT_TRUE(Sync(first).ok());
   ASSERT_EQ(engine_->Stats().pods, 3);
   ASSERT_EQ(Usage("qa"), 16);
@@ -74,18 +60,18 @@ TEST_F(CacheTest, ASnapshotOverSeveralBatchesRemovesOnlyAtItsLastBatch) {
   a.resync = true;
   a.snapshot_continues = true;
   a.upsert_nodes = first.upsert_nodes;
-  a.upsert_pods = {Member("7", 0, 1, "qa", 8, "n1")};
+  a.upsert_pods = {SlurmMember("7", 0, 1, "qa", 8, "n1")};
   ASSERT_TRUE(Sync(a).ok());
   EXPECT_EQ(engine_->Stats().pods, 3) << "nothing is removed before the snapshot's last batch";
   EXPECT_EQ(Usage("qa"), 16) << "job 8, in a later batch, keeps its charge meanwhile";
   SyncBatch b;
-  b.upsert_pods = {Member("8", 0, 1, "qa", 8, "n2")};
+  b.upsert_pods = {SlurmMember("8", 0, 1, "qa", 8, "n2")};
   ASSERT_TRUE(Sync(b).ok());
   EXPECT_EQ(engine_->Stats().pods, 2) << "job 9, named by no batch of the snapshot, is gone";
   EXPECT_EQ(Usage("qa"), 16);
   // An incremental batch after the snapshot removes nothing it does not name.
   SyncBatch c;
-  c.upsert_pods = {Member("10", 0, 1, "qb")};
+  c.upsert_pods = {SlurmMember("10", 0, 1, "qb")};
   ASSERT_TRUE(Sync(c).ok());
   EXPECT_EQ(engine_->Stats().pods, 3);
 }
@@ -94,11 +80,11 @@ TEST_F(CacheTest, AGangsWorkloadFollowsAChangeOfItsMembers) {
   SyncBatch s;
   s.resync = true;
   s.upsert_nodes = {GpuNode("n1", "l0", "v0")};
-  s.upsert_pods = {Member("5", 0, 1, "qa", 16)};  // more than a node has
+  s.upsert_pods = {SlurmMember("5", 0, 1, "qa", 16)};  // more than a node has
   ASSERT_TRUE(Sync(s).ok());
   EXPECT_FALSE(Admitted(engine_->Admit(FrontDoor::kSlurm, 0), "slurm/5"));
   SyncBatch fix;  // scontrol update: the job now asks for what a node has
-  fix.upsert_pods = {Member("5", 0, 1, "qa", 8)};
+  fix.upsert_pods = {SlurmMember("5", 0, 1, "qa", 8)};
   ASSERT_TRUE(Sync(fix).ok());
   now_ += 10;
   EXPECT_TRUE(Admitted(engine_->Admit(FrontDoor::kSlurm, 0), "slurm/5"));
@@ -109,13 +95,13 @@ TEST_F(CacheTest, AGangsSizeFollowsItsSpecAndANewQueueFollowsAReload) {
   s.resync = true;
   s.upsert_nodes = {GpuNode("n1", "l0", "v0"), GpuNode("n2", "l0", "v1"), GpuNode("n3", "l0", "v1")};
   // Job 6 of 2 members, only one reported so far: incomplete, never planned alone.
-  s.upsert_pods = {Member("6", 0, 2, "qa"), Member("4", 0, 1, "qc")};
+  s.upsert_pods = {SlurmMember("6", 0, 2, "qa"), SlurmMember("4", 0, 1, "qc")};
   ASSERT_TRUE(Sync(s).ok());
   AdmitResult r = engine_->Admit(FrontDoor::kSlurm, 0);
   EXPECT_FALSE(Admitted(r, "slurm/6"));
   EXPECT_FALSE(Admitted(r, "slurm/4")) << "queue qc is not configured";
   SyncBatch more;
-  more.upsert_pods = {Member("6", 1, 2, "qa")};
+  more.upsert_pods = {SlurmMember("6", 1, 2, "qa")};
   ASSERT_TRUE(Sync(more).ok());
   now_ += 10;
   EXPECT_TRUE(Admitted(engine_->Admit(FrontDoor::kSlurm, 0), "slurm/6"));

@@ -14,6 +14,7 @@ namespace {
 
 using testing::GangPod;
 using testing::GpuNode;
+using testing::SlurmMember;
 
 class DoorTest : public ::testing::Test {
  protected:
@@ -30,17 +31,6 @@ class DoorTest : public ::testing::Test {
     for (auto& p : b.upsert_pods) p.door = door;
     uint64_t gen = 0;
     return engine_->Sync(b, &gen);
-  }
-  // Member i of Slurm job `job` (gang "slurm/<job>"), as tidal-slurm reports it.
-  static PodInfo SlurmMember(const std::string& job, int i, int size, const std::string& queue, int64_t gpus = 8) {
-    PodInfo p;
-    p.door = FrontDoor::kSlurm;
-    p.uid = "slurm/" + job + "#" + std::to_string(i);
-    p.ns = "slurm";
-    p.name = job + "#" + std::to_string(i);
-    p.request = Resources{gpus, 0, 0};
-    p.annotations = {{kLabelGang, job}, {kLabelGangSize, std::to_string(size)}, {kLabelQueue, queue}};
-    return p;
   }
   static PodInfo KubePod(const std::string& name, const std::string& queue, int64_t gpus = 8) {
     PodInfo p = GangPod(name, "", 1, gpus);
