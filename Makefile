@@ -26,7 +26,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := build-essential cmake ninja-build ccache pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  prometheus openssl curl python3-matplotlib slurm-wlm munge libslurm-dev
+  prometheus openssl curl python3-matplotlib slurm-wlm munge libslurm-dev \
+  prometheus-cpp-dev libcpp-httplib-dev clang libclang-rt-14-dev
 
 .PHONY: all deps build test unit demo demo-place bench clean go-tools shim e2e bench-kube bench-slurm
 all: build
