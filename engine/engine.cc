@@ -82,7 +82,32 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
   for (const auto& [key, g] : gangs_) QueueReindexLocked(key);
   FlushReindexLocked();
   bound_by_queue_door_.reset();
+  if (metrics_ != nullptr) metrics_->InitQueues(LeafQueueNamesLocked());
   return BuildSchedulerLocked();
+}
+
+void Engine::SetObservability(EngineMetrics* m, DecisionLog* log) {
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_ = m;
+  decision_log_ = log;
+  if (metrics_ != nullptr) metrics_->InitQueues(LeafQueueNamesLocked());
+}
+
+std::vector<std::string> Engine::LeafQueueNamesLocked() const {
+  const QueueTree& t = ledger_.tree();
+  std::vector<std::string> out;
+  // The queue of pods that name none is a known value even when it is not configured (no queues:
+  // quota off), so its series exist from the first scrape too.
+  if (t.Find(PodSchedulingSpec{}.queue) <= 0) out.push_back(PodSchedulingSpec{}.queue);
+  for (int q = 1; q < t.size(); ++q) {
+    if (t.IsLeaf(q)) out.push_back(t.Name(q));
+  }
+  return out;
+}
+
+std::string Engine::MetricQueueLocked(const std::string& queue) const {
+  const int q = ledger_.tree().Find(queue);
+  return q > 0 || queue == PodSchedulingSpec{}.queue ? queue : std::string(kUnconfiguredQueue);
 }
 
 std::string Engine::SaveLedger() {

@@ -201,10 +201,8 @@ class Engine {
   EngineStats Stats();
   EngineGauges Gauges();
   // Optional: metrics and decision log (set before serving; not owned).
-  void SetObservability(EngineMetrics* m, DecisionLog* log) {
-    metrics_ = m;
-    decision_log_ = log;
-  }
+  // Also sets the configured queues' series to 0 in `m` (and again at every reload).
+  void SetObservability(EngineMetrics* m, DecisionLog* log);
   // Hot reload: swaps in a new, already validated config. Usage history and charges carry over by
   // queue name; plans in flight are dropped (their members retry).
   Status Reconfigure(const EngineConfig& cfg);
@@ -397,6 +395,8 @@ class Engine {
   // Parses p's spec into p.spec, sharing the previous pod's when p's labels and annotations are
   // the same (the members of one job arrive one after another).
   void ParseSpecLocked(PodInfo& p);
+  // A request over core/api/limits.h's caps: p.spec_error says so, p.request is clamped to them.
+  void BoundRequestLocked(PodInfo& p) const;
   std::string last_parsed_uid_;
   void UnindexGangLocked(Gang& g);                 // before the gang is erased
 
@@ -433,6 +433,9 @@ class Engine {
   // kept until a pod changes (a quota refusal asks at every try of an Admit call).
   const std::map<std::string, std::array<int64_t, 2>>& BoundGpusByQueueDoorLocked() const;
   mutable std::optional<std::map<std::string, std::array<int64_t, 2>>> bound_by_queue_door_;
+  // Metric label values (engine.cc): configured leaf queues, and a pod's queue bounded to those.
+  std::vector<std::string> LeafQueueNamesLocked() const;
+  std::string MetricQueueLocked(const std::string& queue) const;
   // "queue qa holds 16 GPUs: kubernetes 8, slurm 8" (bound members and plans; engine_plan.cc).
   std::string QueueDoorsNoteLocked(const std::string& queue) const;
   // --- the gap ledger (engine_sync.cc): what the engine last knew of each Slurm gang, so a

@@ -1,6 +1,7 @@
 // The engine's config file (YAML/JSON) into an EngineConfig, every problem reported as
 // "file:line: field: reason" (see core/io/queue_config.h). Pure functions: no state, no threads.
 #include "engine/engine.h"
+#include "core/api/limits.h"
 #include "core/io/cluster_file.h"
 #include "core/io/document.h"
 #include "core/io/fields.h"
@@ -21,6 +22,11 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
   cfg.permit_timeout_ms = permit_s * 1000;
   f.Int("planTtlSeconds", &cfg.plan_ttl_s, 1, 86400);
   f.Str("poolLabel", &cfg.pool_label);
+  // Required keys present but empty (or not a label key) are errors naming the field, not defaults.
+  if (f.status().ok() && cfg.scheduler_name.empty()) f.FailField("schedulerName", "must not be empty");
+  if (f.status().ok() && !limits::IsLabelKey(cfg.pool_label)) {
+    f.FailField("poolLabel", "invalid node label key \"" + cfg.pool_label.substr(0, 100) + "\"");
+  }
   f.Int("exclusionTtlSeconds", &cfg.exclusion_ttl_s, 1, 86400);
   if (const auto* e = f.Get("explain")) {
     Fields ef(*e, "explain");

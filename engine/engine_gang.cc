@@ -146,7 +146,7 @@ Status Engine::Bound(const std::string& uid, const std::string& node) {
       const auto& spec = SpecLocked(it->second);
       if (spec.ok() && first != INT64_MAX) {
         const int64_t gpus = g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
-        metrics_->time_to_start.With({spec->queue, std::string(WorkloadClassName(spec->workload_class)), SizeBucket(gpus)})
+        metrics_->time_to_start.With({MetricQueueLocked(spec->queue), std::string(WorkloadClassName(spec->workload_class)), SizeBucket(gpus)})
             .Observe(static_cast<double>(std::max<int64_t>(0, clock_() - first)));
       }
     }

@@ -139,7 +139,7 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   const std::string klass(WorkloadClassName(w.workload_class));
   if (metrics_ != nullptr) {
     metrics_->cycle_duration.With({}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    metrics_->decisions.With({std::string(OutcomeName(d.outcome))}).Inc();
+    metrics_->decisions.With({std::string(OutcomeName(d.outcome))}).Increment();
   }
   auto log = [&](const char* outcome) {
     if (decision_log_ == nullptr) return;
@@ -162,7 +162,7 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   }
   log("placed");
   if (metrics_ != nullptr) {
-    metrics_->admission_wait.With({w.queue, klass, SizeBucket(w.TotalGpus())})
+    metrics_->admission_wait.With({MetricQueueLocked(w.queue), klass, SizeBucket(w.TotalGpus())})
         .Observe(static_cast<double>(std::max<int64_t>(0, clock_() - submitted)));
   }
   Plan plan;

@@ -458,8 +458,9 @@ Status Engine::Evicted(const EvictionReport& report) {
   }
   for (const auto& [reason, v] : by_reason) {
     if (metrics_ != nullptr) {
-      metrics_->preemptions.With({reason}).Inc(v.first);
-      if (v.second > 0) metrics_->preempted_gpu_seconds.With({reason}).Inc(v.second);
+      const std::string label = PreemptionReasonLabel(reason);
+      metrics_->preemptions.With({label}).Increment(v.first);
+      if (v.second > 0) metrics_->preempted_gpu_seconds.With({label}).Increment(v.second);
     }
     if (decision_log_ != nullptr) {
       decision_log_->Write({{"ts", now}, {"workload", plan_id.empty() ? std::string() : plan_id.substr(5)}, {"outcome", "evicted"},

@@ -83,7 +83,8 @@ void Engine::RefreshReservationsLocked() {
   if (cfg_.profile.backfill.depth == 0) return;
   // At most once a second: one dry cycle covers every pending gang (0.3-0.45 s at 100k pending on
   // one core: bench/slurm_reconcile_bench.cc, docs/benchmarks.md).
-  if (clock_() - book_refreshed_s_ < 1) {
+  // (now < last + 1, not now - last < 1: last starts at INT64_MIN, and now - INT64_MIN overflows)
+  if (clock_() < book_refreshed_s_ + 1) {
     book_stale_ = true;
     return;
   }
@@ -235,7 +236,7 @@ std::vector<OverduePod> Engine::Overdue() {
         p->second.scheduler_name != cfg_.scheduler_name) {
       continue;
     }
-    if (!b.overdue && metrics_ != nullptr) metrics_->runtime_limit_exceeded.With({b.queue}).Inc();
+    if (!b.overdue && metrics_ != nullptr) metrics_->runtime_limit_exceeded.With({MetricQueueLocked(b.queue)}).Increment();
     b.overdue = true;
     out.push_back({{uid, p->second.ns, p->second.name},
                    "ran " + FormatDurationSeconds(now - b.since_s) + ", over its " + std::string(kLabelRuntimeLimit) + " of " +

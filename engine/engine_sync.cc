@@ -13,6 +13,7 @@
 // Threading: Sync takes mu_; the *Locked functions run under it.
 #include <algorithm>
 
+#include "core/api/limits.h"
 #include "engine/engine.h"
 
 namespace tidal {
@@ -32,6 +33,18 @@ std::string OwnDomainValue(const std::string& node) {
   std::string s = "unlabeled-";
   for (int i = 0; i < 12; ++i) s += kHex[(h >> (4 * i)) & 15];
   return s;
+}
+
+// A node record within limits.h: name, capacity, label sizes; the error names the node and field.
+Status CheckNodeBounds(const NodeInfo& n) {
+  const std::string at = "node " + n.name.substr(0, limits::kMaxNameBytes);
+  if (Status s = limits::CheckSize(n.name, limits::kMaxNameBytes, at + ": name"); !s.ok()) return s;
+  if (Status s = limits::CheckResources(n.capacity, at + ": capacity"); !s.ok()) return s;
+  for (const auto& [k, v] : n.labels) {
+    if (Status s = limits::CheckSize(k, limits::kMaxLabelKeyBytes, at + ": label key " + k.substr(0, 64)); !s.ok()) return s;
+    if (Status s = limits::CheckSize(v, limits::kMaxValueBytes, at + ": label " + k); !s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -241,6 +254,23 @@ void Engine::ReleaseBoundLocked(const std::string& uid) {
   charged_.erase(it);
 }
 
+void Engine::BoundRequestLocked(PodInfo& p) const {
+  // Over a node's worth, or members x GPUs over a workload's cap: the pod is refused where it is
+  // reported (CheckPod / PlanPod: TidalInvalidSpec naming the field), and a bound one is charged
+  // at most the caps, so no sum of charges can overflow.
+  Status st = limits::CheckResources(p.request, "pod " + p.Key() + ": request");
+  if (st.ok()) {
+    if (const auto& spec = SpecLocked(p); spec.ok()) {
+      st = limits::CheckWorkloadTotal(p.request, spec->gang_size, "pod " + p.Key() + ": gang " + spec->gang);
+    }
+  }
+  if (st.ok()) return;
+  if (p.spec_error.ok()) p.spec_error = Status::Unresolvable(st.Message(), "podspec");
+  p.request.gpus = std::min(p.request.gpus, limits::kMaxGpusPerNode);
+  p.request.cpu_milli = std::min(p.request.cpu_milli, limits::kMaxCpuMilliPerNode);
+  p.request.memory_bytes = std::min(p.request.memory_bytes, limits::kMaxMemoryBytesPerNode);
+}
+
 const StatusOr<PodSchedulingSpec>& Engine::SpecLocked(const PodInfo& p) const {
   static const StatusOr<PodSchedulingSpec> kUnparsed = Status::Error("spec: not read by the engine", "podspec");
   return p.spec ? *p.spec : kUnparsed;
@@ -259,9 +289,13 @@ void Engine::ParseSpecLocked(PodInfo& p) {
 Status Engine::UpsertPodLocked(PodInfo in) {
   if (in.uid.empty()) return Status::Error("pod " + in.Key() + ": uid: must not be empty");
   if (in.name.empty()) return Status::Error("pod uid " + in.uid + ": name: must not be empty");
+  for (const auto& [field, v] : {std::pair<const char*, const std::string*>{"uid", &in.uid}, {"name", &in.name}, {"namespace", &in.ns}}) {
+    if (Status s = limits::CheckSize(*v, limits::kMaxNameBytes, "pod " + in.Key().substr(0, 300) + ": " + field); !s.ok()) return s;
+  }
   if (in.request.AnyNegative()) return Status::Error("pod " + in.Key() + ": request: must not be negative");
   bound_by_queue_door_.reset();
   ParseSpecLocked(in);
+  BoundRequestLocked(in);
   auto charged = charged_.find(in.uid);
   if (charged != charged_.end() && in.node_name.empty() && in.phase == PodPhase::kPending && in.door == FrontDoor::kKubernetes) {
     // A pod is never unbound: an update without a node for a pod the engine knows bound (by Bound
@@ -450,6 +484,10 @@ Status Engine::Sync(SyncBatch&& b, uint64_t* generation, std::vector<NodeWarning
     }
     if (n.capacity.AnyNegative()) {
       result = Status::Error("node " + n.name + ": capacity: must not be negative");
+      continue;
+    }
+    if (Status s = CheckNodeBounds(n); !s.ok()) {
+      result = s;
       continue;
     }
     auto& rec = node_doors_[n.name][static_cast<int>(b.door)];

@@ -407,8 +407,16 @@ EngineGauges Engine::Gauges() {
     if (!any_pending) continue;
     const auto& spec = SpecLocked(*sample);
     if (!spec.ok()) continue;
-    pending[{spec->queue, std::string(WorkloadClassName(spec->workload_class))}] += 1;
-    if (book_->count(PlanId(g))) reserved_by_queue[spec->queue] += 1;
+    const std::string queue = MetricQueueLocked(spec->queue);
+    pending[{queue, std::string(WorkloadClassName(spec->workload_class))}] += 1;
+    if (book_->count(PlanId(g))) reserved_by_queue[queue] += 1;
+  }
+  // Every configured leaf queue shows its series from the first scrape, at 0 when nothing waits.
+  for (const auto& q : LeafQueueNamesLocked()) {
+    for (auto c : {WorkloadClass::kTraining, WorkloadClass::kInference, WorkloadClass::kBatch, WorkloadClass::kInteractive}) {
+      pending[{q, std::string(WorkloadClassName(c))}] += 0;
+    }
+    reserved_by_queue[q] += 0;
   }
   for (const auto& [k, v] : pending) out.pending.push_back({{k.first, k.second}, v});
   for (const auto& [q, v] : reserved_by_queue) out.reservations.push_back({{q}, v});

@@ -1,5 +1,7 @@
 #include "engine/observability.h"
 
+#include "core/framework/scheduler.h"
+
 namespace tidal {
 
 std::string SizeBucket(int64_t gpus) {
@@ -7,6 +9,13 @@ std::string SizeBucket(int64_t gpus) {
   if (gpus <= 8) return "2-8";
   if (gpus <= 64) return "9-64";
   return "65+";
+}
+
+std::string PreemptionReasonLabel(const std::string& reason) {
+  for (const char* r : kPreemptionReasons) {
+    if (reason == r) return reason;
+  }
+  return "other";
 }
 
 EngineMetrics::EngineMetrics(metrics::Registry& r)
@@ -32,7 +41,20 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
       grpc_requests(r.Counter("tidal_grpc_requests_total", "gRPC requests served, by method and status code.",
                               {"method", "code"})),
       grpc_duration(r.Histogram("tidal_grpc_request_duration_seconds", "gRPC request latency, by method.",
-                                {"method"}, metrics::ExponentialBuckets(0.0001, 2, 16))) {}
+                                {"method"}, metrics::ExponentialBuckets(0.0001, 2, 16))) {
+  for (const char* reason : kPreemptionReasons) {
+    preemptions.With({reason});
+    preempted_gpu_seconds.With({reason});
+  }
+  for (auto o : {Outcome::kPlaced, Outcome::kWaiting, Outcome::kPending, Outcome::kRejected, Outcome::kError}) {
+    decisions.With({std::string(OutcomeName(o))});
+  }
+}
+
+void EngineMetrics::InitQueues(const std::vector<std::string>& queues) {
+  for (const auto& q : queues) runtime_limit_exceeded.With({q});
+  runtime_limit_exceeded.With({kUnconfiguredQueue});
+}
 
 void DecisionLog::Write(nlohmann::json line) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,7 +1,7 @@
 // Engine observability: the Prometheus families tidal-engine exports (docs/operations.md lists
 // them all) and the rate-limited decision log (one JSON line per decision, for audit).
 //
-// Threading: metric updates are lock-free (core/metrics); callback gauges call back into Engine,
+// Threading: metric updates are thread-safe (prometheus-cpp); callback gauges call back into Engine,
 // which takes its own mutex, so Render must not be called with Engine::mu_ held. DecisionLog has
 // its own mutex.
 #pragma once
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,8 +21,20 @@ namespace tidal {
 // "1", "2-8", "9-64", "65+" by total GPUs.
 std::string SizeBucket(int64_t gpus);
 
+// Label values are bounded: a queue label is a configured queue or kUnconfiguredQueue (a pod may
+// name any queue; free text would grow the series without bound), a preemption reason one of
+// kPreemptionReasons ("other" for anything else).
+inline constexpr const char* kUnconfiguredQueue = "unconfigured";
+inline constexpr const char* kPreemptionReasons[] = {"priority", "reclaim", "priority+reclaim", "unknown", "other"};
+std::string PreemptionReasonLabel(const std::string& reason);
+
 struct EngineMetrics {
+  // Registers the families, with the series of known label values at 0 (every preemption reason,
+  // every decision outcome), so alerts and rate() work from the first scrape.
   explicit EngineMetrics(metrics::Registry& r);
+  // The per-queue series of configured queues at 0 (Engine calls it on SetObservability and on
+  // every reload; a queue removed by a reload keeps its counter, as counters never go back).
+  void InitQueues(const std::vector<std::string>& queues);
   metrics::Registry& registry;
   metrics::Family<metrics::Histogram>& admission_wait;   // queue, class, size_bucket
   metrics::Family<metrics::Histogram>& time_to_start;    // queue, class, size_bucket

@@ -16,14 +16,16 @@
 // Threading: pure functions over constant tables.
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <vector>
 
+#include "core/api/limits.h"
 #include "engine/pod_spec.h"
 
 namespace tidal {
 namespace {
 
-constexpr int64_t kMaxGang = 10000;
+constexpr int64_t kMaxGang = limits::kMaxGangMembers;
 
 // A gang name source. The gang is named by the values of `name` (all must be set), joined by "-".
 struct GangSource {
@@ -109,27 +111,6 @@ bool JoinValues(const std::map<std::string, std::string>& labels, const std::map
   return true;
 }
 
-// A node label key: [prefix/]name, name 1-63 of [A-Za-z0-9._-], prefix a DNS subdomain.
-bool IsLabelKey(const std::string& k) {
-  if (k.empty() || k.size() > 317) return false;
-  const auto slash = k.find('/');
-  const std::string name = slash == std::string::npos ? k : k.substr(slash + 1);
-  if (name.empty() || name.size() > 63 || !std::isalnum(static_cast<unsigned char>(name.front())) ||
-      !std::isalnum(static_cast<unsigned char>(name.back()))) {
-    return false;
-  }
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
-  }
-  if (slash == std::string::npos) return true;
-  const std::string prefix = k.substr(0, slash);
-  if (prefix.empty() || prefix.size() > 253) return false;
-  return std::all_of(prefix.begin(), prefix.end(), [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
-           c == '.';
-  });
-}
-
 std::string AcceptedLabelKeys(const TopologyLevels& levels) {
   std::string out = "a node label key of a topology level: ";
   for (const auto& l : levels.levels) out += l.label_key + ", ";
@@ -183,6 +164,49 @@ bool ParseCount(const std::string& s, int64_t max, int64_t* out) {
   }
   *out = std::stoll(s);
   return *out >= 1 && *out <= max;
+}
+
+const std::vector<std::string>& KeysRead() {
+  static const std::vector<std::string> kKeys = [] {
+    std::set<std::string> k = {kLabelQueue,         kLabelGang,          kLabelGangSize,     kLabelGangMin,
+                               kLabelTopologyRequired, kLabelTopologyPreferred, kLabelPreemptible,
+                               kLabelRuntimeLimit,  kLabelCheckpointInterval, kLabelClass, kLabelGpuModel,
+                               kPodGroupName,       kPodGroupState,      kPodGroupMinCount,  kPodGroupTopologyKey,
+                               limits::kOversizeAnnotation};
+    for (const auto& row : GangSources()) {
+      k.insert(row.name.begin(), row.name.end());
+      if (row.size != nullptr) k.insert(row.size);
+    }
+    k.insert(QueueKeys().begin(), QueueKeys().end());
+    for (const auto& t : RequiredKeys()) k.insert(t.key);
+    for (const auto& t : PreferredKeys()) k.insert(t.key);
+    for (const auto& row : ExclusiveSources()) {
+      k.insert(row.key);
+      k.insert(row.group.begin(), row.group.end());
+    }
+    return std::vector<std::string>(k.begin(), k.end());
+  }();
+  return kKeys;
+}
+
+Status CheckSizes(const std::map<std::string, std::string>& labels,
+                  const std::map<std::string, std::string>& annotations) {
+  if (const std::string* v = Lookup(labels, annotations, limits::kOversizeAnnotation)) {
+    return Status::Unresolvable("pod: " + *v + " bytes as a Sync message, over the limit of " +
+                                    std::to_string(limits::kMaxObjectBytes) +
+                                    " (the front door sent it without its labels, annotations and constraints; "
+                                    "shorten its node affinity, tolerations or labels)",
+                                "podspec");
+  }
+  for (const auto& key : KeysRead()) {
+    const std::string* v = Lookup(labels, annotations, key);
+    if (v != nullptr && v->size() > limits::kMaxValueBytes) {
+      return Status::Unresolvable(key + ": a value of " + std::to_string(v->size()) + " bytes, over the limit of " +
+                                      std::to_string(limits::kMaxValueBytes),
+                                  "podspec");
+    }
+  }
+  return Status::Ok();
 }
 
 std::string LevelOfLabelKey(const TopologyLevels& levels, const std::string& key) {
@@ -297,7 +321,7 @@ ExclusiveTopology ExclusiveTopologyOf(const std::string& ns, const std::map<std:
     const std::string* key = podkeys::Lookup(labels, annotations, row.key);
     if (key == nullptr) continue;
     std::string group;
-    if (!JoinValues(labels, annotations, row.group, "/", &group) || !IsLabelKey(*key)) return {};
+    if (!JoinValues(labels, annotations, row.group, "/", &group) || !limits::IsLabelKey(*key)) return {};
     return {*key, ns + "/" + row.tag + "/" + group};
   }
   return {};
@@ -310,7 +334,7 @@ Status ResolveExclusive(const std::map<std::string, std::string>& labels,
   for (const auto& row : ExclusiveSources()) {
     const std::string* key = podkeys::Lookup(labels, annotations, row.key);
     if (key == nullptr) continue;
-    if (!IsLabelKey(*key)) return podkeys::Bad(row.key, *key, "a node label key, e.g. topology.tidal.dev/leaf");
+    if (!limits::IsLabelKey(*key)) return podkeys::Bad(row.key, *key, "a node label key, e.g. topology.tidal.dev/leaf");
     std::string group, names;
     for (const char* g : row.group) names += (names.empty() ? "" : ", ") + std::string(g);
     if (!JoinValues(labels, annotations, row.group, "/", &group)) {

@@ -4,6 +4,7 @@
 #include "engine/pod_spec.h"
 
 #include "core/api/duration.h"
+#include "core/api/limits.h"
 
 namespace tidal {
 
@@ -14,6 +15,7 @@ StatusOr<PodSchedulingSpec> ParsePodSchedulingSpec(const std::map<std::string, s
                                                    const std::map<std::string, std::string>& annotations,
                                                    const TopologyLevels& levels) {
   PodSchedulingSpec s;
+  if (Status st = podkeys::CheckSizes(labels, annotations); !st.ok()) return st;
   if (Status st = podkeys::ResolveQueue(labels, annotations, &s); !st.ok()) return st;
   if (Status st = podkeys::ResolveExclusive(labels, annotations, &s); !st.ok()) return st;
   if (Status st = podkeys::ResolveGang(labels, annotations, &s); !st.ok()) return st;
@@ -30,7 +32,9 @@ StatusOr<PodSchedulingSpec> ParsePodSchedulingSpec(const std::map<std::string, s
   auto duration = [&](const char* key, int64_t* out) -> Status {
     if (const auto* v = Lookup(labels, annotations, key)) {
       auto d = ParseDurationSeconds(*v, key);
-      if (!d.ok() || *d <= 0) return Bad(key, *v, "a positive duration such as 90s, 30m, 12h, 1h30m, 2d");
+      if (!d.ok() || *d <= 0) {
+        return Bad(key, *v, "a positive duration of at most " + limits::DurationCapText() + ", such as 90s, 30m, 12h, 1h30m, 2d");
+      }
       *out = *d;
     }
     return Status::Ok();

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/api/status.h"
 #include "core/api/topology_levels.h"
@@ -110,6 +111,12 @@ Status ResolveTopology(const std::map<std::string, std::string>& labels,
 // exclusive-topology: the node label key and the group (JobSet child Job, LeaderWorkerSet group).
 Status ResolveExclusive(const std::map<std::string, std::string>& labels,
                         const std::map<std::string, std::string>& annotations, PodSchedulingSpec* s);
+// Every label/annotation key the engine reads on a pod (sorted). The Kubernetes shim forwards only
+// these (shim/kube/pkg/convert/engine_keys.txt lists them; a unit test keeps the two equal).
+const std::vector<std::string>& KeysRead();
+// Each value of a key in KeysRead() at most limits::kMaxValueBytes, and no oversize marker
+// (limits::kOversizeAnnotation); Unresolvable naming the key otherwise.
+Status CheckSizes(const std::map<std::string, std::string>& labels, const std::map<std::string, std::string>& annotations);
 // The level whose node label key is `key` ("node" for kubernetes.io/hostname); "" when none.
 std::string LevelOfLabelKey(const TopologyLevels& levels, const std::string& key);
 

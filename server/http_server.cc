@@ -1,103 +1,175 @@
 #include "server/http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <httplib.h>
 
-#include <cstring>
+#include <sys/socket.h>
+
+#include <fstream>
+#include <sstream>
 
 namespace tidal {
+namespace {
+
+// Loopback peers: 127.0.0.0/8, ::1 and IPv4-mapped loopback.
+bool IsLoopback(const std::string& addr) {
+  return addr.rfind("127.", 0) == 0 || addr == "::1" || addr.rfind("::ffff:127.", 0) == 0;
+}
+
+// Constant-time comparison of two secrets (length leaks, content does not).
+bool SecretsEqual(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  size_t b = 0;
+  while (b < s.size() && (s[b] == ' ' || s[b] == '\t')) ++b;
+  return s.substr(b);
+}
+
+void Reply(httplib::Response& res, int code, const std::string& body) {
+  res.status = code;
+  res.set_content(body, "text/plain; charset=utf-8");
+}
+
+}  // namespace
+
+HttpServer::HttpServer() : HttpServer(Options{}) {}
+HttpServer::HttpServer(Options options) : options_(std::move(options)) {}
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Handle(const std::string& path, Handler h, Access access) {
+  routes_[path] = Route{std::move(h), access};
+}
+
+std::string HttpServer::QueryParam(const std::string& query, const std::string& key) {
+  httplib::Params params;
+  httplib::detail::parse_query_text(query, params);
+  const auto it = params.find(key);
+  return it == params.end() ? std::string() : it->second;
+}
+
+Status HttpServer::LoadToken() {
+  std::error_code ec;
+  const auto mtime = std::filesystem::last_write_time(options_.token_file, ec);
+  if (ec) return Status::Error("http token file " + options_.token_file + ": " + ec.message());
+  if (!token_.empty() && mtime == token_mtime_) return Status::Ok();
+  std::ifstream in(options_.token_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string token = Trimmed(ss.str());
+  if (!in && !in.eof()) return Status::Error("http token file " + options_.token_file + ": cannot read");
+  if (token.size() < 16) return Status::Error("http token file " + options_.token_file + ": token shorter than 16 bytes");
+  token_ = token;
+  token_mtime_ = mtime;
+  return Status::Ok();
+}
+
+int HttpServer::Authorize(const std::string& remote_addr, const std::string& authorization) {
+  if (options_.trust_loopback && IsLoopback(remote_addr)) return 0;
+  if (options_.token_file.empty()) return 403;
+  constexpr std::string_view kBearer = "Bearer ";
+  if (authorization.rfind(kBearer, 0) != 0) return 401;
+  std::lock_guard<std::mutex> lock(token_mu_);
+  // A token file being rewritten (rotation) keeps the last good token until the new one reads.
+  (void)LoadToken();
+  if (token_.empty()) return 401;
+  return SecretsEqual(authorization.substr(kBearer.size()), token_) ? 0 : 401;
+}
 
 Status HttpServer::Start(const std::string& addr) {
   const auto colon = addr.rfind(':');
-  if (colon == std::string::npos) return Status::Error("--http-addr: expected HOST:PORT, got \"" + addr + "\"");
-  const std::string host = addr.substr(0, colon);
-  int port = 0;
-  try {
-    port = std::stoi(addr.substr(colon + 1));
-  } catch (...) {
-    return Status::Error("--http-addr: invalid port in \"" + addr + "\"");
+  if (colon == std::string::npos) return Status::Error("http address: expected HOST:PORT, got \"" + addr + "\"");
+  std::string host = addr.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "0.0.0.0";
+  int port = -1;
+  const std::string port_text = addr.substr(colon + 1);
+  if (port_text.empty() || port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string::npos ||
+      (port = std::stoi(port_text)) > 65535) {
+    return Status::Error("http address: invalid port in \"" + addr + "\" (want 0-65535)");
   }
-  if (port < 0 || port > 65535) return Status::Error("--http-addr: port out of range in \"" + addr + "\"");
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  if (inet_pton(AF_INET, host.empty() ? "0.0.0.0" : host.c_str(), &sa.sin_addr) != 1) {
-    return Status::Error("--http-addr: invalid IPv4 host \"" + host + "\"");
+  if (options_.workers < 1) return Status::Error("http: workers must be at least 1");
+  if (!options_.token_file.empty()) {
+    std::lock_guard<std::mutex> lock(token_mu_);
+    if (auto s = LoadToken(); !s.ok()) return s;
   }
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) return Status::Error(std::string("http: socket: ") + std::strerror(errno));
-  int one = 1;
-  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(listen_fd_, 64) != 0) {
-    const std::string err = std::strerror(errno);
-    ::close(listen_fd_);
-    listen_fd_ = -1;
-    return Status::Error("http: cannot listen on " + addr + ": " + err);
+  server_ = std::make_unique<httplib::Server>();
+  httplib::Server& srv = *server_;
+  const int workers = options_.workers;
+  srv.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
+  srv.set_read_timeout(options_.read_timeout);
+  srv.set_write_timeout(options_.write_timeout);
+  srv.set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(options_.keep_alive_timeout).count()));
+  srv.set_keep_alive_max_count(100);
+  srv.set_payload_max_length(options_.max_body_bytes);
+  // cpp-httplib's default socket options add SO_REUSEPORT, which lets a second process bind the same
+  // port and take half the connections (a second engine started by mistake would answer half the
+  // scrapes). SO_REUSEADDR only: restarts still rebind at once, a second bind fails.
+  srv.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  for (const auto& [path, route] : routes_) {
+    srv.Get(path, [this, path = path, route = &route](const httplib::Request& req, httplib::Response& res) {
+      if (route->access == Access::kPrivate) {
+        if (const int refused = Authorize(req.remote_addr, req.get_header_value("Authorization")); refused != 0) {
+          if (refused == 401) res.set_header("WWW-Authenticate", "Bearer");
+          Reply(res, refused,
+                refused == 403 ? path + " is served to loopback clients only (use kubectl port-forward, or configure a token)\n"
+                               : "missing or wrong bearer token\n");
+          return;
+        }
+      }
+      const auto q = req.target.find('?');
+      HttpResponse out = route->handler(path, q == std::string::npos ? std::string() : req.target.substr(q + 1));
+      res.status = out.code;
+      res.set_content(std::move(out.body), out.content_type.c_str());
+    });
   }
-  socklen_t len = sizeof sa;
-  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-  port_ = ntohs(sa.sin_port);
-  thread_ = std::thread([this] { Loop(); });
+  srv.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) return Reply(res, 404, "not found: " + req.path + "\n");
+    if (res.status == 413 || res.status == 414) return Reply(res, res.status, "request too large\n");
+    if (res.status == 400) return Reply(res, 400, "bad request\n");
+    Reply(res, res.status, "error " + std::to_string(res.status) + "\n");
+  });
+  // Routes are GET; any other method is refused before routing.
+  srv.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("Allow", "GET, HEAD");
+    Reply(res, 405, "only GET is supported\n");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    Reply(res, 500, "internal error\n");
+  });
+  if (port == 0) {
+    port_ = srv.bind_to_any_port(host);
+    if (port_ <= 0) return Status::Error("http: cannot listen on " + addr);
+  } else {
+    if (!srv.bind_to_port(host, port)) return Status::Error("http: cannot listen on " + addr + " (in use, or not a local address)");
+    port_ = port;
+  }
+  thread_ = std::thread([&srv] { srv.listen_after_bind(); });
+  // httplib's stop() does nothing until the loop runs: wait for it, so a Stop() right after Start()
+  // cannot leave the loop running (and Stop's join hanging).
+  for (int i = 0; i < 5000 && !srv.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!srv.is_running()) {
+    srv.stop();
+    Stop();
+    return Status::Error("http: server on " + addr + " did not start");
+  }
   return Status::Ok();
 }
 
 void HttpServer::Stop() {
-  stop_ = true;
+  if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
-}
-
-void HttpServer::Loop() {
-  while (!stop_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 200) <= 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    Serve(fd);
-    ::close(fd);
-  }
-}
-
-void HttpServer::Serve(int fd) {
-  timeval tv{2, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string req;
-  char buf[4096];
-  while (req.find("\r\n\r\n") == std::string::npos && req.size() < 65536) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    req.append(buf, static_cast<size_t>(n));
-  }
-  HttpResponse resp;
-  const auto sp1 = req.find(' ');
-  const auto sp2 = sp1 == std::string::npos ? std::string::npos : req.find(' ', sp1 + 1);
-  if (sp2 == std::string::npos) {
-    resp = {400, "text/plain; charset=utf-8", "bad request\n"};
-  } else if (req.compare(0, sp1, "GET") != 0) {
-    resp = {405, "text/plain; charset=utf-8", "only GET is supported\n"};
-  } else {
-    std::string target = req.substr(sp1 + 1, sp2 - sp1 - 1), query;
-    if (auto q = target.find('?'); q != std::string::npos) {
-      query = target.substr(q + 1);
-      target.resize(q);
-    }
-    auto h = handlers_.find(target);
-    resp = h == handlers_.end() ? HttpResponse{404, "text/plain; charset=utf-8", "not found: " + target + "\n"}
-                                : h->second(target, query);
-  }
-  const char* reason = resp.code == 200 ? "OK" : resp.code == 404 ? "Not Found" : resp.code == 503 ? "Service Unavailable" : "Error";
-  std::string out = "HTTP/1.1 " + std::to_string(resp.code) + " " + reason + "\r\nContent-Type: " + resp.content_type +
-                    "\r\nContent-Length: " + std::to_string(resp.body.size()) + "\r\nConnection: close\r\n\r\n" + resp.body;
-  size_t off = 0;
-  while (off < out.size()) {
-    const ssize_t n = ::send(fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
-  }
+  server_.reset();
 }
 
 }  // namespace tidal

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include <google/protobuf/descriptor.h>
+
 namespace tidal {
 namespace {
 
@@ -161,6 +163,30 @@ PodInfo FromProto(const v1::Pod& p) {
   return o;
 }
 
+SyncBatch FromProto(const v1::SyncRequest& req, FrontDoor door) {
+  SyncBatch b;
+  b.door = door;
+  b.resync = req.resync();
+  b.snapshot_continues = req.snapshot_continues();
+  for (const auto& n : req.upsert_nodes()) b.upsert_nodes.push_back(FromProto(n));
+  b.delete_nodes.assign(req.delete_nodes().begin(), req.delete_nodes().end());
+  for (const auto& p : req.upsert_pods()) {
+    b.upsert_pods.push_back(FromProto(p));
+    b.upsert_pods.back().door = door;
+  }
+  b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
+  for (const auto& f : req.finished()) {
+    b.finished.push_back({f.gang(), f.start_unix(), f.end_unix(), f.members(), f.gpus_per_member()});
+  }
+  return b;
+}
+
+EngineService::EngineService(Engine& engine, EngineMetrics* metrics) : engine_(engine), metrics_(metrics) {
+  if (metrics_ == nullptr) return;
+  const auto* service = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(v1::Engine::service_full_name());
+  for (int i = 0; service != nullptr && i < service->method_count(); ++i) metrics_->grpc_requests.With({service->method(i)->name(), "OK"});
+}
+
 grpc::Status EngineService::Observe(const char* method, const std::function<grpc::Status()>& body) {
   const auto t0 = std::chrono::steady_clock::now();
   grpc::Status s = body();
@@ -170,7 +196,7 @@ grpc::Status EngineService::Observe(const char* method, const std::function<grpc
                                              "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
                                              "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
     const int c = static_cast<int>(s.error_code());
-    metrics_->grpc_requests.With({method, c >= 0 && c <= 16 ? kCodes[c] : "UNKNOWN"}).Inc();
+    metrics_->grpc_requests.With({method, c >= 0 && c <= 16 ? kCodes[c] : "UNKNOWN"}).Increment();
     metrics_->grpc_duration.With({method}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return s;
@@ -208,20 +234,7 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
                                    std::string(FrontDoorName(*d)));
       }
       first = false;
-      SyncBatch b;
-      b.door = door;
-      b.resync = req.resync();
-      b.snapshot_continues = req.snapshot_continues();
-      for (const auto& n : req.upsert_nodes()) b.upsert_nodes.push_back(FromProto(n));
-      b.delete_nodes.assign(req.delete_nodes().begin(), req.delete_nodes().end());
-      for (const auto& p : req.upsert_pods()) {
-        b.upsert_pods.push_back(FromProto(p));
-        b.upsert_pods.back().door = door;
-      }
-      b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
-      for (const auto& f : req.finished()) {
-        b.finished.push_back({f.gang(), f.start_unix(), f.end_unix(), f.members(), f.gpus_per_member()});
-      }
+      SyncBatch b = FromProto(req, door);
       uint64_t gen = 0;
       std::vector<NodeWarningInfo> warnings;
       Status st = engine_.Sync(std::move(b), &gen, &warnings);

@@ -19,7 +19,8 @@ namespace tidal {
 
 class EngineService final : public v1::Engine::Service {
  public:
-  explicit EngineService(Engine& engine, EngineMetrics* metrics = nullptr) : engine_(engine), metrics_(metrics) {}
+  // With `metrics`, every method's request counter starts at 0 for code OK.
+  explicit EngineService(Engine& engine, EngineMetrics* metrics = nullptr);
 
   grpc::Status Sync(grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::SyncAck, v1::SyncRequest>* stream) override;
   grpc::Status CheckPod(grpc::ServerContext* ctx, const v1::PodRef* req, v1::CheckPodResponse* resp) override;
@@ -52,5 +53,7 @@ class EngineService final : public v1::Engine::Service {
 void ToProto(const Status& s, v1::Status* out);
 NodeInfo FromProto(const v1::Node& n);
 PodInfo FromProto(const v1::Pod& p);
+// One Sync message as the batch the engine applies, its pods and nodes belonging to `door`.
+SyncBatch FromProto(const v1::SyncRequest& req, FrontDoor door);
 
 }  // namespace tidal

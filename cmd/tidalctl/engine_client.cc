@@ -1,10 +1,10 @@
-// tidalctl explain / queues: read tidal-engine's explain API over HTTP and print it kubectl-style.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+// tidalctl explain / queues: read tidal-engine's explain API over HTTP (cpp-httplib) and print it
+// kubectl-style.
+#include <httplib.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -16,70 +16,51 @@
 namespace tidal::cli {
 namespace {
 
-// GET http://HOST:PORT/PATH; returns false with `err` on a transport error.
-bool HttpGet(const std::string& base, const std::string& path, int* code, std::string* body, std::string* err) {
-  std::string hostport = base;
-  if (hostport.rfind("http://", 0) == 0) hostport = hostport.substr(7);
-  while (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
-  const auto colon = hostport.rfind(':');
-  if (colon == std::string::npos) return *err = "--engine: expected http://HOST:PORT, got " + base, false;
-  const std::string host = hostport.substr(0, colon);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  try {
-    sa.sin_port = htons(static_cast<uint16_t>(std::stoi(hostport.substr(colon + 1))));
-  } catch (...) {
-    return *err = "--engine: invalid port in " + base, false;
+// GET http://HOST:PORT/PATH (cpp-httplib); returns false with `err` on a transport error. With a
+// token file (--token-file, or $TIDAL_ENGINE_TOKEN_FILE), sends its content as a bearer token: the
+// engine asks for one on /explain and /queues from clients that are not on its loopback interface.
+bool HttpGet(const std::string& base, const std::string& token_file, const std::string& path, int* code,
+             std::string* body, std::string* err) {
+  std::string url = base;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) url = "http://" + url;
+  httplib::Client client(url);
+  if (!client.is_valid()) return *err = "--engine: expected http://HOST:PORT, got " + base, false;
+  client.set_connection_timeout(std::chrono::seconds(5));
+  client.set_read_timeout(std::chrono::seconds(30));
+  httplib::Headers headers;
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    std::string token;
+    if (!std::getline(in, token) || token.empty()) return *err = "--token-file: cannot read a token from " + token_file, false;
+    headers.emplace("Authorization", "Bearer " + token);
   }
-  if (inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host.c_str(), &sa.sin_addr) != 1) {
-    return *err = "--engine: invalid IPv4 host " + host, false;
-  }
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    *err = "cannot reach tidal-engine at " + base + ": " + std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    return false;
-  }
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + hostport + "\r\nConnection: close\r\n\r\n";
-  (void)!::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  std::string resp;
-  char buf[8192];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  const auto sp = resp.find(' ');
-  const auto hdr_end = resp.find("\r\n\r\n");
-  if (sp == std::string::npos || hdr_end == std::string::npos) return *err = "malformed HTTP response", false;
-  *code = std::atoi(resp.c_str() + sp + 1);
-  *body = resp.substr(hdr_end + 4);
+  auto res = client.Get(path.c_str(), headers);
+  if (!res) return *err = "cannot reach tidal-engine at " + base + ": " + httplib::to_string(res.error()), false;
+  *code = res->status;
+  *body = res->body;
   return true;
 }
 
-std::string UrlEncode(const std::string& s) {
-  std::ostringstream o;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/' || c == '~') {
-      o << c;
-    } else {
-      o << '%' << std::hex << std::uppercase << std::setw(2) << std::setfill('0') << static_cast<int>(c);
-    }
-  }
-  return o.str();
+std::string TokenFile(const Flags& flags) {
+  const char* env = std::getenv("TIDAL_ENGINE_TOKEN_FILE");
+  return flags.Get("--token-file", env != nullptr ? env : "");
 }
 
 }  // namespace
 
 int Explain(const Args& args) {
   Flags flags(args);
-  if (!flags.Parse({"--engine", "-o", "--output"}) || flags.positional().size() != 1) {
-    std::cerr << "usage: tidalctl explain NAMESPACE/NAME [--engine http://127.0.0.1:8081] [-o text|json]\n";
+  if (!flags.Parse({"--engine", "--token-file", "-o", "--output"}) || flags.positional().size() != 1) {
+    std::cerr << "usage: tidalctl explain NAMESPACE/NAME [--engine http://127.0.0.1:8081] [--token-file FILE] [-o text|json]\n";
     return 2;
   }
   const std::string output = flags.Get("-o", flags.Get("--output", "text"));
   int code = 0;
   std::string body, err;
-  if (!HttpGet(flags.Get("--engine", "http://127.0.0.1:8081"),
-               "/explain?workload=" + UrlEncode(flags.positional()[0]) + "&format=json", &code, &body, &err)) {
+  if (!HttpGet(flags.Get("--engine", "http://127.0.0.1:8081"), TokenFile(flags),
+               "/explain?workload=" + httplib::detail::encode_query_param(flags.positional()[0]) + "&format=json", &code,
+               &body, &err)) {
     std::cerr << "tidalctl explain: " << err << "\n";
     return 1;
   }
@@ -112,14 +93,19 @@ int Explain(const Args& args) {
 
 int Queues(const Args& args) {
   Flags flags(args);
-  if (!flags.Parse({"--engine", "-o", "--output"}) || !flags.positional().empty()) {
-    std::cerr << "usage: tidalctl queues [--engine http://127.0.0.1:8081] [-o table|json]\n";
+  if (!flags.Parse({"--engine", "--token-file", "-o", "--output"}) || !flags.positional().empty()) {
+    std::cerr << "usage: tidalctl queues [--engine http://127.0.0.1:8081] [--token-file FILE] [-o table|json]\n";
     return 2;
   }
   int code = 0;
   std::string body, err;
-  if (!HttpGet(flags.Get("--engine", "http://127.0.0.1:8081"), "/queues?format=json", &code, &body, &err)) {
+  if (!HttpGet(flags.Get("--engine", "http://127.0.0.1:8081"), TokenFile(flags), "/queues?format=json", &code, &body,
+               &err)) {
     std::cerr << "tidalctl queues: " << err << "\n";
+    return 1;
+  }
+  if (code != 200) {
+    std::cerr << "tidalctl queues: " << body;
     return 1;
   }
   nlohmann::json j;

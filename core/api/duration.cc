@@ -1,5 +1,7 @@
 #include "core/api/duration.h"
 
+#include "core/api/limits.h"
+
 #include <cctype>
 #include <charconv>
 #include <system_error>
@@ -26,6 +28,7 @@ StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::strin
     if (std::from_chars(text.data() + i, text.data() + j, v).ec != std::errc()) return bad("too large");
     if (j == text.size()) {
       if (any) return bad("missing unit after the last number");
+      if (v > limits::kMaxDurationS) return bad("too large: over the limit of " + limits::DurationCapText());
       return v;
     }
     int64_t unit = 0;
@@ -38,6 +41,8 @@ StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::strin
     }
     if (v > (std::numeric_limits<int64_t>::max() - total) / unit) return bad("too large");
     total += v * unit;
+    // Checked at each step: the running total stays far from int64's end.
+    if (total > limits::kMaxDurationS) return bad("too large: over the limit of " + limits::DurationCapText());
     any = true;
     i = j + 1;
   }

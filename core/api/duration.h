@@ -1,4 +1,5 @@
-// Durations in config and annotations: "90s", "30m", "12h", "1h30m", "2d" or plain seconds.
+// Durations in config and annotations: "90s", "30m", "12h", "1h30m", "2d" or plain seconds, at most
+// limits::kMaxDurationS (365 days; core/api/limits.h): a longer one is an error naming the field.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/api/duration.h"
+#include "core/api/limits.h"
 
 namespace tidal {
 
@@ -55,6 +56,8 @@ StatusOr<ProfileSpec> ProfileSpec::FromJson(const nlohmann::json& j, const std::
             int64_t secs = 0;
             if (dur.is_number_integer()) {
               secs = dur.get<int64_t>();
+              const std::string at = field + ".backfill.defaultRuntime." + cls;
+              if (Status s = limits::CheckDuration(secs, at); !s.ok()) return s;
             } else {
               auto d = ParseDurationSeconds(dur.get<std::string>(), field + ".backfill.defaultRuntime." + cls);
               if (!d.ok()) return d.status();

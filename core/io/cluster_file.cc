@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "core/api/limits.h"
 #include "core/io/fields.h"
 
 namespace tidal {
@@ -40,19 +41,38 @@ Status DecodeLevels(const nlohmann::json& j, const std::string& path, TopologyLe
   for (size_t i = 0; i < j.size(); ++i) {
     const std::string p = path + "[" + std::to_string(i) + "]";
     TopologyLevel l;
+    bool label_given = false;  // `label: ""` is an error, not the default
     if (j[i].is_string()) {
       l.name = j[i].get<std::string>();
     } else {
       Fields f(j[i], p);
       f.Str("name", &l.name, true);
+      label_given = f.Get("label") != nullptr;
       f.Str("label", &l.label_key);
       if (Status s = f.Done(); !s.ok()) return s;
     }
+    const std::string name_at = j[i].is_string() ? p : p + ".name";
     if (l.name.empty()) return Status::Error(p + ": level name must not be empty");
     if (l.name == "node" || l.name == "cluster") return Status::Error(p + ": \"" + l.name + "\" is a reserved level name");
+    if (!IsValidLabelValue(l.name)) {
+      return Status::Error(name_at + ": invalid level name \"" + l.name.substr(0, 100) +
+                           "\" (accepted: 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric)");
+    }
+    if (label_given && l.label_key.empty()) {
+      return Status::Error(p + ".label: must not be empty (omit it for the default topology.tidal.dev/" + l.name + ")");
+    }
     if (l.label_key.empty()) l.label_key = "topology.tidal.dev/" + l.name;
-    for (const auto& prev : out->levels) {
+    if (!limits::IsLabelKey(l.label_key)) {
+      return Status::Error(p + ".label: invalid node label key \"" + l.label_key.substr(0, 100) +
+                           "\" (accepted: [prefix/]name, name 1-63 of [A-Za-z0-9._-], prefix a lowercase DNS subdomain)");
+    }
+    for (size_t k = 0; k < out->levels.size(); ++k) {
+      const auto& prev = out->levels[k];
       if (prev.name == l.name) return Status::Error(p + ": duplicate level \"" + l.name + "\"");
+      if (prev.label_key == l.label_key) {
+        return Status::Error(p + ".label: \"" + l.label_key + "\" is already the label of " + path + "[" +
+                             std::to_string(k) + "] (" + prev.name + ")");
+      }
     }
     out->levels.push_back(std::move(l));
   }
@@ -74,6 +94,7 @@ Status DecodeFabric(const nlohmann::json& j, const std::string& path, const Topo
   f.ResourcesField("capacity", &spec.node_capacity);
   f.Str("gpuModel", &spec.gpu_model);
   if (Status s = f.Done(); !s.ok()) return s;
+  if (Status s = limits::CheckResources(spec.node_capacity, f.Sub("capacity")); !s.ok()) return s;
   int64_t total = spec.nodes_per_domain;
   for (auto n : spec.per_level) total *= n;
   if (total > 1000000) return Status::Error(path + ": more than 1,000,000 nodes (" + std::to_string(total) + ")");
@@ -207,6 +228,8 @@ StatusOr<ClusterSpec> DecodeClusterSpec(const Document& doc, const std::string& 
       nf.Str("pool", &pool);
       nf.Str("gpuModel", &n.gpu_model);
       if (Status s = nf.Done(); !s.ok()) return doc.Locate(s);
+      if (Status s = limits::CheckSize(n.name, limits::kMaxNameBytes, nf.Sub("name")); !s.ok()) return doc.Locate(s);
+      if (Status s = limits::CheckResources(n.capacity, nf.Sub("capacity")); !s.ok()) return doc.Locate(s);
       auto h = ParseNodeHealth(health, nf.Sub("health"));
       if (!h.ok()) return doc.Locate(h.status());
       n.health = *h;

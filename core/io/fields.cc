@@ -1,5 +1,6 @@
 #include "core/io/fields.h"
 
+#include "core/api/limits.h"
 #include "core/io/document.h"
 
 namespace tidal {
@@ -88,6 +89,7 @@ void Fields::Duration(const std::string& key, int64_t* out_seconds) {
   if (v == nullptr) return;
   if (v->is_number_integer()) {
     if (v->get<int64_t>() < 0) return FailField(key, "must not be negative");
+    if (Status s = limits::CheckDuration(v->get<int64_t>(), Sub(key)); !s.ok()) return Fail(s);
     *out_seconds = v->get<int64_t>();
     return;
   }

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "core/api/limits.h"
 #include "core/io/fields.h"
 
 namespace tidal {
@@ -100,6 +101,8 @@ QueueConfig DecodeQueueConfig(const Document& doc, const nlohmann::json& root, s
       errors->push_back(doc.Locate(d.status()).Message());
     } else if (*d <= 0) {
       err("usageHalfLife", "must be positive");
+    } else if (Status s = limits::CheckDuration(*d, "usageHalfLife"); !s.ok()) {
+      errors->push_back(doc.Locate(s).Message());
     } else {
       cfg.default_half_life_s = *d;
     }
@@ -147,6 +150,7 @@ QueueConfig DecodeQueueConfig(const Document& doc, const nlohmann::json& root, s
                                          : StatusOr<int64_t>(Status::Error(f + ": must be a duration"));
         if (!d.ok()) errors->push_back(doc.Locate(d.status()).Message());
         else if (*d <= 0) err(f, "must be positive");
+        else if (Status s = limits::CheckDuration(*d, f); !s.ok()) errors->push_back(doc.Locate(s).Message());
         else q.half_life_s = *d;
       } else {
         err(f, "unknown field (accepted: name, parent, weight, nominal, borrowingLimit, lendingLimit, halfLife)");

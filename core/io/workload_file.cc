@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/api/limits.h"
 #include "core/io/fields.h"
 
 namespace tidal {
@@ -13,9 +14,9 @@ StatusOr<Workload> DecodeWorkload(const nlohmann::json& j, const std::string& pa
   f.Str("queue", &w.queue);
   std::string cls = "batch", door = "kubernetes";
   f.Str("class", &cls);
-  f.Int("members", &w.members, 1, 1000000);
+  f.Int("members", &w.members, 1, static_cast<int32_t>(limits::kMaxGangMembers));
   w.min_members = w.members;
-  f.Int("minMembers", &w.min_members, 1, 1000000);
+  f.Int("minMembers", &w.min_members, 1, static_cast<int32_t>(limits::kMaxGangMembers));
   f.ResourcesField("request", &w.per_member, true);
   f.Int("priority", &w.priority, -1000000000, 1000000000);
   f.Bool("preemptible", &w.preemptible);
@@ -37,6 +38,9 @@ StatusOr<Workload> DecodeWorkload(const nlohmann::json& j, const std::string& pa
                          std::to_string(w.min_members));
   }
   if (w.per_member.IsZero()) return Status::Error(f.Sub("request") + ": must ask for at least one resource");
+  if (Status s = limits::CheckResources(w.per_member, f.Sub("request")); !s.ok()) return s;
+  if (Status s = limits::CheckWorkloadTotal(w.per_member, w.members, f.Sub("members")); !s.ok()) return s;
+  if (Status s = limits::CheckSize(w.id, limits::kMaxNameBytes, f.Sub("name")); !s.ok()) return s;
   auto c = ParseWorkloadClass(cls, f.Sub("class"));
   if (!c.ok()) return c.status();
   w.workload_class = *c;

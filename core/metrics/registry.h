@@ -1,53 +1,45 @@
-// Metrics registry: Counter, Gauge and Histogram families plus callback families, rendered in the
-// Prometheus text exposition format 0.0.4 (hand-written; no prometheus-cpp).
+// Metrics registry: Tidal's metric families on prometheus-cpp (Debian's prometheus-cpp-dev 1.0.1).
+// prometheus-cpp owns the metric types (prometheus::Counter, Gauge, Histogram), the families'
+// children and the text exposition format (prometheus::TextSerializer). This file adds what
+// Tidal needs around it, and nothing that renders text:
+//   - registration that refuses what `promtool check metrics` lints (so whatever registers renders
+//     lint-clean) with a Status instead of prometheus-cpp's exceptions;
+//   - label NAMES fixed per family and values passed positionally (With({"a", "b"})), with a
+//     wrong count sent to a discard child instead of a throw;
+//   - callback families (series sampled from the owner's state at each scrape), as a
+//     prometheus::Collectable;
+//   - invalid UTF-8 in label values replaced by U+FFFD (Prometheus refuses a scrape with an invalid
+//     label value, and one bad name must not take /metrics down);
+//   - a deterministic exposition: families sorted by name, empty families left out.
 //
 //   metrics::Registry reg;
 //   auto& preemptions = reg.Counter("tidal_preemptions_total", "Gangs preempted.", {"reason"});
-//   preemptions.With({"quota"}).Inc();
+//   preemptions.With({"quota"}).Increment();
 //   auto& cycle = reg.Histogram("tidal_cycle_duration_seconds", "Cycle time.", {}, metrics::DefaultBuckets());
 //   { metrics::ScopedTimer t(cycle.With({})); RunCycle(); }
 //   reg.CallbackGauge("tidal_gpus", "GPUs by state.", {"state", "pool"}, [&] { return engine.GpuSamples(); });
 //   if (!reg.status().ok()) { /* a registration was refused: fail start-up */ }
 //   std::string body = reg.Render();   // serve with Content-Type metrics::kContentType
 //
-// Registration: label NAMES are fixed when a family is registered; each distinct list of label
-// VALUES (in the same order) is one child series, created on first use by With(). Two ways in:
+// Refusals (never an abort): duplicate name (including a name that collides with another family's
+// _bucket/_sum/_count series), invalid metric or label name (prometheus::CheckMetricName /
+// CheckLabelName; colons are refused too, they are for recording rules), duplicate label name, the
+// reserved label names "le" and "quantile", a counter not ending in "_total", a gauge or histogram
+// ending in "_total" (or a non-histogram ending in _bucket/_sum/_count), empty HELP text,
+// histogram bounds that are not finite and strictly increasing.
 //   - AddCounter/AddGauge/AddHistogram/AddCallback return the Status of a refused registration;
 //   - Counter/Gauge/Histogram/CallbackGauge/CallbackCounter always hand back something usable: on
 //     refusal, a detached family that is never rendered, and the reason is kept in status().
-// Refusals (never an abort): duplicate name (including a name that collides with another family's
-// _bucket/_sum/_count series), invalid metric or label name, duplicate label name, the reserved
-// label names "le" and "quantile", a counter not ending in "_total", a gauge or histogram ending in
-// "_total" (or a non-histogram ending in _bucket/_sum/_count), empty HELP text, histogram bounds
-// that are not finite and strictly increasing. These are the rules `promtool check metrics` lints,
-// so whatever the registry accepts renders lint-clean.
-// Label values may be any string; invalid UTF-8 is replaced by U+FFFD (Prometheus refuses a scrape
-// with an invalid label value), and values equal after that replacement are one series.
-// Wrong number of label values at With(): the update goes to a per-family discard child that is
-// never rendered, and usage_errors() counts it; TryWith() returns the error instead.
 // Children are never removed (a With() reference stays valid for the registry's lifetime); series
-// that come and go with the state (queues, pools) belong in callback families.
+// that come and go with the state (queues, pools) belong in callback families. Label values that
+// come from users (queue names) must be bounded by the caller (see engine/observability.h).
 //
-// Output: families sorted by name, each "# HELP" + "# TYPE" then its series sorted by label values
-// (labels in registration order; "le" last on buckets). Families without any series are omitted
-// (an unlabeled family always has its one series, so it renders 0 from the start). Histograms
-// render cumulative _bucket{le=...} series ending in le="+Inf", then _sum and _count.
-//
-// Threading model: every method is thread-safe; Render may run concurrently with updates and with
-// other Renders.
-//   - Counter/Gauge/Histogram updates are lock-free (relaxed std::atomic); hot paths should keep the
-//     reference With() returned rather than look it up on each update.
-//   - Each family has a mutex guarding its child map (taken by With/TryWith and by Render while
-//     reading that family); the registry has a mutex guarding the family map (registration, and the
-//     moment Render copies the family list). No lock is held while another is taken, except a
-//     family's own lock inside the registry's during registration.
-//   - Render calls callback functions with NO registry or family lock held, so a callback may take
-//     its owner's lock (e.g. Engine::mu_) even if that owner updates metrics under the same lock.
-//     Callbacks must be thread-safe with respect to what they read; an exception thrown by one
-//     omits that family from that scrape.
-//   - A histogram series is read bucket by bucket while observations continue; its _count is the
-//     sum of the buckets read, so le="+Inf" always equals _count, while _sum may include or miss an
-//     observation in flight.
+// Threading model: every method is thread-safe; Render may run concurrently with updates, with
+// registrations and with other Renders. prometheus-cpp's counters and gauges are atomics, its
+// histograms and families take their own mutexes. The registry's mutex guards the family tables;
+// Render calls callback functions with NO registry lock held, so a callback may take its owner's
+// lock (e.g. Engine::mu_) even if that owner updates metrics under the same lock. Callbacks must be
+// thread-safe with respect to what they read; one that throws omits its family from that scrape.
 #pragma once
 
 #include <atomic>
@@ -62,62 +54,24 @@
 #include <string_view>
 #include <vector>
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include "core/api/status.h"
-#include "core/metrics/text_format.h"
 
 namespace tidal::metrics {
 
+// The Content-Type header a /metrics response must carry (text format 0.0.4).
+inline constexpr std::string_view kContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+using Counter = prometheus::Counter;
+using Gauge = prometheus::Gauge;
+using Histogram = prometheus::Histogram;
+
 enum class MetricType { kCounter, kGauge, kHistogram };
-// "counter", "gauge", "histogram" (the # TYPE spelling).
-std::string_view MetricTypeName(MetricType type);
-
-// A monotonically increasing value. Inc() with a negative or NaN amount is ignored (and counted in
-// the registry's usage_errors() when the counter belongs to a family).
-class Counter {
- public:
-  void Inc(double amount = 1.0);
-  double Value() const { return value_.load(std::memory_order_relaxed); }
-
- private:
-  template <typename T>
-  friend class Family;
-  std::atomic<double> value_{0.0};
-  std::atomic<uint64_t>* errors_ = nullptr;  // the family's usage error count
-};
-
-// A value that goes up and down.
-class Gauge {
- public:
-  void Set(double v) { value_.store(v, std::memory_order_relaxed); }
-  void Inc(double amount = 1.0) { value_.fetch_add(amount, std::memory_order_relaxed); }
-  void Dec(double amount = 1.0) { value_.fetch_sub(amount, std::memory_order_relaxed); }
-  double Value() const { return value_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<double> value_{0.0};
-};
-
-// Observations counted into fixed buckets (upper bounds inclusive, as Prometheus' "le").
-class Histogram {
- public:
-  // `bounds`: finite, strictly increasing (validated by the Registry; +Inf is implicit).
-  explicit Histogram(std::shared_ptr<const std::vector<double>> bounds);
-  // NaN observations are dropped (they would turn _sum into NaN for good).
-  void Observe(double v);
-
-  struct Snapshot {
-    std::vector<uint64_t> cumulative;  // one per bound, then +Inf
-    double sum = 0;
-    uint64_t count = 0;  // == cumulative.back()
-  };
-  Snapshot Read() const;
-  const std::vector<double>& bounds() const { return *bounds_; }
-
- private:
-  std::shared_ptr<const std::vector<double>> bounds_;
-  std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // per bucket (not cumulative), last = +Inf
-  std::atomic<double> sum_{0.0};
-};
 
 // Bucket layouts (upper bounds, seconds where it applies).
 std::vector<double> DefaultBuckets();  // Prometheus' defaults: .005 .01 .025 .05 .1 .25 .5 1 2.5 5 10
@@ -129,6 +83,9 @@ std::vector<double> LinearBuckets(double start, double width, int count);
 // start, start*factor, ...; `count` bounds (count < 1, start <= 0 or factor <= 1 gives none).
 std::vector<double> ExponentialBuckets(double start, double factor, int count);
 
+// `s` with every invalid UTF-8 sequence replaced by U+FFFD (valid input is returned unchanged).
+std::string SanitizeLabelValue(std::string_view s);
+
 // One series produced by a callback family.
 struct Sample {
   std::vector<std::string> label_values;  // in the family's label name order
@@ -138,82 +95,46 @@ struct Sample {
 // in usage_errors()); repeated label values keep the first sample only.
 using Collector = std::function<std::vector<Sample>()>;
 
-namespace internal {
-
-class FamilyBase {
- public:
-  FamilyBase(std::string name, std::string help, MetricType type, std::vector<std::string> label_names);
-  virtual ~FamilyBase() = default;
-  FamilyBase(const FamilyBase&) = delete;
-  FamilyBase& operator=(const FamilyBase&) = delete;
-
-  const std::string& name() const { return name_; }
-  const std::string& help() const { return help_; }
-  MetricType type() const { return type_; }
-  const std::vector<std::string>& label_names() const { return label_names_; }
-  // With() calls with the wrong label count, refused counter decrements, dropped callback samples.
-  uint64_t usage_errors() const { return errors_.load(std::memory_order_relaxed); }
-
-  // Appends this family's series lines (no HELP/TYPE) to `out`.
-  virtual void AppendSamples(std::string& out) const = 0;
-
- protected:
-  // `name``suffix`{labels[,extra_label="extra_value"]} value\n
-  void AppendLine(std::string& out, std::string_view suffix, const std::vector<std::string>& values,
-                  std::string_view extra_label, std::string_view extra_value, double value) const;
-  Status CheckLabelCount(const std::vector<std::string>& values) const;
-
-  mutable std::atomic<uint64_t> errors_{0};
-
- private:
-  std::string name_, help_;
-  MetricType type_;
-  std::vector<std::string> label_names_;
-};
-
-class CallbackFamily final : public FamilyBase {
- public:
-  CallbackFamily(std::string name, std::string help, MetricType type, std::vector<std::string> label_names,
-                 Collector collect);
-  void AppendSamples(std::string& out) const override;
-
- private:
-  Collector collect_;
-};
-
-}  // namespace internal
+class Registry;
 
 // The children of one metric, one per distinct list of label values. Built by the Registry.
 template <typename T>
-class Family final : public internal::FamilyBase {
+class Family {
  public:
-  // `bounds` is used by histogram families only.
-  Family(std::string name, std::string help, MetricType type, std::vector<std::string> label_names,
-         std::shared_ptr<const std::vector<double>> bounds);
+  Family(const Family&) = delete;
+  Family& operator=(const Family&) = delete;
 
-  // The child for these label values (created on first use). Wrong count: the discard child.
+  // The child for these label values (created on first use; prometheus-cpp keeps it). Wrong
+  // count: the discard child, never rendered, counted in usage_errors().
   T& With(const std::vector<std::string>& label_values);
   // Same, but a wrong count is an error instead.
   StatusOr<T*> TryWith(const std::vector<std::string>& label_values);
 
-  void AppendSamples(std::string& out) const override;
+  const std::string& name() const { return name_; }
+  const std::vector<std::string>& label_names() const { return label_names_; }
+  uint64_t usage_errors() const { return errors_.load(std::memory_order_relaxed); }
 
  private:
-  std::unique_ptr<T> NewChild();
+  friend class Registry;
+  // `family` null: detached (refused at registration; nothing is rendered).
+  Family(std::string name, std::vector<std::string> label_names, prometheus::Family<T>* family,
+         std::vector<double> bounds);
+  std::unique_ptr<T> NewDetached() const;
 
-  std::shared_ptr<const std::vector<double>> bounds_;
-  mutable std::mutex mu_;  // guards children_ (the map, not the children's atomics)
-  std::map<std::vector<std::string>, std::unique_ptr<T>> children_;
+  std::string name_;
+  std::vector<std::string> label_names_;
+  prometheus::Family<T>* family_;  // owned by the Registry's prometheus::Registry
+  std::vector<double> bounds_;     // histograms only
   std::unique_ptr<T> discard_;
+  mutable std::mutex detached_mu_;  // guards detached_ (children of a detached family)
+  std::map<std::vector<std::string>, std::unique_ptr<T>> detached_;
+  std::atomic<uint64_t> errors_{0};
 };
-
-extern template class Family<Counter>;
-extern template class Family<Gauge>;
-extern template class Family<Histogram>;
 
 class Registry {
  public:
-  Registry() = default;
+  Registry();
+  ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
@@ -244,21 +165,33 @@ class Registry {
   // Ok, or an Error listing every refused convenience registration.
   Status status() const;
 
-  // The whole exposition (text format 0.0.4).
+  // The whole exposition (text format 0.0.4, prometheus::TextSerializer).
   std::string Render() const;
   // Sum of usage_errors() over the registered families.
   uint64_t usage_errors() const;
 
  private:
+  struct Callback;
+  class CallbackCollectable;
   Status CheckNew(const std::string& name, const std::string& help, MetricType type,
                   const std::vector<std::string>& label_names) const;  // mu_ held
-  Status Insert(const std::shared_ptr<internal::FamilyBase>& family);
+  void Claim(const std::string& name, MetricType type);                 // mu_ held
+  template <typename T>
+  StatusOr<Family<T>*> AddFamily(const std::string& name, const std::string& help, MetricType type,
+                                 const std::vector<std::string>& label_names, std::vector<double> bounds);
+  template <typename T>
+  Family<T>& Detached(const std::string& name, const std::vector<std::string>& label_names, std::vector<double> bounds,
+                      const Status& why);
   void Remember(const Status& s);
 
-  mutable std::mutex mu_;  // guards everything below
-  std::map<std::string, std::shared_ptr<internal::FamilyBase>> families_;
+  mutable std::mutex mu_;  // guards everything below (prom_ is thread-safe on its own)
+  std::shared_ptr<prometheus::Registry> prom_;
+  std::vector<std::unique_ptr<Family<metrics::Counter>>> counters_;
+  std::vector<std::unique_ptr<Family<metrics::Gauge>>> gauges_;
+  std::vector<std::unique_ptr<Family<metrics::Histogram>>> histograms_;
+  std::vector<std::shared_ptr<Callback>> callbacks_;
+  std::set<std::string> names_;         // registered family names
   std::set<std::string> series_names_;  // every series name the families emit (name, name_bucket, ...)
-  std::vector<std::shared_ptr<internal::FamilyBase>> detached_;
   Status status_;
 };
 
@@ -266,8 +199,8 @@ class Registry {
 // A null histogram makes it a no-op. Not thread-safe (one scope, one thread).
 class ScopedTimer {
  public:
-  explicit ScopedTimer(Histogram& h) : h_(&h) {}
-  explicit ScopedTimer(Histogram* h) : h_(h) {}
+  explicit ScopedTimer(metrics::Histogram& h) : h_(&h) {}
+  explicit ScopedTimer(metrics::Histogram* h) : h_(h) {}
   ~ScopedTimer() { Stop(); }
   ScopedTimer(const ScopedTimer&) = delete;
   ScopedTimer& operator=(const ScopedTimer&) = delete;
@@ -278,9 +211,20 @@ class ScopedTimer {
   void Cancel() { h_ = nullptr; }
 
  private:
-  Histogram* h_;
+  metrics::Histogram* h_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   double seconds_ = -1;
 };
+
+// Count and sum of a histogram child (tests and tools read these).
+struct HistogramTotals {
+  uint64_t count = 0;
+  double sum = 0;
+};
+HistogramTotals Totals(const metrics::Histogram& h);
+
+extern template class Family<metrics::Counter>;
+extern template class Family<metrics::Gauge>;
+extern template class Family<metrics::Histogram>;
 
 }  // namespace tidal::metrics

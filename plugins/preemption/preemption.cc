@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/api/duration.h"
+#include "core/api/limits.h"
 #include "core/state/cluster_state.h"
 #include "core/state/transaction.h"
 #include "plugins/args.h"
@@ -511,6 +512,7 @@ StatusOr<std::unique_ptr<Plugin>> Preemption::New(const nlohmann::json& args, co
   if (args.is_object() && args.contains("minRuntime")) {
     const auto& v = args.at("minRuntime");
     if (v.is_number_integer() && v.get<int64_t>() >= 0) {
+      if (Status s = limits::CheckDuration(v.get<int64_t>(), "minRuntime"); !s.ok()) return s;
       a.min_runtime_s = v.get<int64_t>();
     } else if (v.is_string()) {
       auto d = ParseDurationSeconds(v.get<std::string>(), "minRuntime");

@@ -25,6 +25,15 @@ StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::s
     f.Str("switchLevel", &cfg.switch_level);
     f.Str("metricsAddress", &cfg.metrics_address);
     f.Str("jobcompFile", &cfg.jobcomp_file);
+    f.Bool("engineInsecure", &cfg.engine_tls.insecure);
+    if (const auto* t = f.Get("engineTls")) {
+      Fields tf(*t, "engineTls");
+      tf.Str("ca", &cfg.engine_tls.ca, /*required=*/true);
+      tf.Str("cert", &cfg.engine_tls.cert, /*required=*/true);
+      tf.Str("key", &cfg.engine_tls.key, /*required=*/true);
+      tf.Str("serverName", &cfg.engine_tls.server_name);
+      if (Status s = tf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    }
     if (const auto* q = f.Get("queues")) {
       if (!q->is_array()) {
         f.FailField("queues", "must be a list of {account, partition, qos, queue}");

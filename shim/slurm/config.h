@@ -15,6 +15,12 @@
 //   switchLevel: leaf                 # sbatch --switches=1 means this level is required
 //   metricsAddress: 127.0.0.1:9402    # "" = no HTTP endpoint
 //   jobcompFile: ""                   # jobcomp/filetxt log: jobs that ran while the adapter was down
+//   engineTls:                        # mutual TLS to a TCP engine (files re-read every 10 s)
+//     ca: /etc/tidal/tls/ca.crt       #   the CA of the engine's certificate
+//     cert: /etc/tidal/tls/slurm.crt  #   this adapter's client certificate and key
+//     key: /etc/tidal/tls/slurm.key
+//     serverName: tidal-engine        #   a name in the engine's certificate ("" = the address's host)
+//   engineInsecure: false             # allow plaintext gRPC to a non-loopback engine address
 #pragma once
 
 #include <cstdint>
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "core/api/status.h"
+#include "server/grpc_client_tls.h"
 
 namespace tidal::slurm {
 
@@ -42,6 +49,7 @@ struct AdapterConfig {
   std::string switch_level = "leaf";
   std::string metrics_address = "127.0.0.1:9402";
   std::string jobcomp_file;
+  ClientTlsOptions engine_tls;  // engineTls + engineInsecure
 };
 
 StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::string& file);

@@ -19,8 +19,8 @@ Status FromGrpc(const grpc::Status& s, const std::string& what) {
 
 class GrpcEngineLink final : public EngineLink {
  public:
-  GrpcEngineLink(const std::string& address, int64_t timeout_ms)
-      : channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+  GrpcEngineLink(std::shared_ptr<grpc::Channel> channel, int64_t timeout_ms)
+      : channel_(std::move(channel)),
         stub_(v1::Engine::NewStub(channel_)),
         timeout_ms_(timeout_ms) {}
   ~GrpcEngineLink() override { Close(); }
@@ -83,8 +83,16 @@ class GrpcEngineLink final : public EngineLink {
 
 }  // namespace
 
+StatusOr<std::unique_ptr<EngineLink>> DialGrpcEngineLink(const std::string& address, const ClientTlsOptions& tls,
+                                                         int64_t rpc_timeout_ms) {
+  auto channel = DialEngine(address, tls, "engineTls.", "engineInsecure");
+  if (!channel.ok()) return channel.status();
+  return std::unique_ptr<EngineLink>(std::make_unique<GrpcEngineLink>(std::move(*channel), rpc_timeout_ms));
+}
+
 std::unique_ptr<EngineLink> NewGrpcEngineLink(const std::string& address, int64_t rpc_timeout_ms) {
-  return std::make_unique<GrpcEngineLink>(address, rpc_timeout_ms);
+  return std::make_unique<GrpcEngineLink>(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()),
+                                          rpc_timeout_ms);
 }
 
 }  // namespace tidal::slurm

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/api/status.h"
+#include "server/grpc_client_tls.h"
 #include "tidal/v1/engine.pb.h"
 
 namespace tidal::slurm {
@@ -26,7 +27,11 @@ class EngineLink {
   virtual bool open() const = 0;
 };
 
-// rpc_timeout_ms bounds each unary call and each ack wait.
+// rpc_timeout_ms bounds each unary call and each ack wait. tls: mutual TLS (server/grpc_client_tls.h;
+// without it a non-loopback TCP address is refused unless tls.insecure). Errors name the config field.
+StatusOr<std::unique_ptr<EngineLink>> DialGrpcEngineLink(const std::string& address, const ClientTlsOptions& tls,
+                                                         int64_t rpc_timeout_ms = 10000);
+// Plaintext, no address check: tests and benchmarks on loopback.
 std::unique_ptr<EngineLink> NewGrpcEngineLink(const std::string& address, int64_t rpc_timeout_ms = 10000);
 
 }  // namespace tidal::slurm

@@ -97,7 +97,12 @@ int main(int argc, char** argv) {
     }
     slurm = std::move(api).value();
   }
-  auto engine = tidal::slurm::NewGrpcEngineLink(cfg.engine);
+  auto dialed = tidal::slurm::DialGrpcEngineLink(cfg.engine, cfg.engine_tls);
+  if (!dialed.ok()) {
+    std::fprintf(stderr, "tidal-slurm: %s\n", dialed.status().Message().c_str());
+    return 2;
+  }
+  std::unique_ptr<tidal::slurm::EngineLink> engine = std::move(*dialed);
   tidal::slurm::Reconciler rec(cfg, slurm.get(), engine.get());
   tidal::slurm::JobcompReader jobcomp(cfg.jobcomp_file);
   if (!cfg.jobcomp_file.empty()) rec.SetJobcomp(&jobcomp);

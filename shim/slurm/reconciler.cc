@@ -203,10 +203,11 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
         }
       }
     } lent{msgs};
-    size_t bytes = 0;  // of the members in msgs.back()
+    size_t bytes = 0;  // of the nodes and members in msgs.back()
     auto head = [&](size_t add = 0) -> v1::SyncRequest& {
-      if (msgs.back().upsert_pods_size() + msgs.back().delete_pods_size() >= kChunk ||
-          (bytes + add > kChunkBytes && msgs.back().upsert_pods_size() > 0)) {
+      const auto& m = msgs.back();
+      if (m.upsert_pods_size() + m.delete_pods_size() >= kChunk ||
+          (bytes + add > kChunkBytes && m.upsert_pods_size() + m.upsert_nodes_size() + m.delete_pods_size() > 0)) {
         msgs.emplace_back();
         bytes = 0;
       }
@@ -223,8 +224,8 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
     };
     if (resync) {
       msgs[0].set_resync(true);
-      for (const auto& [name, n] : d.nodes) (void)msgs[0].add_upsert_nodes()->ParseFromString(n);
-      bytes = msgs[0].ByteSizeLong();
+      // Nodes first (cut by bytes like members: 100,000 nodes do not fit one message).
+      for (const auto& [name, n] : d.nodes) (void)head(n.size() + 8).add_upsert_nodes()->ParseFromString(n);
       st.upserts = static_cast<int64_t>(d.nodes.size());
       // Members holding nodes first: they are in the first messages, so the engine's capacity is
       // right from the first message on.
@@ -238,12 +239,12 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
       for (const auto& [name, n] : d.nodes) {
         auto it = sent_nodes_.find(name);
         if (it != sent_nodes_.end() && it->second == n) continue;
-        (void)msgs[0].add_upsert_nodes()->ParseFromString(n);
+        (void)head(n.size() + 8).add_upsert_nodes()->ParseFromString(n);
         ++st.upserts;
       }
       for (const auto& [name, n] : sent_nodes_) {
         if (!d.nodes.count(name)) {
-          msgs[0].add_delete_nodes(name);
+          head(name.size() + 8).add_delete_nodes(name);
           ++st.deletes;
         }
       }

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/api/limits.h"
 #include "shim/slurm/config.h"
 #include "shim/slurm/engine_link.h"
 #include "shim/slurm/jobcomp.h"
@@ -53,8 +54,9 @@ class Reconciler {
   // Bounds per pass (slurmctld is shared: never a storm of updates).
   static constexpr int kMaxCommentsPerPass = 200;
   static constexpr int kChunk = 5000;  // members per Sync message
-  // Bytes of members per Sync message (a Sync message must stay under gRPC's default 4 MiB).
-  static constexpr size_t kChunkBytes = size_t{2} << 20;
+  // Bytes of nodes and members per Sync message (the engine receives up to 16 MiB; one object is
+  // at most 1 MiB: core/api/limits.h).
+  static constexpr size_t kChunkBytes = limits::kSyncBatchBytes;
 
  private:
   struct Desired;

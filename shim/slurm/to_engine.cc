@@ -6,6 +6,8 @@
 #include <functional>
 #include <string_view>
 
+#include "core/api/limits.h"
+
 namespace tidal::slurm {
 
 namespace {
@@ -119,6 +121,42 @@ std::string SkipReason(const JobRecord& j) {
     return "waiting on dependency " + j.dependency;
   }
   if (j.node_count == 0) return "cannot schedule: node_count: 0 nodes";
+  return BoundsError(j);
+}
+
+std::string BoundsError(const JobRecord& j) {
+  // core/api/limits.h: what the engine accepts of one gang, refused here with the job's own words.
+  auto over = [](const std::string& what, int64_t v, const std::string& limit) {
+    return "cannot schedule: " + what + " " + std::to_string(v) + " is over Tidal's limit of " + limit;
+  };
+  if (j.node_count > limits::kMaxGangMembers) return over("node_count:", j.node_count, std::to_string(limits::kMaxGangMembers) + " nodes");
+  if (j.gpus_per_node > limits::kMaxGpusPerNode) {
+    return over("GPUs per node:", j.gpus_per_node, std::to_string(limits::kMaxGpusPerNode));
+  }
+  if (j.cpus_per_node > limits::kMaxCpuMilliPerNode / 1000) {
+    return over("CPUs per node:", j.cpus_per_node, std::to_string(limits::kMaxCpuMilliPerNode / 1000));
+  }
+  if (j.memory_mb_per_node > (limits::kMaxMemoryBytesPerNode >> 20)) {
+    return over("memory per node (MiB):", j.memory_mb_per_node, std::to_string(limits::kMaxMemoryBytesPerNode >> 20));
+  }
+  const int64_t nodes = std::max<int64_t>(1, j.node_count);
+  if (Status s = limits::CheckWorkloadTotal(Resources{std::max<int64_t>(0, j.gpus_per_node), 0, 0}, nodes, "GPUs"); !s.ok()) {
+    return "cannot schedule: " + s.Message();
+  }
+  for (const auto& [k, v] : CommentKeys(j.comment)) {
+    if (v.size() > limits::kMaxValueBytes) {
+      return "cannot schedule: --comment " + k + ": a value of " + std::to_string(v.size()) + " bytes, over the limit of " +
+             std::to_string(limits::kMaxValueBytes);
+    }
+  }
+  size_t names = 0;
+  for (const auto* list : {&j.excluded_nodes, &j.required_nodes}) {
+    for (const auto& n : *list) names += n.size() + 2;
+  }
+  if (names > limits::kMaxObjectBytes / 2) {
+    return "cannot schedule: --exclude / --nodelist name " + std::to_string(names) + " bytes of nodes, over the limit of " +
+           std::to_string(limits::kMaxObjectBytes / 2);
+  }
   return "";
 }
 
@@ -159,7 +197,10 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
   a["tidal.dev/gang"] = id;
   a["tidal.dev/gang-size"] = std::to_string(members);
   a["tidal.dev/queue"] = QueueFor(cfg, j.account, j.partition, j.qos);
-  if (j.time_limit_min > 0) a["tidal.dev/runtime-limit"] = std::to_string(j.time_limit_min) + "m";
+  // Slurm enforces the time limit itself; Tidal plans with it, at most its 365-day cap.
+  if (j.time_limit_min > 0) {
+    a["tidal.dev/runtime-limit"] = std::to_string(std::min<int64_t>(j.time_limit_min, limits::kMaxDurationS / 60)) + "m";
+  }
   if (!j.gpu_model.empty()) a["tidal.dev/gpu-model"] = j.gpu_model;
   if (j.req_switch == 1 && !cfg.switch_level.empty() && !a.count("tidal.dev/topology-required")) {
     a["tidal.dev/topology-required"] = cfg.switch_level;
@@ -260,9 +301,11 @@ v1::Node NodeOf(const NodeRecord& n, const AdapterConfig& cfg) {
     l[FeatureLabel(f)] = "true";
   }
   for (const auto& p : n.partitions) l[PartitionLabel(p)] = "true";
-  out.mutable_capacity()->set_gpus(std::max<int64_t>(0, n.gpus));
-  out.mutable_capacity()->set_cpu_milli(std::max<int64_t>(0, n.cpus) * 1000);
-  out.mutable_capacity()->set_memory_bytes(std::max<int64_t>(0, n.real_memory_mb) * (int64_t{1} << 20));
+  // At most the engine's per-node caps (core/api/limits.h): a node beyond them plans as one at them.
+  out.mutable_capacity()->set_gpus(std::clamp<int64_t>(n.gpus, 0, limits::kMaxGpusPerNode));
+  out.mutable_capacity()->set_cpu_milli(std::clamp<int64_t>(n.cpus, 0, limits::kMaxCpuMilliPerNode / 1000) * 1000);
+  out.mutable_capacity()->set_memory_bytes(std::clamp<int64_t>(n.real_memory_mb, 0, limits::kMaxMemoryBytesPerNode >> 20) *
+                                           (int64_t{1} << 20));
   out.set_gpu_model(n.gpu_model);
   // Ready: slurmctld hears from it and it is up. Schedulable for Slurm: not drained (by anyone: an
   // admin's drain keeps Tidal's Slurm jobs off too), not in maintenance, parsed.

@@ -14,8 +14,10 @@
 // Job states: held or otherwise pending -> pending members; pending and released by Tidal (its
 // AdminComment starts "tidal: released") -> members bound to its ReqNodeList (the capacity is
 // Slurm's to start on); running, suspended or completing -> members bound to its nodes; finished ->
-// absent. A job waiting on a dependency, or whose fields could not be read, is not sent: Skip()
-// says why (shown to its owner).
+// absent. A job waiting on a dependency, whose fields could not be read, or over Tidal's bounds
+// (BoundsError) is not sent: SkipReason() says why (shown to its owner). A time limit over 365
+// days is sent as 365 days (Slurm enforces its own limit); a node's capacity at most the engine's
+// per-node caps (core/api/limits.h).
 //
 // Threading: pure functions.
 #pragma once
@@ -43,8 +45,12 @@ enum class JobStance {
 };
 JobStance StanceOf(const JobRecord& j);
 
-// Why a pending job is not sent to the engine ("" = it is sent).
+// Why a pending job is not sent to the engine ("" = it is sent); includes BoundsError.
 std::string SkipReason(const JobRecord& j);
+// Why the job is over core/api/limits.h's bounds ("" = it is not): more than 10000 nodes, a
+// node's worth over the per-node caps, nodes x GPUs over the workload cap, a --comment tidal.dev/
+// value over 1024 bytes, --exclude/--nodelist naming over 512 KiB of nodes.
+std::string BoundsError(const JobRecord& j);
 
 // The job ids a record stands for: itself, or each pending task of an unsplit array record.
 std::vector<std::string> JobIdsOf(const JobRecord& j);

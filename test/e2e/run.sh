@@ -455,7 +455,7 @@ case_deploy() {
   # In a cluster it uses its service account; here, the test kubeconfig (--kubeconfig is ignored with --config).
   grep -q '^clientConnection:' "$cfg" || printf 'clientConnection:\n  kubeconfig: %s\n' "$BASE/kubeconfig" >>"$cfg"
   if out=$("$TIDAL_E2E_BIN/tidal-scheduler" --config="$cfg" \
-      --write-config-to="$BASE/deploy-scheduler-config.out.yaml" 2>&1) && grep -q 'engineAddress: unix:///run/tidal/engine.sock' "$BASE/deploy-scheduler-config.out.yaml"; then
+      --write-config-to="$BASE/deploy-scheduler-config.out.yaml" 2>&1) && grep -q 'engineAddress: unix:///run/tidal/sock/engine.sock' "$BASE/deploy-scheduler-config.out.yaml"; then
     check "the overlay's KubeSchedulerConfiguration loads in tidal-scheduler (--write-config-to)" true
   else
     echo "$out" | tail -n 5 | sed 's/^/    /' >&2

@@ -58,12 +58,12 @@ int main() {
   largest.With({"nvlink"}).Set(8);
   largest.With({"leaf"}).Set(128);
   auto& preempt = reg.Counter("tidal_preemptions_total", "Gangs preempted, by reason.", {"reason"});
-  preempt.With({"quota"}).Inc();
-  preempt.With({"priority"}).Inc(3);
+  preempt.With({"quota"}).Increment();
+  preempt.With({"priority"}).Increment(3);
   auto& preempted = reg.Counter("tidal_preempted_gpu_seconds_total", "GPU-seconds of work lost to preemption.",
                                 {"reason"});
-  preempted.With({"quota"}).Inc(1234.5);
-  preempted.With({"priority"}).Inc(1e20);
+  preempted.With({"quota"}).Increment(1234.5);
+  preempted.With({"priority"}).Increment(1e20);
   auto& cycle = reg.Histogram("tidal_cycle_duration_seconds", "Scheduling cycle duration.", {}, m::DefaultBuckets());
   cycle.With({}).Observe(0.003);
   cycle.With({}).Observe(std::numeric_limits<double>::infinity());
@@ -83,14 +83,14 @@ int main() {
                                   {{"team-c"}, 2.5e-7}};
   });
   auto& grpc = reg.Counter("tidal_grpc_requests_total", "gRPC requests by method and code.", {"method", "code"});
-  grpc.With({"/tidal.v1.Engine/PlanPod", "OK"}).Inc(10);
-  grpc.With({"/tidal.v1.Engine/PlanPod", "UNAVAILABLE"}).Inc();
+  grpc.With({"/tidal.v1.Engine/PlanPod", "OK"}).Increment(10);
+  grpc.With({"/tidal.v1.Engine/PlanPod", "UNAVAILABLE"}).Increment();
   reg.Histogram("tidal_grpc_request_duration_seconds", "gRPC handling time by method.", {"method"},
                 m::ExponentialBuckets(0.0001, 4, 10))
       .With({"/tidal.v1.Engine/Sync"})
       .Observe(0.02);
   auto& reloads = reg.Counter("tidal_config_reloads_total", "Config reloads by result.", {"result"});
-  reloads.With({"success"}).Inc();
+  reloads.With({"success"}).Increment();
   reloads.With({"failure"});
 
   if (!reg.status().ok()) {

@@ -301,7 +301,7 @@ TEST_F(EngineTest, GangThatDoesNotFitGetsAReservationThatLaterPlansHonour) {
   PlanResult p1 = engine_->PlanPod("uid-p1");
   ASSERT_TRUE(p1.status.ok()) << p1.status.ToString();
   EXPECT_EQ(std::set<std::string>({p0.node, p1.node}), (std::set<std::string>{"n0", "n1"}));
-  EXPECT_TRUE(engine_->Gauges().reservations.empty()) << "a planned gang holds no reservation";
+  for (const auto& row : engine_->Gauges().reservations) EXPECT_EQ(row.value, 0) << "a planned gang holds no reservation";
 }
 
 }  // namespace

@@ -752,7 +752,7 @@ INSTANTIATE_TEST_SUITE_P(
         WorkloadErrorCase{"MissingName", "workloads:\n  - request: {gpus: 1}\n", "request", "workloads[0].name: required"},
         WorkloadErrorCase{"EmptyName", "workloads:\n  - name: ''\n    request: {gpus: 1}\n", "name",
                           "workloads[0].name: must not be empty"},
-        WorkloadErrorCase{"ZeroMembers", One("    members: 0\n"), "members", "workloads[0].members: must be 1..1000000, got 0"},
+        WorkloadErrorCase{"ZeroMembers", One("    members: 0\n"), "members", "workloads[0].members: must be 1..10000, got 0"},
         WorkloadErrorCase{"MembersNotInteger", One("    members: many\n"), "members", "workloads[0].members: must be an integer"},
         WorkloadErrorCase{"QuotedMembersIsNotInteger", One("    members: '4'\n"), "members",
                           "workloads[0].members: must be an integer"},

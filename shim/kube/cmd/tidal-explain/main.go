@@ -1,6 +1,6 @@
 // Command tidal-explain asks tidal-engine why a workload is where it is (the Explain RPC).
 //
-//	tidal-explain [--engine unix:///PATH|HOST:PORT] [--timeout 2s] WORKLOAD...
+//	tidal-explain [--engine unix:///PATH|HOST:PORT] [--timeout 2s] [--tls-ca F --tls-cert F --tls-key F] WORKLOAD...
 //	tidal-explain --wait-partial 10s WORKLOAD...
 //
 // WORKLOAD is a gang "namespace/gang" or a pod "namespace/name". Prints the engine's text for each;
@@ -32,6 +32,12 @@ func main() {
 	addr := flag.String("engine", engineclient.DefaultAddress, "tidal-engine address: unix:///PATH or HOST:PORT")
 	timeout := flag.Duration("timeout", 2*time.Second, "timeout of each call")
 	waitPartial := flag.Duration("wait-partial", 0, "poll until a gang's plan is partly reserved (0: explain once)")
+	var files engineclient.TLSFiles
+	flag.StringVar(&files.CAFile, "tls-ca", "", "mutual TLS: the CA of the engine's certificate (PEM)")
+	flag.StringVar(&files.CertFile, "tls-cert", "", "mutual TLS: client certificate (PEM)")
+	flag.StringVar(&files.KeyFile, "tls-key", "", "mutual TLS: client key (PEM)")
+	flag.StringVar(&files.ServerName, "tls-server-name", "", "the name in the engine's certificate (default: the address's host)")
+	insecure := flag.Bool("insecure", false, "allow plaintext to an engine address that is not a unix socket or loopback")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: tidal-explain [--engine ADDR] [--timeout D] NAMESPACE/GANG|NAMESPACE/POD...\n")
 		flag.PrintDefaults()
@@ -41,7 +47,8 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	c, err := engineclient.New(engineclient.Config{Address: *addr, Timeout: *timeout}, klog.Background())
+	c, err := engineclient.New(engineclient.Config{Address: *addr, Timeout: *timeout, TLS: files, Insecure: *insecure},
+		klog.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tidal-explain:", err)
 		os.Exit(2)

@@ -33,6 +33,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "tidal-scheduler: feature gates:", err)
 		os.Exit(1)
 	}
-	cmd := app.NewSchedulerCommand(app.WithPlugin(tidal.Name, tidal.New))
+	cmd := newCommand(app.WithPlugin(tidal.Name, tidal.New)) // app.NewSchedulerCommand + pkg/leader (command.go)
 	os.Exit(cli.Run(cmd))
 }

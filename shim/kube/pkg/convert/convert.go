@@ -11,6 +11,8 @@
 //   - A pod's priority is spec.priority (0 when unset, as the Priority admission plugin leaves it).
 //   - Node selector, node affinity, tolerations and self anti-affinity travel with the pod, taints
 //     with the node (constraints.go).
+//   - A pod carries only the labels and annotations the engine reads; an object too large for a
+//     Sync message is sent without them, marked (limits.go).
 //   - The PodGroup a pod names (upstream: podgroup.go; Volcano's, KAI's: peergroup.go) adds what
 //     it says (gang size, topology, queue) to the converted pod's annotations.
 //
@@ -62,8 +64,8 @@ func Pod(p *v1.Pod) *tidalv1.Pod {
 		NodeName:      p.Spec.NodeName,
 		Phase:         Phase(p.Status.Phase),
 		Request:       Resources(PodRequests(p)),
-		Labels:        copyMap(p.Labels),
-		Annotations:   copyMap(p.Annotations),
+		Labels:        engineView(p.Labels), // only the keys the engine reads (limits.go)
+		Annotations:   engineView(p.Annotations),
 		CreationUnix:  p.CreationTimestamp.Unix(),
 		Terminating:   p.DeletionTimestamp != nil,
 	}
@@ -79,7 +81,7 @@ func Pod(p *v1.Pod) *tidalv1.Pod {
 		out.Priority = *p.Spec.Priority
 	}
 	podConstraints(p, out)
-	return out
+	return boundPod(out) // over MaxObjectBytes: without its keys, marked (limits.go)
 }
 
 // Phase maps a pod phase ("" and unknown values count as PENDING / UNKNOWN).
@@ -100,7 +102,7 @@ func Phase(ph v1.PodPhase) tidalv1.Pod_Phase {
 
 // Node converts a node.
 func Node(n *v1.Node) *tidalv1.Node {
-	return &tidalv1.Node{
+	return boundNode(&tidalv1.Node{
 		Name:          n.Name,
 		Labels:        copyMap(n.Labels),
 		Capacity:      Resources(n.Status.Allocatable),
@@ -108,7 +110,7 @@ func Node(n *v1.Node) *tidalv1.Node {
 		Unschedulable: n.Spec.Unschedulable,
 		GpuModel:      n.Labels[GPUModelLabel],
 		Taints:        nodeTaints(n),
-	}
+	}) // over MaxObjectBytes: cordoned, without its labels and taints (limits.go)
 }
 
 // NodeReady is true when the node's Ready condition is True.

@@ -21,7 +21,7 @@
 //     the tidal.v1.Status inside the response.
 //
 // Files: client.go (config, the informer handlers that record changes), stream.go (the Sync loop),
-// calls.go (the unary calls).
+// calls.go (the unary calls), tls.go (mutual TLS with reloaded files).
 //
 // Threading: all methods are safe for concurrent use. Informer handlers only record the latest
 // version of each object under mu; one goroutine (started by Start) owns the stream, sends batches,
@@ -38,7 +38,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -60,8 +59,9 @@ type Config struct {
 	// MaxBatch: a Sync message carries at most this many objects; reaching it flushes at once
 	// (default 500).
 	MaxBatch int
-	// MaxMessageBytes: snapshot chunks stay below this size (default 2 MiB; the engine's gRPC
-	// server accepts 4 MiB).
+	// MaxMessageBytes: Sync messages (snapshot chunks and batches of changes) stay below this
+	// size (default convert.SyncBatchBytes, 4 MiB; the engine receives up to 16 MiB:
+	// core/api/limits.h).
 	MaxMessageBytes int
 	// ReconnectMin / ReconnectMax bound the backoff between Sync stream attempts (100ms / 2s).
 	ReconnectMin, ReconnectMax time.Duration
@@ -76,6 +76,11 @@ type Config struct {
 	// RefusedRetryMax bounds the backoff between attempts while another holder has the door
 	// (default 5s, at least ReconnectMax).
 	RefusedRetryMax time.Duration
+	// TLS: mutual TLS with the engine, files re-read when they change (tls.go). Without it the
+	// connection is plaintext, allowed for a unix socket or a loopback address, or anywhere with
+	// Insecure.
+	TLS      TLSFiles
+	Insecure bool
 }
 
 const DefaultAddress = "unix:///tmp/tidal-engine.sock"
@@ -94,7 +99,7 @@ func (c *Config) defaults() {
 		c.MaxBatch = 500
 	}
 	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = 2 << 20
+		c.MaxMessageBytes = convert.SyncBatchBytes
 	}
 	if c.ReconnectMin <= 0 {
 		c.ReconnectMin = 100 * time.Millisecond
@@ -211,16 +216,21 @@ type Client struct {
 	kick         chan struct{}
 }
 
-// New dials lazily (no I/O until the first call or Start).
+// New dials lazily (no I/O until the first call or Start); with TLS files it reads them once here
+// (errors name the file).
 func New(cfg Config, logger klog.Logger) (*Client, error) {
 	cfg.defaults()
+	creds, err := transportCredentials(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
 	conn, err := grpc.NewClient(Target(cfg.Address),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: time.Second,
 		}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20), grpc.MaxCallSendMsgSize(16<<20)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(convert.MaxSyncMessageBytes), grpc.MaxCallSendMsgSize(convert.MaxSyncMessageBytes)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("tidal-engine address %q: %w", cfg.Address, err)

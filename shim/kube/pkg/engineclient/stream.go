@@ -327,6 +327,7 @@ func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
 		for _, o := range c.nodeStore.List() {
 			if n, ok := o.(*v1.Node); ok {
 				m := convert.Node(n)
+				c.logOversize(nil, m)
 				r := add(proto.Size(m))
 				r.UpsertNodes = append(r.UpsertNodes, m)
 			}
@@ -336,6 +337,7 @@ func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
 		for _, o := range c.podStore.List() {
 			if p, ok := o.(*v1.Pod); ok {
 				m := convert.Pod(p)
+				c.logOversize(m, nil)
 				r := add(proto.Size(m))
 				r.UpsertPods = append(r.UpsertPods, m)
 			}
@@ -348,7 +350,23 @@ func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
 	return msgs
 }
 
-// takePending empties the pending changes into messages of at most MaxBatch objects.
+// logOversize logs a pod or node that convert sent without its keys, being over
+// convert.MaxObjectBytes (the engine refuses such a pending pod, naming the size, and keeps such a
+// node cordoned).
+func (c *Client) logOversize(p *tidalv1.Pod, n *tidalv1.Node) {
+	if size := convert.PodOversize(p); size > 0 {
+		c.logger.Error(nil, "pod too large for a Sync message: sent without its labels, annotations and constraints; "+
+			"the engine refuses it while pending", "pod", p.GetNamespace()+"/"+p.GetName(), "bytes", size,
+			"limit", convert.MaxObjectBytes)
+	}
+	if size := convert.NodeOversize(n); size > 0 {
+		c.logger.Error(nil, "node too large for a Sync message: sent cordoned, without its labels and taints",
+			"node", n.GetName(), "bytes", size, "limit", convert.MaxObjectBytes)
+	}
+}
+
+// takePending empties the pending changes into messages of at most MaxBatch objects and
+// MaxMessageBytes (a message holds at least one object; one is at most convert.MaxObjectBytes).
 func (c *Client) takePending() ([]*tidalv1.SyncRequest, []*SyncedInfo) {
 	c.mu.Lock()
 	pods, nodes := c.pendingPods, c.pendingNodes
@@ -362,19 +380,25 @@ func (c *Client) takePending() ([]*tidalv1.SyncRequest, []*SyncedInfo) {
 	var infos []*SyncedInfo
 	var cur *tidalv1.SyncRequest
 	var info *SyncedInfo
-	n := 0
-	next := func() {
-		if cur == nil || n >= c.cfg.MaxBatch {
+	n, size := 0, 0
+	next := func(sz int) {
+		if cur == nil || n >= c.cfg.MaxBatch || (n > 0 && size+sz > c.cfg.MaxMessageBytes) {
 			cur, info = &tidalv1.SyncRequest{Door: tidalv1.FrontDoor_KUBERNETES}, &SyncedInfo{}
 			msgs = append(msgs, cur)
 			infos = append(infos, info)
-			n = 0
+			n, size = 0, 0
 		}
 		n++
+		size += sz + 8 // the field's tag and length
 	}
 	// Nodes first: pods may name a node that is new in this batch.
 	for name, node := range nodes {
-		next()
+		if node == nil {
+			next(len(name))
+		} else {
+			c.logOversize(nil, node)
+			next(proto.Size(node))
+		}
 		if node == nil {
 			cur.DeleteNodes = append(cur.DeleteNodes, name)
 		} else {
@@ -384,7 +408,12 @@ func (c *Client) takePending() ([]*tidalv1.SyncRequest, []*SyncedInfo) {
 		info.NodesChanged = true
 	}
 	for uid, op := range pods {
-		next()
+		if op.pod == nil {
+			next(len(uid))
+		} else {
+			c.logOversize(op.pod, nil)
+			next(proto.Size(op.pod))
+		}
 		if op.pod == nil {
 			cur.DeletePods = append(cur.DeletePods, uid)
 		} else {

@@ -11,7 +11,8 @@
 //     cycle does: True (reason Scheduled) once minCount of its pods (1 for schedulingPolicy.basic)
 //     of Tidal's profiles are bound; False (reason Unschedulable, the message kube-scheduler wrote
 //     in the pod's PodScheduled condition, i.e. the engine's reason) while none is and one of its
-//     pending pods was refused. Like upstream it never turns True back to False.
+//     pending pods was refused. Like upstream it never turns True back to False. Only the
+//     leading replica writes (pkg/leader): a standby queues the groups until it leads.
 //
 // Volcano's and KAI's PodGroups are watched too, read only (peers.go).
 //
@@ -44,6 +45,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tidal-sched/tidal/shim/kube/pkg/convert"
+	"github.com/tidal-sched/tidal/shim/kube/pkg/leader"
 )
 
 // GroupVersion is the API the shim reads.
@@ -214,10 +216,20 @@ func (c *Controller) run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
+	// A standby replica writes no status: the queue collects the groups (one entry each) until
+	// this replica leads, then writes what the members call for by then.
+	if leader.Wait(ctx) != nil {
+		return
+	}
 	for {
 		key, quit := c.queue.Get()
 		if quit {
 			return
+		}
+		if !leader.Leading() { // renewals failing: kube-scheduler is about to exit
+			c.queue.AddAfter(key, time.Second)
+			c.queue.Done(key)
+			continue
 		}
 		if err := c.sync(ctx, key); err != nil {
 			c.logger.V(2).Info("PodGroup status not written; retrying", "podGroup", key, "err", err)

@@ -28,22 +28,40 @@ import (
 //	    activationIntervalMs: 1000                     # how often pods another front door planned ahead are activated
 //	    holder: ""                                     # the KUBERNETES door's lease holder ("": PROFILE@HOSTNAME)
 //	    leaseTtlMs: 15000                              # how long the engine keeps the lease after the stream closed
+//	    engineTLS:                                     # mutual TLS to a TCP engine (files re-read when they change)
+//	      caFile: /etc/tidal/tls/ca.crt                #   the CA of the engine's certificate
+//	      certFile: /etc/tidal/tls/tls.crt             #   this scheduler's client certificate
+//	      keyFile: /etc/tidal/tls/tls.key
+//	      serverName: tidal-engine                     #   a name in the engine's certificate ("": the address's host)
+//	    engineInsecure: false                          # allow plaintext to a non-loopback TCP engine
 //
 // Profiles share one engine client per engineAddress: the first profile's args configure it (holder,
 // leaseTtlMs, timeoutMs, syncFlushMs, syncBatch).
 type Args struct {
-	EngineAddress        string `json:"engineAddress,omitempty"`
-	TimeoutMs            int    `json:"timeoutMs,omitempty"`
-	SyncFlushMs          int    `json:"syncFlushMs,omitempty"`
-	SyncBatch            int    `json:"syncBatch,omitempty"`
-	OverdueIntervalMs    int    `json:"overdueIntervalMs,omitempty"`
-	ActivationIntervalMs int    `json:"activationIntervalMs,omitempty"`
-	Holder               string `json:"holder,omitempty"`
-	LeaseTtlMs           int    `json:"leaseTtlMs,omitempty"`
+	EngineAddress        string   `json:"engineAddress,omitempty"`
+	TimeoutMs            int      `json:"timeoutMs,omitempty"`
+	SyncFlushMs          int      `json:"syncFlushMs,omitempty"`
+	SyncBatch            int      `json:"syncBatch,omitempty"`
+	OverdueIntervalMs    int      `json:"overdueIntervalMs,omitempty"`
+	ActivationIntervalMs int      `json:"activationIntervalMs,omitempty"`
+	Holder               string   `json:"holder,omitempty"`
+	LeaseTtlMs           int      `json:"leaseTtlMs,omitempty"`
+	EngineTLS            *TLSArgs `json:"engineTLS,omitempty"`
+	EngineInsecure       bool     `json:"engineInsecure,omitempty"`
 }
 
+// TLSArgs: engineTLS, the client side of the engine's mutual TLS.
+type TLSArgs struct {
+	CAFile     string `json:"caFile,omitempty"`
+	CertFile   string `json:"certFile,omitempty"`
+	KeyFile    string `json:"keyFile,omitempty"`
+	ServerName string `json:"serverName,omitempty"`
+}
+
+var tlsArgKeys = []string{"caFile", "certFile", "keyFile", "serverName"}
+
 var argKeys = []string{"engineAddress", "timeoutMs", "syncFlushMs", "syncBatch", "overdueIntervalMs",
-	"activationIntervalMs", "holder", "leaseTtlMs"}
+	"activationIntervalMs", "holder", "leaseTtlMs", "engineTLS", "engineInsecure"}
 
 // maxHolderLen bounds the holder arg (it appears in the engine's logs and refusals).
 const maxHolderLen = 256
@@ -68,6 +86,22 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 				sort.Strings(unknown)
 				return a, fmt.Errorf("%s args: unknown field(s) %s (accepted: %s)", Name,
 					strings.Join(unknown, ", "), strings.Join(argKeys, ", "))
+			}
+			if t, ok := raw["engineTLS"]; ok {
+				var tm map[string]json.RawMessage
+				if err := yaml.Unmarshal(t, &tm); err != nil {
+					return a, fmt.Errorf("%s args: engineTLS: must be a map of %s", Name, strings.Join(tlsArgKeys, ", "))
+				}
+				for k := range tm {
+					if !contains(tlsArgKeys, k) {
+						unknown = append(unknown, "engineTLS."+k)
+					}
+				}
+				if len(unknown) > 0 {
+					sort.Strings(unknown)
+					return a, fmt.Errorf("%s args: unknown field(s) %s (accepted: %s)", Name,
+						strings.Join(unknown, ", "), strings.Join(tlsArgKeys, ", "))
+				}
 			}
 		}
 	}
@@ -110,6 +144,8 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 			Name, a.Holder, maxHolderLen)
 	case !strings.HasPrefix(a.EngineAddress, "unix://") && !strings.Contains(a.EngineAddress, ":"):
 		return a, fmt.Errorf("%s args: engineAddress: %q is neither unix:///PATH nor HOST:PORT", Name, a.EngineAddress)
+	case a.EngineTLS != nil && (a.EngineTLS.CAFile == "" || a.EngineTLS.CertFile == "" || a.EngineTLS.KeyFile == ""):
+		return a, fmt.Errorf("%s args: engineTLS: caFile, certFile and keyFile are all required", Name)
 	}
 	return a, nil
 }
@@ -129,7 +165,17 @@ func (a Args) clientConfig(profile string) engineclient.Config {
 		MaxBatch:      a.SyncBatch,
 		Holder:        holder,
 		LeaseTTL:      time.Duration(a.LeaseTtlMs) * time.Millisecond,
+		TLS:           a.tlsFiles(),
+		Insecure:      a.EngineInsecure,
 	}
+}
+
+func (a Args) tlsFiles() engineclient.TLSFiles {
+	if a.EngineTLS == nil {
+		return engineclient.TLSFiles{}
+	}
+	return engineclient.TLSFiles{CAFile: a.EngineTLS.CAFile, CertFile: a.EngineTLS.CertFile, KeyFile: a.EngineTLS.KeyFile,
+		ServerName: a.EngineTLS.ServerName}
 }
 
 func contains(list []string, s string) bool {

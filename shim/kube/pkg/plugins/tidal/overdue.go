@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/tidal-sched/tidal/shim/kube/pkg/leader"
 )
 
 func (p *Plugin) evictOverdueEvery(ctx context.Context, every time.Duration) {
@@ -27,7 +29,7 @@ func (p *Plugin) evictOverdueEvery(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if p.client.Synced() {
+			if p.client.Synced() && leader.Leading() { // a standby replica evicts nothing
 				p.evictOverdue(ctx)
 			}
 		}

@@ -24,6 +24,12 @@
 // another front door's call (a Slurm Admit) planned ahead by fair share are polled from the engine
 // and activated (activations.go).
 //
+// High availability (leader election on): kube-scheduler starts the informers, and so this
+// plugin's Sync stream and PreEnqueue, before it runs for the lease; a standby replica keeps its
+// engine in sync and holds gangs like the leader, but writes nothing to the API server (events,
+// evictions, PodGroup status ask pkg/leader first) and never schedules or binds (kube-scheduler
+// runs its scheduling loop only once it leads).
+//
 // Threading: kube-scheduler calls PreEnqueue under its queue lock (so it never blocks long: a short
 // timeout, and no call at all while the engine is away), the scheduling-cycle points one pod at a
 // time, and Unreserve/PostBind from binding goroutines. The plugin's own bookkeeping (held, rejected
@@ -49,6 +55,7 @@ import (
 	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
 	"github.com/tidal-sched/tidal/shim/kube/pkg/convert"
 	"github.com/tidal-sched/tidal/shim/kube/pkg/engineclient"
+	"github.com/tidal-sched/tidal/shim/kube/pkg/leader"
 	"github.com/tidal-sched/tidal/shim/kube/pkg/podgroup"
 )
 
@@ -260,8 +267,8 @@ var nodeWarningWriters sync.Map
 // onNodeWarnings writes the engine's caveats about nodes as Warning events on the nodes (only the
 // first profile's instance on a client does, so several profiles do not repeat them).
 func (p *Plugin) onNodeWarnings(ws []*tidalv1.NodeWarning) {
-	if p.handle == nil || p.handle.EventRecorder() == nil || p.nodes == nil {
-		return
+	if p.handle == nil || p.handle.EventRecorder() == nil || p.nodes == nil || !leader.Leading() {
+		return // a standby replica writes nothing (the leader's engine reports the same nodes)
 	}
 	for _, w := range ws {
 		n, err := p.nodes.Get(w.GetNode())
@@ -403,8 +410,8 @@ func (p *Plugin) clear(uid types.UID) {
 
 // event writes a pod event, once per distinct reason+note (PreEnqueue and PreFilter run often).
 func (p *Plugin) event(pod *v1.Pod, eventType, reason, note string) {
-	if p.handle == nil || p.handle.EventRecorder() == nil {
-		return
+	if p.handle == nil || p.handle.EventRecorder() == nil || !leader.Leading() {
+		return // a standby replica writes nothing (and records nothing, so it reports once it leads)
 	}
 	p.mu.Lock()
 	dup := p.reported[pod.UID] == reason+"\x00"+note

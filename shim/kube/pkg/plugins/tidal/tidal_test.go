@@ -161,7 +161,7 @@ func TestDecodeArgs(t *testing.T) {
 		`{"timeoutMs": 0.5}`:   "timeoutMs",
 		`{"timeoutMs": 70000}`: "timeoutMs: must be 1..60000",
 		`{"engineAdress": "x:1"}`: "unknown field(s) engineAdress (accepted: engineAddress, timeoutMs, syncFlushMs, syncBatch, overdueIntervalMs, " +
-			"activationIntervalMs, holder, leaseTtlMs)",
+			"activationIntervalMs, holder, leaseTtlMs, engineTLS, engineInsecure)",
 		`{"activationIntervalMs": 50}`:    "activationIntervalMs: must be 100..60000, got 50",
 		`{"activationIntervalMs": 60001}`: "activationIntervalMs: must be 100..60000, got 60001",
 		`{"leaseTtlMs": 10}`:              "leaseTtlMs: must be 1000..600000, got 10",

@@ -1,0 +1,125 @@
+#include "server/endpoints.h"
+
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+namespace tidal {
+namespace {
+
+// A collector for one row list of Engine::Gauges.
+metrics::Collector Rows(std::vector<EngineGauges::Row> EngineGauges::*field, Engine& engine) {
+  return [field, e = &engine] {
+    std::vector<metrics::Sample> out;
+    EngineGauges g = e->Gauges();
+    for (auto& r : g.*field) out.push_back({std::move(r.labels), r.value});
+    return out;
+  };
+}
+
+HttpResponse Text(int code, std::string body) { return {code, "text/plain; charset=utf-8", std::move(body)}; }
+
+// /queues?format=json: one object per queue with usage, nominal, borrowed, share, pending, door GPUs.
+std::string QueuesJson(Engine& engine) {
+  const EngineGauges g = engine.Gauges();
+  std::map<std::string, nlohmann::json> by_queue;
+  for (const auto& r : g.queue_usage) by_queue[r.labels[0]]["usage"][r.labels[1]] = r.value;
+  for (const auto& r : g.queue_nominal) by_queue[r.labels[0]]["nominal"][r.labels[1]] = r.value;
+  for (const auto& r : g.queue_borrowed) by_queue[r.labels[0]]["borrowed"][r.labels[1]] = r.value;
+  for (const auto& r : g.fair_share) by_queue[r.labels[0]]["share"] = r.value;
+  for (const auto& r : g.pending) by_queue[r.labels[0]]["pending"][r.labels[1]] = r.value;
+  for (const auto& r : g.queue_door_gpus) by_queue[r.labels[0]]["door_gpus"][r.labels[1]] = r.value;
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [q, j] : by_queue) {
+    j["queue"] = q;
+    out.push_back(std::move(j));
+  }
+  return out.dump(2) + "\n";
+}
+
+}  // namespace
+
+void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher* watcher) {
+  reg.CallbackGauge("tidal_gpus", "GPUs by state (allocated, idle, reserved, perishable, unhealthy) and pool.",
+                    {"state", "pool"}, Rows(&EngineGauges::gpus, e));
+  reg.CallbackGauge("tidal_pending_workloads", "Pending workloads (gangs) by queue and class.", {"queue", "class"},
+                    Rows(&EngineGauges::pending, e));
+  reg.CallbackGauge("tidal_backfill_reservations",
+                    "Pending gangs holding a backfill reservation (nodes held for their earliest start), by queue.",
+                    {"queue"}, Rows(&EngineGauges::reservations, e));
+  reg.CallbackGauge("tidal_queue_usage", "Current allocation of each queue (subtree), by resource.",
+                    {"queue", "resource"}, Rows(&EngineGauges::queue_usage, e));
+  reg.CallbackGauge("tidal_queue_nominal", "Nominal quota of each queue, by resource.", {"queue", "resource"},
+                    Rows(&EngineGauges::queue_nominal, e));
+  reg.CallbackGauge("tidal_queue_borrowed", "Allocation above nominal quota (borrowed), by queue and resource.",
+                    {"queue", "resource"}, Rows(&EngineGauges::queue_borrowed, e));
+  reg.CallbackGauge("tidal_queue_fair_share_usage", "Weighted dominant share (allocation blended with decayed usage).",
+                    {"queue"}, Rows(&EngineGauges::fair_share, e));
+  reg.CallbackGauge("tidal_largest_placeable_gang_gpus",
+                    "GPUs of the largest whole-node gang that fits now inside one domain of each level.", {"level"},
+                    Rows(&EngineGauges::largest_gang, e));
+  reg.CallbackGauge("tidal_nodes_missing_topology_label",
+                    "Nodes without a valid label for a topology level (each is its own domain at that level), by level.",
+                    {"level"}, Rows(&EngineGauges::missing_topology, e));
+  reg.CallbackGauge("tidal_door_members", "Members (pods, Slurm job members) by front door and state (pending, bound).",
+                    {"door", "state"}, Rows(&EngineGauges::door_members, e));
+  reg.CallbackGauge("tidal_door_gpus", "GPUs held by bound members, by front door.", {"door"},
+                    Rows(&EngineGauges::door_gpus, e));
+  reg.CallbackGauge("tidal_door_nodes", "Nodes each front door reports (a shared node counts for both).", {"door"},
+                    Rows(&EngineGauges::door_nodes, e));
+  reg.CallbackGauge("tidal_queue_door_gpus", "GPUs a queue's bound members hold, by front door (one ledger).",
+                    {"queue", "door"}, Rows(&EngineGauges::queue_door_gpus, e));
+  reg.CallbackGauge("tidal_fragmentation_unusable_free_gpus",
+                    "Free GPUs on nodes with fewer free GPUs than the smallest pending member needs.", {},
+                    [e = &e] { return std::vector<metrics::Sample>{{{}, e->Gauges().unusable_free_gpus}}; });
+  reg.CallbackCounter("tidal_config_reloads_total", "Config hot reloads, by result.", {"result"}, [watcher] {
+    const auto c = watcher != nullptr ? watcher->counts() : ConfigWatcher::Counts{};
+    return std::vector<metrics::Sample>{{{"success"}, static_cast<double>(c.success)},
+                                        {{"failure"}, static_cast<double>(c.failure)}};
+  });
+}
+
+void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& reg, const ConfigWatcher* watcher) {
+  using Access = HttpServer::Access;
+  http.Handle("/healthz", [](const std::string&, const std::string&) { return Text(200, "ok\n"); });
+  http.Handle("/readyz", [&e](const std::string&, const std::string&) {
+    const auto st = e.Stats();
+    return Text(st.synced ? 200 : 503, std::string(st.synced ? "ok" : "not ready: no full sync from a front door yet") +
+                                           "\nsynced: " + (st.synced ? "true" : "false") +
+                                           "\nnodes: " + std::to_string(st.nodes) + "\npods: " + std::to_string(st.pods) + "\n");
+  });
+  http.Handle("/metrics", [&reg](const std::string&, const std::string&) {
+    return HttpResponse{200, std::string(metrics::kContentType), reg.Render()};
+  });
+  // Explain API: /explain?workload=NS/NAME[&format=json] and /queues[?format=json].
+  http.Handle(
+      "/explain",
+      [&e](const std::string&, const std::string& query) {
+        const std::string name = HttpServer::QueryParam(query, "workload");
+        if (name.empty()) return Text(400, "usage: /explain?workload=NAMESPACE/NAME[&format=json]\n");
+        auto j = e.ExplainJson(name);
+        if (!j.ok()) return Text(404, j.status().Message() + "\n");
+        if (HttpServer::QueryParam(query, "format") == "json") return HttpResponse{200, "application/json", j->dump(2) + "\n"};
+        return Text(200, (*j)["text"].get<std::string>());
+      },
+      Access::kPrivate);
+  http.Handle(
+      "/config",
+      [watcher](const std::string&, const std::string&) {
+        if (watcher == nullptr) return Text(200, "no --config file; built-in defaults\n");
+        const std::string err = watcher->LastError();
+        const auto c = watcher->counts();
+        return Text(200, "reloads: " + std::to_string(c.success) + " ok, " + std::to_string(c.failure) + " refused\n" +
+                             (err.empty() ? "last: ok\n" : "last refused:\n" + err));
+      },
+      Access::kPrivate);
+  http.Handle(
+      "/queues",
+      [&e](const std::string&, const std::string& query) {
+        if (HttpServer::QueryParam(query, "format") != "json") return Text(200, e.DescribeQueues());
+        return HttpResponse{200, "application/json", QueuesJson(e)};
+      },
+      Access::kPrivate);
+}
+
+}  // namespace tidal

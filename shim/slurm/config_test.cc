@@ -1,0 +1,50 @@
+// tidal-slurm's config: the engine's TLS fields (engineTls, engineInsecure) and what the engine link
+// does with them before any connection.
+#include <gtest/gtest.h>
+
+#include "shim/slurm/config.h"
+#include "shim/slurm/engine_link.h"
+
+namespace tidal::slurm {
+namespace {
+
+TEST(AdapterConfigTls, EngineTlsIsReadAndChecked) {
+  auto cfg = ParseAdapterConfig(
+      "engine: tidal-engine.example:50051\n"
+      "engineTls: {ca: /tls/ca.crt, cert: /tls/slurm.crt, key: /tls/slurm.key, serverName: tidal-engine}\n",
+      "a.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().Message();
+  EXPECT_EQ(cfg->engine_tls.ca, "/tls/ca.crt");
+  EXPECT_EQ(cfg->engine_tls.cert, "/tls/slurm.crt");
+  EXPECT_EQ(cfg->engine_tls.key, "/tls/slurm.key");
+  EXPECT_EQ(cfg->engine_tls.server_name, "tidal-engine");
+  EXPECT_FALSE(cfg->engine_tls.insecure);
+  // The files do not exist: the link says which one, before dialing.
+  auto link = DialGrpcEngineLink(cfg->engine, cfg->engine_tls);
+  ASSERT_FALSE(link.ok());
+  EXPECT_NE(link.status().Message().find("engineTls.ca"), std::string::npos) << link.status().Message();
+
+  auto missing_key = ParseAdapterConfig("engineTls: {ca: /a, cert: /b}\n", "b.yaml");
+  ASSERT_FALSE(missing_key.ok());
+  EXPECT_NE(missing_key.status().Message().find("engineTls.key"), std::string::npos) << missing_key.status().Message();
+  auto typo = ParseAdapterConfig("engineTls: {ca: /a, cert: /b, key: /c, server: x}\n", "c.yaml");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().Message().find("server"), std::string::npos) << typo.status().Message();
+}
+
+TEST(AdapterConfigTls, PlaintextOnlyToLoopbackUnlessInsecure) {
+  auto cfg = ParseAdapterConfig("engine: 10.0.0.7:50051\n", "a.yaml");
+  ASSERT_TRUE(cfg.ok());
+  auto refused = DialGrpcEngineLink(cfg->engine, cfg->engine_tls);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().Message().find("engineInsecure"), std::string::npos) << refused.status().Message();
+  auto insecure = ParseAdapterConfig("engine: 10.0.0.7:50051\nengineInsecure: true\n", "a.yaml");
+  ASSERT_TRUE(insecure.ok()) << insecure.status().Message();
+  EXPECT_TRUE(DialGrpcEngineLink(insecure->engine, insecure->engine_tls).ok());
+  auto local = ParseAdapterConfig("engine: 127.0.0.1:50051\n", "a.yaml");
+  ASSERT_TRUE(local.ok());
+  EXPECT_TRUE(DialGrpcEngineLink(local->engine, local->engine_tls).ok());
+}
+
+}  // namespace
+}  // namespace tidal::slurm

@@ -1,0 +1,130 @@
+// server/endpoints: what tidal-engine serves over HTTP, on a real HttpServer: /readyz follows the
+// first full sync, /metrics shows the configured queues and known label values at 0 from the first
+// scrape and bounds queue labels, private routes stay private.
+#include "server/endpoints.h"
+
+#include <httplib.h>
+
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "engine/observability.h"
+#include "test/support/engine_objects.h"
+
+namespace tidal {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kConfig = R"(
+queues:
+  - {name: research, nominal: {gpus: 64}}
+  - {name: team-a, parent: research, nominal: {gpus: 32}}
+  - {name: team-b, parent: research, nominal: {gpus: 32}}
+)";
+
+class EndpointsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cfg = ParseEngineConfig(kConfig, "test.yaml");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    auto e = Engine::Create(*cfg, [] { return int64_t{1000}; });
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+    engine_->SetObservability(&metrics_, nullptr);
+    RegisterEngineGauges(registry_, *engine_, nullptr);
+    ASSERT_TRUE(registry_.status().ok()) << registry_.status().ToString();
+    RegisterEngineRoutes(http_, *engine_, registry_, nullptr);
+    ASSERT_TRUE(http_.Start("127.0.0.1:0").ok());
+  }
+  httplib::Result Get(const std::string& path) {
+    httplib::Client c("127.0.0.1", http_.port());
+    c.set_read_timeout(std::chrono::seconds(5));
+    return c.Get(path.c_str());
+  }
+  Status FullSync(std::vector<PodInfo> pods) {
+    SyncBatch b;
+    b.resync = true;
+    for (int i = 0; i < 2; ++i) b.upsert_nodes.push_back(testing::GpuNode("n" + std::to_string(i), "l0", "v0"));
+    b.upsert_pods = std::move(pods);
+    uint64_t gen = 0;
+    return engine_->Sync(b, &gen);
+  }
+
+  metrics::Registry registry_;
+  EngineMetrics metrics_{registry_};
+  std::unique_ptr<Engine> engine_;
+  HttpServer http_;
+};
+
+// Regression: /readyz answered 200 from start-up, before any front door had synced, so a
+// Deployment's readiness probe passed for an engine that knew no nodes.
+TEST_F(EndpointsTest, ReadyzIs503UntilTheFirstFullSync) {
+  auto r = Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_THAT(r->body, HasSubstr("synced: false"));
+  EXPECT_EQ(Get("/healthz")->status, 200);  // alive all the same
+  ASSERT_TRUE(FullSync({}).ok());
+  r = Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, HasSubstr("synced: true"));
+}
+
+TEST_F(EndpointsTest, KnownLabelValuesShowZeroFromTheFirstScrape) {
+  auto r = Get("/metrics");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), metrics::kContentType);
+  const std::string& m = r->body;
+  for (const char* q : {"team-a", "team-b"}) {
+    EXPECT_THAT(m, HasSubstr("tidal_pending_workloads{queue=\"" + std::string(q) + "\",class=\"training\"} 0\n"));
+    EXPECT_THAT(m, HasSubstr("tidal_runtime_limit_exceeded_total{queue=\"" + std::string(q) + "\"} 0\n"));
+    EXPECT_THAT(m, HasSubstr("tidal_backfill_reservations{queue=\"" + std::string(q) + "\"} 0\n"));
+  }
+  for (const char* reason : kPreemptionReasons) {
+    EXPECT_THAT(m, HasSubstr("tidal_preemptions_total{reason=\"" + std::string(reason) + "\"} 0\n"));
+  }
+  EXPECT_THAT(m, HasSubstr("tidal_decisions_total{outcome=\"Placed\"} 0\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_cycle_duration_seconds_count 0\n"));
+}
+
+// A pod may name any queue; the label must stay one of the configured ones, or series would grow
+// with every typo (and every attacker-chosen string).
+TEST_F(EndpointsTest, QueueLabelsAreBoundedToConfiguredQueues) {
+  std::vector<PodInfo> pods;
+  for (const char* q : {"team-a", "no-such-queue-1", "no-such-queue-2"}) {
+    PodInfo p = testing::GangPod(std::string("p-") + q, "", 1);
+    p.labels[kLabelQueue] = q;
+    pods.push_back(p);
+  }
+  ASSERT_TRUE(FullSync(pods).ok());
+  const std::string m = Get("/metrics")->body;
+  EXPECT_THAT(m, HasSubstr("tidal_pending_workloads{queue=\"team-a\",class=\"batch\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_pending_workloads{queue=\"unconfigured\",class=\"batch\"} 2\n"));
+  EXPECT_THAT(m, Not(HasSubstr("no-such-queue")));
+}
+
+TEST_F(EndpointsTest, ExplainQueuesAndConfigAreServed) {
+  ASSERT_TRUE(FullSync({}).ok());
+  auto r = Get("/queues?format=json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, HasSubstr("\"queue\": \"team-a\""));
+  r = Get("/explain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  r = Get("/explain?workload=team%2Fnothing");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  r = Get("/config");
+  ASSERT_TRUE(r);
+  EXPECT_THAT(r->body, HasSubstr("built-in defaults"));
+}
+
+}  // namespace
+}  // namespace tidal
