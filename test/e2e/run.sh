@@ -374,7 +374,7 @@ case_reclaim() {
   local m; m=$(curl -sf "http://127.0.0.1:$TIDAL_E2E_ENGINE_HTTP_PORT/metrics" | grep '^tidal_preemptions_total' || true)
   # Victims proposed, by reason: a retry while evictions are in flight may propose one again.
   check "the engine proposed them as reclaim, never by priority ($(echo "$m" | tr '\n' ' '))" \
-    eval "echo \"\$m\" | awk '/reason=\"reclaim\"/ {r = \$2} /reason=\"priority\"/ {p = \$2} END {exit !(r >= 16 && p == \"\")}'"
+    eval "echo \"\$m\" | awk '/reason=\"reclaim\"/ {r = \$2} /reason=\"priority\"/ {p = \$2} END {exit !(r >= 16 && p + 0 == 0)}'"
   cleanup_ns $ns
   restart_engine "$E2E_DIR/config/engine.yaml"
 }
