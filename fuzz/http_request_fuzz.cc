@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -47,10 +48,12 @@ World& TheWorld() {
 }
 
 // Sends `data`, half-closes, reads the answer (bounded); returns the bytes read.
-std::string RoundTrip(int port, const uint8_t* data, size_t size) {
+// `timeout_s` bounds each read: fuzz inputs queue behind one another on the server's 4 workers
+// (each idle connection holds one up to the 200 ms read timeout), so the health check waits longer.
+std::string RoundTrip(int port, const uint8_t* data, size_t size, int timeout_s = 1) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return "";
-  timeval tv{1, 0};
+  timeval tv{timeout_s, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -76,8 +79,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char kHealth[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   static int n = 0;
   if (++n % 64 == 0) {  // still serving
-    const std::string r = RoundTrip(w.port, reinterpret_cast<const uint8_t*>(kHealth), sizeof kHealth - 1);
-    if (r.rfind("HTTP/1.1 200", 0) != 0) std::abort();
+    const std::string r = RoundTrip(w.port, reinterpret_cast<const uint8_t*>(kHealth), sizeof kHealth - 1, 30);
+    if (r.rfind("HTTP/1.1 200", 0) != 0) {
+      std::fprintf(stderr, "http_request: /healthz answered %zu bytes: %.200s\n", r.size(), r.c_str());
+      std::abort();
+    }
   }
   return 0;
 }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/rpc_session.pb.h"
+#include "rpc_session.pb.h"  // generated into build-fuzz/ (fuzz/CMakeLists.txt)
 #include "server/service.h"
 
 namespace {
