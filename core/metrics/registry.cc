@@ -194,11 +194,7 @@ struct Registry::Callback {
       }
       f.metric.push_back(std::move(m));
     }
-    std::sort(f.metric.begin(), f.metric.end(), [](const prometheus::ClientMetric& a, const prometheus::ClientMetric& b) {
-      return std::lexicographical_compare(a.label.begin(), a.label.end(), b.label.begin(), b.label.end(),
-                                          [](const auto& x, const auto& y) { return x.value < y.value; });
-    });
-    return f;
+    return f;  // Render sorts the series
   }
 };
 
@@ -245,6 +241,17 @@ void Registry::Claim(const std::string& name, MetricType type) {
 }
 
 template <typename T>
+void Registry::Keep(std::unique_ptr<Family<T>> family) {
+  if constexpr (std::is_same_v<T, metrics::Counter>) {
+    counters_.push_back(std::move(family));
+  } else if constexpr (std::is_same_v<T, metrics::Gauge>) {
+    gauges_.push_back(std::move(family));
+  } else {
+    histograms_.push_back(std::move(family));
+  }
+}
+
+template <typename T>
 StatusOr<Family<T>*> Registry::AddFamily(const std::string& name, const std::string& help, MetricType type,
                                          const std::vector<std::string>& label_names, std::vector<double> bounds) {
   if (type == MetricType::kHistogram) {
@@ -269,13 +276,7 @@ StatusOr<Family<T>*> Registry::AddFamily(const std::string& name, const std::str
   auto family = std::unique_ptr<Family<T>>(new Family<T>(name, label_names, pf, std::move(bounds)));
   Family<T>* out = family.get();
   if (label_names.empty()) out->With({});  // an unlabeled family has its one series from the start (at 0)
-  if constexpr (std::is_same_v<T, metrics::Counter>) {
-    counters_.push_back(std::move(family));
-  } else if constexpr (std::is_same_v<T, metrics::Gauge>) {
-    gauges_.push_back(std::move(family));
-  } else {
-    histograms_.push_back(std::move(family));
-  }
+  Keep(std::move(family));
   return out;
 }
 
@@ -329,13 +330,7 @@ Family<T>& Registry::Detached(const std::string& name, const std::vector<std::st
   auto family = std::unique_ptr<Family<T>>(new Family<T>(name, label_names, nullptr, std::move(bounds)));
   Family<T>& out = *family;
   std::lock_guard<std::mutex> lock(mu_);
-  if constexpr (std::is_same_v<T, metrics::Counter>) {
-    counters_.push_back(std::move(family));
-  } else if constexpr (std::is_same_v<T, metrics::Gauge>) {
-    gauges_.push_back(std::move(family));
-  } else {
-    histograms_.push_back(std::move(family));
-  }
+  Keep(std::move(family));
   return out;
 }
 

@@ -177,6 +177,8 @@ class Registry {
                   const std::vector<std::string>& label_names) const;  // mu_ held
   void Claim(const std::string& name, MetricType type);                 // mu_ held
   template <typename T>
+  void Keep(std::unique_ptr<Family<T>> family);  // mu_ held: into counters_, gauges_ or histograms_
+  template <typename T>
   StatusOr<Family<T>*> AddFamily(const std::string& name, const std::string& help, MetricType type,
                                  const std::vector<std::string>& label_names, std::vector<double> bounds);
   template <typename T>
