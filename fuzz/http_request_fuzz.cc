@@ -47,10 +47,14 @@ World& TheWorld() {
   return *w;
 }
 
-// Sends `data`, half-closes, reads the answer (bounded); returns the bytes read.
+// Sends `data`, optionally half-closes, reads the answer (bounded); returns the bytes read.
+// cpp-httplib 0.11 never answers a half-closed request (it reads the EOF as a closed peer), so
+// fuzz inputs half-close (the server parses and routes them, 1383 of 1385 edges, then drops the
+// answer at once instead of waiting out the read timeout)
+// and the health check, which needs the answer, keeps its write side open.
 // `timeout_s` bounds each read: fuzz inputs queue behind one another on the server's 4 workers
 // (each idle connection holds one up to the 200 ms read timeout), so the health check waits longer.
-std::string RoundTrip(int port, const uint8_t* data, size_t size, int timeout_s = 1) {
+std::string RoundTrip(int port, const uint8_t* data, size_t size, int timeout_s = 1, bool half_close = true) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return "";
   timeval tv{timeout_s, 0};
@@ -62,7 +66,7 @@ std::string RoundTrip(int port, const uint8_t* data, size_t size, int timeout_s 
   std::string out;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
     (void)!::send(fd, data, size, MSG_NOSIGNAL);
-    ::shutdown(fd, SHUT_WR);
+    if (half_close) ::shutdown(fd, SHUT_WR);
     char buf[4096];
     ssize_t n;
     while (out.size() < (1 << 20) && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
@@ -79,7 +83,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char kHealth[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   static int n = 0;
   if (++n % 64 == 0) {  // still serving
-    const std::string r = RoundTrip(w.port, reinterpret_cast<const uint8_t*>(kHealth), sizeof kHealth - 1, 30);
+    const std::string r = RoundTrip(w.port, reinterpret_cast<const uint8_t*>(kHealth), sizeof kHealth - 1, 30,
+                                      /*half_close=*/false);
     if (r.rfind("HTTP/1.1 200", 0) != 0) {
       std::fprintf(stderr, "http_request: /healthz answered %zu bytes: %.200s\n", r.size(), r.c_str());
       std::abort();
