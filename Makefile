@@ -1,7 +1,9 @@
 # Tidal: `make test` and `make demo` set everything up on a fresh Debian 12 machine.
 #   make deps    install missing Debian packages (C++ toolchain deps, promtool)
 #   make build   configure + build every C++ target into build/ (binaries in build/bin/)
-#   make test    deps + build + every test (unit, plugin, scenario), then e2e
+#   make test    deps + build + every test (unit, plugin, scenario), then e2e, then the sanitizer
+#                and fuzz pass (make test-sanitize-ci: the suite under ASan + UBSan, the threaded
+#                tests under TSan, every fuzz target for FUZZ_CI_TIME (5) s)
 #   make demo    the real thing: local cluster (128 fake GPU nodes), tidal-engine + tidal-scheduler, a
 #                real Slurm on 32 of the same nodes with tidal-slurm (needs root), a mixed sample of
 #                pods and sbatch jobs, a report of where it landed and why and each queue's GPUs by
@@ -15,10 +17,11 @@
 #   make shim        tidal-scheduler + tidal-explain only (generates shim/kube/gen from the proto first)
 #   make e2e         Go unit tests + end-to-end tests on a local control plane (test/e2e/run.sh)
 #   make fuzz        every fuzz target (libFuzzer + clang for the parsers and RPCs, go test -fuzz for the
-#                    shim's conversions) for FUZZ_TIME (60) s each; make fuzz-ci: FUZZ_CI_TIME (10) s each
+#                    shim's conversions) for FUZZ_TIME (60) s each; make fuzz-ci: FUZZ_CI_TIME (5) s each
 #                    (docs/testing.md, "Fuzzing")
-#   make test-sanitize  build-asan: the whole ctest suite under ASan + UBSan; build-tsan: the threaded
-#                    tests (concurrency_test: gRPC + HTTP + reloads at once) under TSan; part of make test
+#   make test-sanitize  build-asan (clang, shared with the fuzz targets): the whole ctest suite under
+#                    ASan + UBSan; build-tsan: the threaded tests (concurrency_test: gRPC + HTTP +
+#                    reloads at once) under TSan; make test runs it without the 5 long sim tests
 #                    (docs/testing.md, "Sanitizers")
 #   make bench-kube  pods/s of tidal-scheduler vs the default profile on 1024 KWOK nodes
 #                    -> build/bench/kube_throughput.json (a benchmark, not a test)
@@ -38,7 +41,7 @@ APT_PACKAGES := build-essential cmake ninja-build ccache pkg-config \
   prometheus openssl curl python3-matplotlib slurm-wlm munge libslurm-dev \
   prometheus-cpp-dev libcpp-httplib-dev clang libclang-rt-14-dev
 
-.PHONY: test-sanitize test-asan test-tsan
+.PHONY: test-sanitize test-sanitize-ci test-asan test-tsan
 .PHONY: all deps build test test-all unit demo demo-place bench clean go-tools shim e2e bench-kube bench-slurm fuzz fuzz-ci fuzz-build soak
 all: build
 
@@ -58,12 +61,13 @@ build: deps $(BUILD)/build.ninja
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# The bounded fuzz pass (fuzz-ci) and the sanitizer builds (test-sanitize) are separate targets
-# until their cold time on CI's 2 cores is measured (docs/testing.md); run them with
-# `make test-all` (= test + fuzz-ci + test-sanitize).
-test: unit e2e
+# make test: the normal suite, the end-to-end tests, then the sanitizer and fuzz pass
+# (test-sanitize-ci below: ASan + UBSan suite, TSan, fuzz-ci). make test-all adds the five long
+# simulator tests under ASan and a 10 s fuzz pass.
+test: unit e2e test-sanitize-ci
 
-test-all: test fuzz-ci test-sanitize
+test-all: test test-sanitize
+	$(MAKE) fuzz-ci FUZZ_CI_TIME=10
 
 # Go side (see test/e2e/README.md). GO_BUILD_JOBS: go build -p.
 GO_BUILD_JOBS ?= $(JOBS)
@@ -76,15 +80,32 @@ shim: deps
 e2e: build go-tools shim
 	TIDAL_E2E_SKIP_BUILD=1 test/e2e/run.sh
 
-# Fuzzing (docs/testing.md, "Fuzzing"): build-fuzz is a clang build of the libraries the fuzz targets
-# need (coverage + ASan + UBSan) and the targets; fuzz/run.sh runs each one, then the shim's Go
-# fuzz targets. A crash fails the run; its input is kept under $(BUILD_FUZZ)/artifacts/.
-BUILD_FUZZ ?= build-fuzz
+# Fuzzing and ASan (docs/testing.md, "Fuzzing", "Sanitizers"): ONE clang build, $(BUILD_ASAN),
+# serves both. Every target is compiled with AddressSanitizer + UndefinedBehaviorSanitizer and
+# libFuzzer's coverage (-DTIDAL_FUZZ=ON, cmake/TidalFuzz.cmake): the WHOLE ctest suite runs on it,
+# the scripts' tests included (they run that build's sanitized tidal-engine / tidal-slurm; the real
+# Slurm, Prometheus and promtool tests skip themselves, exit 77, where those are missing), and the
+# fuzz targets link the same libraries. fuzz/run.sh runs each target, then the shim's Go fuzz
+# targets. A crash fails the run; its input is kept under $(BUILD_ASAN)/artifacts/.
+# $(BUILD_TSAN): ThreadSanitizer (GCC), only the test binaries that start threads (TSAN_TESTS), run
+# directly. Any finding fails the run (halt_on_error; UBSan does not recover). tsan.supp silences
+# reports whose frames are all in Debian's uninstrumented gRPC/protobuf/abseil, nothing of ours.
+BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= $(BUILD_ASAN)
+BUILD_TSAN ?= build-tsan
 FUZZ_TIME ?= 60
-FUZZ_CI_TIME ?= 10
-$(BUILD_FUZZ)/build.ninja: CMakeLists.txt
-	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DTIDAL_FUZZ=ON -DTIDAL_BUILD_TESTS=OFF \
-	  -DTIDAL_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+FUZZ_CI_TIME ?= 5
+SAN_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDAL_BUILD_BENCH=OFF
+TSAN_TESTS ?= concurrency_test server_test metrics_test http_server_test
+ASAN_OPTIONS_RUN ?= halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1
+UBSAN_OPTIONS_RUN ?= halt_on_error=1:print_stacktrace=1
+LSAN_OPTIONS_RUN ?= suppressions=$(CURDIR)/lsan.supp:print_suppressions=0
+TSAN_OPTIONS_RUN ?= halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$(CURDIR)/tsan.supp
+FUZZ_OPT ?= -O1
+$(BUILD_ASAN)/build.ninja: CMakeLists.txt
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD_ASAN) -G Ninja $(SAN_CMAKE_FLAGS) -DTIDAL_FUZZ=ON -DTIDAL_FUZZ_OPT=$(FUZZ_OPT)
+$(BUILD_TSAN)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD_TSAN) -G Ninja $(SAN_CMAKE_FLAGS) -DTIDAL_SANITIZE=thread
 
 fuzz-build: deps $(BUILD_FUZZ)/build.ninja
 	cmake --build $(BUILD_FUZZ) --target tidal_fuzzers -j $(JOBS)
@@ -95,29 +116,20 @@ fuzz: fuzz-build shim
 fuzz-ci: fuzz-build shim
 	FUZZ_TIME=$(FUZZ_CI_TIME) BUILD_FUZZ=$(BUILD_FUZZ) fuzz/run.sh
 
-# Sanitizers (docs/testing.md, "Sanitizers"). $(BUILD_ASAN): every target with AddressSanitizer +
-# UndefinedBehaviorSanitizer (-O1 -g1, no benchmarks) and the WHOLE ctest suite on it, the scripts'
-# tests included: they run the sanitized tidal-engine / tidal-slurm binaries of that build (the
-# real Slurm, Prometheus and promtool tests skip themselves, exit 77, where those are missing).
-# $(BUILD_TSAN): ThreadSanitizer, only the test binaries that start threads (TSAN_TESTS), run
-# directly. Any finding fails the run (halt_on_error; UBSan does not recover). tsan.supp silences
-# reports whose frames are all in Debian's uninstrumented gRPC/protobuf/abseil, nothing of ours.
-BUILD_ASAN ?= build-asan
-BUILD_TSAN ?= build-tsan
-SAN_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDAL_BUILD_BENCH=OFF
-TSAN_TESTS ?= concurrency_test server_test metrics_test
-ASAN_OPTIONS_RUN ?= halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1
-UBSAN_OPTIONS_RUN ?= halt_on_error=1:print_stacktrace=1
-TSAN_OPTIONS_RUN ?= halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$(CURDIR)/tsan.supp
-$(BUILD_ASAN)/build.ninja: CMakeLists.txt
-	cmake -S . -B $(BUILD_ASAN) -G Ninja $(SAN_CMAKE_FLAGS) -DTIDAL_SANITIZE=address,undefined
-$(BUILD_TSAN)/build.ninja: CMakeLists.txt
-	cmake -S . -B $(BUILD_TSAN) -G Ninja $(SAN_CMAKE_FLAGS) -DTIDAL_SANITIZE=thread
-
 test-asan: deps $(BUILD_ASAN)/build.ninja
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
-	ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) \
+	ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) LSAN_OPTIONS=$(LSAN_OPTIONS_RUN) \
 	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
+
+# The pass `make test` runs: the ASan suite without ASAN_CI_SKIP (the five simulator tests that
+# replay thousands of jobs: 12 of the suite's 16 CPU-minutes under ASan; they run in the normal
+# build's suite and in `make test-asan`), TSan, and the bounded fuzz pass.
+ASAN_CI_SKIP ?= ^(SimPolicy\.TidalShortcutsGiveTheSameDecisions|SimPolicy\.DeterministicSameInputSameOutput|BackfillSim\.BigJobBehindStreamStartsByItsReservation|BackfillSim\.BackfillNeverDelaysAReservation|FairShareSim\.TwoSaturatingQueuesWeightsOneAndThreeSplitGpuTimeOneToThree)$$
+test-sanitize-ci: deps $(BUILD_ASAN)/build.ninja
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+	ASAN_OPTIONS=$(ASAN_OPTIONS_RUN) UBSAN_OPTIONS=$(UBSAN_OPTIONS_RUN) LSAN_OPTIONS=$(LSAN_OPTIONS_RUN) \
+	  ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS) -E '$(ASAN_CI_SKIP)'
+	$(MAKE) test-tsan fuzz-ci
 
 test-tsan: deps $(BUILD_TSAN)/build.ninja
 	cmake --build $(BUILD_TSAN) -j $(JOBS) --target $(TSAN_TESTS)

@@ -1,12 +1,17 @@
-# libFuzzer builds (docs/testing.md, "Fuzzing"): -DTIDAL_FUZZ=ON with clang (CC=clang CXX=clang++).
-# `make fuzz` / `make fuzz-ci` configure build-fuzz with it (tests and benchmarks off) and build only
-# the fuzz targets of fuzz/ and the libraries they link.
+# The clang ASan + UBSan + libFuzzer build (docs/testing.md, "Sanitizers", "Fuzzing"):
+# -DTIDAL_FUZZ=ON with clang (CC=clang CXX=clang++). The Makefile configures build-asan with it:
+# `make test-asan` builds everything there and runs the whole ctest suite on it, and `make fuzz` /
+# `make fuzz-ci` build the fuzz targets of fuzz/ in the same tree (one build, not two).
 #
-# Every library of the tree gets coverage instrumentation plus ASan and UBSan
-# (-fsanitize=fuzzer-no-link,address,undefined); the targets link libFuzzer's main
+# Every target of the tree gets coverage instrumentation plus ASan and UBSan
+# (-fsanitize=fuzzer-no-link,address,undefined; the coverage hooks cost the tests little and let
+# the fuzz targets share the libraries); the fuzz targets link libFuzzer's main
 # (-fsanitize=fuzzer, fuzz/CMakeLists.txt). UBSan does not recover: any finding is a crash.
-# -O1 -g1 after the build type's flags, and assert() stays on (no NDEBUG).
+# TIDAL_FUZZ_OPT (-O1 by default; -O0 compiles a quarter faster, but the sanitized test suite
+# then runs about twice as long, which costs `make test` more than it saves) and -g1
+# (line tables: file:line in reports) after the build type's flags; assert() stays on (no NDEBUG).
 option(TIDAL_FUZZ "Build the libFuzzer targets in fuzz/ (clang only)" OFF)
+set(TIDAL_FUZZ_OPT "-O1" CACHE STRING "Optimisation of the TIDAL_FUZZ build: -O0 or -O1")
 
 if(TIDAL_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
@@ -18,7 +23,7 @@ if(TIDAL_FUZZ)
   string(REPLACE "-DNDEBUG" "" CMAKE_CXX_FLAGS_RELWITHDEBINFO "${CMAKE_CXX_FLAGS_RELWITHDEBINFO}")
   string(REPLACE "-DNDEBUG" "" CMAKE_CXX_FLAGS_RELEASE "${CMAKE_CXX_FLAGS_RELEASE}")
   add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
-                      -fno-omit-frame-pointer -O1 -g1)
+                      -fno-omit-frame-pointer ${TIDAL_FUZZ_OPT} -g1)
   add_link_options(-fsanitize=address,undefined)
   add_compile_options(-Wno-unknown-warning-option)  # tidal_warnings' GCC-only -Wshadow=local
   add_compile_definitions(TIDAL_FUZZ_BUILD=1)

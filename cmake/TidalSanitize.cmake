@@ -1,6 +1,8 @@
 # Sanitizer builds (docs/testing.md, "Sanitizers"): -DTIDAL_SANITIZE=address,undefined or thread.
-# `make test-sanitize` configures build-asan (address,undefined: the whole ctest suite) and
-# build-tsan (thread: the concurrency test and the other tests that start threads).
+# `make test-tsan` configures build-tsan with thread (the concurrency test and the other tests that
+# start threads). `make test-asan` uses the clang build of cmake/TidalFuzz.cmake instead (ASan +
+# UBSan + libFuzzer coverage, shared with the fuzz targets); address,undefined here stays for a GCC
+# build by hand (cmake -DTIDAL_SANITIZE=address,undefined).
 #
 # Every target of the tree gets the flags (compile and link); the system's libraries (gRPC,
 # protobuf, abseil, yaml-cpp) are not instrumented. -Og (ASan/UBSan) or -O1 (TSan) and -g1 (line

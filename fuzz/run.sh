@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the fuzz targets (docs/testing.md, "Fuzzing"): each libFuzzer target of build-fuzz/bin for
+# Runs the fuzz targets (docs/testing.md, "Fuzzing"): each libFuzzer target of build-asan/bin for
 # FUZZ_TIME seconds over its seeds (fuzz/corpus/<target>/, read only) and its work corpus
 # ($BUILD_FUZZ/corpus/<target>/, where new inputs go), then each Go fuzz target of the shim
 # (`go test -fuzz`) for FUZZ_TIME. Fails at the end when any target found a crash, a sanitizer
@@ -10,13 +10,13 @@
 #   FUZZ_TIME=60        seconds per target (make fuzz; make fuzz-ci uses 10)
 #   FUZZ_TARGETS="..."  only these (names as listed by `fuzz/run.sh --list`); default all
 #   FUZZ_GO=1           0 skips the Go targets (no Go toolchain, or shim/kube/gen not generated)
-#   BUILD_FUZZ=build-fuzz
+#   BUILD_FUZZ=build-asan   (the clang ASan + UBSan + libFuzzer build, Makefile)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_TIME=${FUZZ_TIME:-60}
 FUZZ_HANG_S=${FUZZ_HANG_S:-25}
 FUZZ_GO=${FUZZ_GO:-1}
-BUILD_FUZZ=${BUILD_FUZZ:-build-fuzz}
+BUILD_FUZZ=${BUILD_FUZZ:-build-asan}
 CXX_TARGETS="engine_config cluster_file workload_file trace pod_spec rpc slurm_json slurm_fields slurm_config http_request"
 GO_TARGETS="convert:FuzzPod convert:FuzzNode podgroup:FuzzPeerGroupOf"
 if [ "${1:-}" = "--list" ]; then
