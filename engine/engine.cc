@@ -4,6 +4,7 @@
 // engine_preempt.cc, read-only views engine_views.cc. Threading: every public method takes mu_.
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -44,7 +45,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineConfig cfg, Clock clock) 
 }
 
 Engine::Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree)
-    : cfg_(std::move(cfg)), clock_(std::move(clock)), epoch_(RandomEpoch()), ledger_(std::move(tree)) {}
+    : cfg_(std::move(cfg)), clock_(std::move(clock)), epoch_(RandomEpoch()), ledger_(std::move(tree)) {
+  // Read at start only: it is about what this start knows (engine_doors.cc).
+  for (FrontDoor d : cfg_.front_doors) door_memory_[static_cast<size_t>(d)].expected = true;
+}
 
 Status Engine::BuildSchedulerLocked() {
   const Registry registry = plugins::DefaultRegistry();
@@ -65,7 +69,16 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
   std::lock_guard<std::mutex> lock(mu_);
   auto tree = QueueTree::Build(cfg.queues);
   if (!tree.ok()) return tree.status();
-  for (auto& [key, g] : gangs_) DropPlanLocked(g);
+  // Plans nobody has claimed yet are made again under the new policy. A plan with a reserved slot
+  // stays: its door already acts on it (kube-scheduler holds the member assumed on the node, in
+  // Permit; a Slurm job admitted onto it is being released), so dropping it would hand those GPUs
+  // to someone else while they are taken (a double booking once the member binds). Its ledger
+  // charge moves with the ledger below, like a bound pod's.
+  for (auto& [key, g] : gangs_) {
+    if (g.plan && std::none_of(g.plan->slots.begin(), g.plan->slots.end(), [](const Slot& s) { return s.reserved; })) {
+      DropPlanLocked(g);
+    }
+  }
   const bool levels_changed = cfg.levels.Accepted() != cfg_.levels.Accepted();
   cfg_ = cfg;
   ledger_.Reconfigure(*tree);
@@ -113,7 +126,12 @@ std::string Engine::MetricQueueLocked(const std::string& queue) const {
 std::string Engine::SaveLedger() {
   std::lock_guard<std::mutex> lock(mu_);
   ledger_.Advance(clock_());
-  return ledger_.SaveState();
+  // The ledger's own document ({time, usage}: core/state/queues.cc) with the doors' nodes beside
+  // it: an older engine reads the file as before, ignoring doorNodes.
+  nlohmann::json state = nlohmann::json::parse(ledger_.SaveState(), nullptr, false);
+  if (!state.is_object()) state = nlohmann::json::object();
+  SaveDoorMemoryLocked(state);
+  return state.dump();
 }
 
 Status Engine::LoadLedger(const std::string& json) {
@@ -121,6 +139,13 @@ Status Engine::LoadLedger(const std::string& json) {
   Status s = ledger_.LoadState(json);
   // Usage decays over the time the engine was down (nothing was integrated meanwhile).
   if (s.ok()) ledger_.Advance(clock_());
+  if (!s.ok()) s = Status::Error("usage history not restored: " + s.Message());
+  // The doors' nodes load even when the usage does not: a gate is never lost to another problem.
+  const nlohmann::json state = nlohmann::json::parse(json, nullptr, false);
+  if (!state.is_object()) return s;
+  Status doors = LoadDoorMemoryLocked(state);
+  if (s.ok()) return doors;
+  for (const auto& r : doors.reasons()) s.AddReason(r);
   return s;
 }
 
@@ -150,7 +175,38 @@ EngineStats Engine::Stats() {
   for (const auto& [k, g] : gangs_) s.plans += g.plan ? 1 : 0;
   s.generation = generation_;
   s.synced = synced_;
+  s.awaiting_doors = AwaitedDoorNamesLocked();
   return s;
+}
+
+std::vector<std::pair<std::string, size_t>> Engine::Census() {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t plans = 0, excluded = 0, pending = 0;
+  for (const auto& [k, g] : gangs_) {
+    plans += g.plan ? 1 : 0;
+    excluded += g.excluded.size();
+  }
+  for (const auto& [q, heads] : pending_by_queue_) pending += heads.size();
+  return {
+      {"pods", pods_.size()},
+      {"pod_gang", pod_gang_.size()},
+      {"gangs", gangs_.size()},
+      {"plans", plans},
+      {"gang_excluded_nodes", excluded},
+      {"pending_heads", pending},
+      {"plan_deadlines", plan_deadlines_.size()},
+      {"charged", charged_.size()},
+      {"bound_since", bound_since_.size()},
+      {"ledger_charges", ledger_.charges().size()},
+      {"reservations", book_->size()},
+      {"preempt_holds", holds_.size()},
+      {"pdb_protected", pdb_protected_.size()},
+      {"preempt_groups", pgroups_.size()},
+      {"preempt_group_of", pgroup_of_.size()},
+      {"preempt_dirty", pview_dirty_.size()},
+      {"activations", activations_[0].size() + activations_[1].size()},
+      {"reindex", reindex_.size()},
+  };
 }
 
 }  // namespace tidal

@@ -13,9 +13,10 @@
 //   choice; plans not completed within plan_ttl are dropped.
 // Reservations: a gang that does not fit gets a backfill reservation (book_, refreshed by a dry
 //   cycle over every pending gang); every later plan honours the book (docs/scheduling.md).
-// Restart: the engine keeps nothing on disk for this; the shim's first Sync message is a full
-// snapshot, from which nodes, bound pods and gangs are rebuilt. Plans in flight are lost; their
-// members time out in Permit and are retried.
+// Restart: each door's first Sync message is a full snapshot, from which nodes, bound pods and
+// gangs are rebuilt. Plans in flight are lost; their members time out in Permit and are retried.
+// Until a door's snapshot is in, the nodes it reported before the restart (kept with the ledger
+// in the state file) take no new work: its work there is unknown (engine_doors.cc).
 //
 // Fair share: PlanPod plans the heads of queues further below their share first (engine_plan.cc).
 // Feasibility: node selectors, affinity, taints/tolerations are evaluated before planning; nodes
@@ -25,14 +26,15 @@
 // (the front door's mirror and bound pods' charges), engine_gang.cc (the gang protocol),
 // engine_plan.cc (planning, fair-share order), engine_reservations.cc (backfill book, timeline,
 // runtime limits), engine_preempt.cc (preemption view and holds), engine_views.cc (explain,
-// gauges), engine_exclusive.cc (JobSet/LWS exclusive topology), engine_config.cc (config file);
-// the calls' result types are in engine_results.h.
+// gauges), engine_exclusive.cc (JobSet/LWS exclusive topology), engine_config.cc (config file),
+// engine_doors.cc (the doors' nodes across restarts); the calls' result types are in engine_results.h.
 //
 // Threading: every public method takes mu_; callers may be any gRPC thread. Nothing is returned by
 // reference into the guarded state.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -137,10 +139,13 @@ struct EngineConfig {
   int64_t exclusion_ttl_s = 120;
   // Explain's dry run considers at most this many pending gangs ahead of the asked one.
   int32_t explain_max_ahead = 2000;
+  // The doors expected to connect (frontDoors; read at start only): one not yet resynced since
+  // the start, whose nodes the state file does not name, keeps every node from new work.
+  std::vector<FrontDoor> front_doors;
 };
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
 // poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds}, topology: {levels}, profile, resources,
-// usageHalfLife, queues}. Every problem is one
+// usageHalfLife, queues, frontDoors: [kubernetes, slurm]}. Every problem is one
 // reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);
 StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file);
@@ -199,6 +204,12 @@ class Engine {
   // (from a dry-run cycle with reservations on copies of the state, bounded: see "explain" below).
   StatusOr<nlohmann::json> ExplainJson(const std::string& name);
   EngineStats Stats();
+  // The size of each per-object container the engine keeps (pods, gangs and their indexes, bound
+  // pods' charges and start times, the ledger's charges, reservations, preemption holds and
+  // groups, pending activations): every one is back to 0 once the doors report no pods (a leak
+  // check: test/unit/engine_census_test.cc). Not in it: nodes and their indexes, and the Slurm gap
+  // ledger (gang_memory_), bounded to 200,000 gangs by age.
+  std::vector<std::pair<std::string, size_t>> Census();
   EngineGauges Gauges();
   // Optional: metrics and decision log (set before serving; not owned).
   // Also sets the configured queues' series to 0 in `m` (and again at every reload).
@@ -206,9 +217,13 @@ class Engine {
   // Hot reload: swaps in a new, already validated config. Usage history and charges carry over by
   // queue name; plans in flight are dropped (their members retry).
   Status Reconfigure(const EngineConfig& cfg);
-  // Ledger state file (see docs/fair-share.md): save / restore decayed usage.
+  // State file (docs/fair-share.md, docs/operations.md): the ledger's decayed usage plus the
+  // nodes each door reported ("doorNodes", engine_doors.cc). Loading a file without them (an older
+  // engine's) is fine; a malformed part is skipped and named in the status, the rest applies.
   std::string SaveLedger();
   Status LoadLedger(const std::string& json);
+  // Changes whenever what SaveLedger writes of the doors' nodes changes (save it soon: main.cc).
+  uint64_t DoorMemoryVersion() const { return door_memory_version_.load(std::memory_order_relaxed); }
   // "queue team-a uses ..." for every leaf queue.
   std::string DescribeQueues();
 
@@ -493,8 +508,19 @@ class Engine {
   std::unordered_map<std::string, VictimGroup> pgroups_;          // allocation id -> members
   std::unordered_map<std::string, std::string> pgroup_of_;        // uid -> allocation id
   std::set<std::string> pview_dirty_;                             // uids to regroup
+  // Marks are applied lazily, at the next Preempt: a view no call has read for a while (no
+  // preemption for days) would collect every pod bound since, so past twice the bound pods (and
+  // 1024) it is dropped instead and rebuilt from charged_ when next needed.
   void MarkPreemptViewLocked(const std::string& uid) {
-    if (pview_ && (charged_.count(uid) || pgroup_of_.count(uid))) pview_dirty_.insert(uid);
+    if (!pview_ || (!charged_.count(uid) && !pgroup_of_.count(uid))) return;
+    pview_dirty_.insert(uid);
+    if (pview_dirty_.size() > 2 * charged_.size() + 1024) DropPreemptViewLocked();
+  }
+  void DropPreemptViewLocked() {
+    pview_.reset();
+    pgroups_.clear();
+    pgroup_of_.clear();
+    pview_dirty_.clear();
   }
   // Capacity freed for a preemptor: its reservation is book_[plan id] (start = when chosen); this
   // records what it waits for. Dropped with the reservation (planned, gang gone, plan_ttl_s).
@@ -529,6 +555,28 @@ class Engine {
   void LayHoldsLocked(ClusterState& timeline) const;
   // --- end preemption
   QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
+
+  // --- the doors' nodes across restarts (engine_doors.cc); guarded by mu_ like all above, except
+  // door_memory_version_ (written under mu_, read without it). Per door (index: FrontDoor):
+  struct DoorMemory {
+    std::set<std::string> nodes;  // the nodes it reported (before the restart too): doorNodes
+    bool known = false;           // nodes is complete: from the state file, or its resync here
+    bool resynced = false;        // it completed a resync since this start
+    bool expected = false;        // frontDoors names it
+  };
+  std::array<DoorMemory, 2> door_memory_;
+  std::atomic<uint64_t> door_memory_version_{0};
+  // Its remembered nodes (all nodes, when none are known and frontDoors expects it) take no new
+  // work until its first resync since the start.
+  bool DoorAwaitedLocked(int door) const;
+  int GatingDoorLocked(const std::string& node) const;  // the door gating it, or -1
+  std::string DoorGateNoteLocked() const;               // "node-40: waiting for ..." or ""
+  void RememberDoorNodeLocked(FrontDoor door, const std::string& node, bool reported);
+  void DoorResyncedLocked(FrontDoor door);  // its snapshot ended: remember its nodes, lift its gate
+  void LiftDoorGateLocked(FrontDoor door);
+  void SaveDoorMemoryLocked(nlohmann::json& state) const;
+  Status LoadDoorMemoryLocked(const nlohmann::json& state);
+  std::vector<std::string> AwaitedDoorNamesLocked() const;
 };
 
 }  // namespace tidal

@@ -1,5 +1,8 @@
 // The engine's config file (YAML/JSON) into an EngineConfig, every problem reported as
 // "file:line: field: reason" (see core/io/queue_config.h). Pure functions: no state, no threads.
+#include <algorithm>
+#include <optional>
+
 #include "engine/engine.h"
 #include "core/api/limits.h"
 #include "core/io/cluster_file.h"
@@ -9,6 +12,32 @@
 #include "plugins/registry.h"
 
 namespace tidal {
+
+namespace {
+
+// frontDoors: [kubernetes, slurm], the doors expected to connect (engine_doors.cc); each at most once.
+Status DecodeFrontDoors(const nlohmann::json& j, std::vector<FrontDoor>* out) {
+  if (!j.is_array()) return Status::Error("frontDoors: expected a list of front doors (kubernetes, slurm)");
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = "frontDoors[" + std::to_string(i) + "]";
+    if (!j[i].is_string()) return Status::Error(at + ": expected a front door name (kubernetes, slurm)");
+    const std::string name = j[i].get<std::string>();
+    std::optional<FrontDoor> door;
+    for (FrontDoor d : {FrontDoor::kKubernetes, FrontDoor::kSlurm}) {
+      if (FrontDoorName(d) == name) door = d;
+    }
+    if (!door) {
+      return Status::Error(at + ": unknown front door \"" + name.substr(0, 64) + "\" (accepted: kubernetes, slurm)");
+    }
+    if (std::find(out->begin(), out->end(), *door) != out->end()) {
+      return Status::Error(at + ": " + name + " is listed twice");
+    }
+    out->push_back(*door);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file) {
   auto doc = ParseDocument(text, file);
@@ -55,6 +84,9 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     } else {
       cfg.profile = *ps;
     }
+  }
+  if (const auto* d = f.Get("frontDoors")) {
+    if (Status s = DecodeFrontDoors(*d, &cfg.front_doors); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
   f.Get("resources");
   f.Get("usageHalfLife");

@@ -148,6 +148,13 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
     if (d.outcome == Outcome::kPlaced) j["domain"] = d.placement.domain;
     decision_log_->Write(std::move(j));
   };
+  if (d.outcome != Outcome::kPlaced) {
+    // Nodes that take no work until a door resyncs since the engine started (engine_doors.cc).
+    if (std::string gate = DoorGateNoteLocked(); !gate.empty()) {
+      d.explanation += "; " + gate;
+      d.status.AddReason(std::move(gate));
+    }
+  }
   if (d.outcome != Outcome::kPlaced && (d.status.plugin() == "quota" || d.explanation.find("nominal") != std::string::npos)) {
     // One ledger, two doors: say where the queue's GPUs are held, so a Slurm user refused for a
     // quota their team fills from Kubernetes (or the reverse) sees why.

@@ -48,6 +48,7 @@ struct EngineGauges {
   std::vector<Row> door_gpus;       // door: GPUs of bound members
   std::vector<Row> queue_door_gpus; // queue, door: GPUs the queue's bound members hold, per door
   std::vector<Row> door_nodes;      // door: nodes the door reports
+  std::vector<Row> door_awaiting;   // door: 1 while its first resync since the start gates nodes
 };
 
 // A bound pod that outran its declared runtime limit (plus the grace): the front door evicts it.
@@ -98,6 +99,8 @@ struct EngineStats {
   int32_t nodes = 0, pods = 0, gangs = 0, plans = 0;
   uint64_t generation = 0;
   bool synced = false;
+  // Doors whose first resync since the start is awaited: nodes they may run work on take none new.
+  std::vector<std::string> awaiting_doors;
 };
 
 }  // namespace tidal

@@ -79,6 +79,8 @@ Node Engine::ToNode(const NodeInfo& in) const {
       n.pool = *p;
     }
   }
+  // A door not resynced since the engine started may run work here: none new (engine_doors.cc).
+  if (n.health != NodeHealth::kUnhealthy && GatingDoorLocked(in.name) >= 0) n.health = NodeHealth::kDraining;
   return n;
 }
 
@@ -459,6 +461,7 @@ void Engine::EndResyncLocked(FrontDoor door) {
   }
   snap.reset();
   synced_ = true;
+  DoorResyncedLocked(door);  // engine_doors.cc
 }
 
 Status Engine::Sync(const SyncBatch& batch, uint64_t* generation, std::vector<NodeWarningInfo>* warnings) {
@@ -504,12 +507,14 @@ Status Engine::Sync(SyncBatch&& b, uint64_t* generation, std::vector<NodeWarning
     const std::string name = n.name;
     rec = std::move(n);
     MergeNodeLocked(name);
+    RememberDoorNodeLocked(b.door, name, true);
   }
   for (const auto& name : b.delete_nodes) {
     if (auto r = node_doors_.find(name); r != node_doors_.end()) {
       r->second[static_cast<int>(b.door)].reset();
       MergeNodeLocked(name);
     }
+    RememberDoorNodeLocked(b.door, name, false);
   }
   for (auto& in : b.upsert_pods) {
     if (in.door != b.door) {

@@ -333,6 +333,7 @@ void Engine::DoorGaugesLocked(EngineGauges& out) const {
     out.door_members.push_back({{door, "bound"}, members[d][1]});
     out.door_gpus.push_back({{door}, gpus[d]});
     out.door_nodes.push_back({{door}, nodes[d]});
+    out.door_awaiting.push_back({{door}, DoorAwaitedLocked(d) ? 1.0 : 0.0});
   }
   const QueueTree& t = ledger_.tree();
   const auto& by_queue = BoundGpusByQueueDoorLocked();

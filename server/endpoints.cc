@@ -37,6 +37,14 @@ std::string QueuesJson(Engine& engine) {
   return out.dump(2) + "\n";
 }
 
+// /readyz?format=json: {ready, synced, nodes, pods, awaitingDoors}; awaitingDoors names the doors
+// whose first resync since the engine started is awaited (their nodes take no new work meanwhile).
+std::string ReadyJson(const EngineStats& st) {
+  nlohmann::json j{{"ready", st.synced}, {"synced", st.synced}, {"nodes", st.nodes}, {"pods", st.pods},
+                   {"awaitingDoors", st.awaiting_doors}};
+  return j.dump() + "\n";
+}
+
 }  // namespace
 
 void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher* watcher) {
@@ -67,6 +75,10 @@ void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher
                     Rows(&EngineGauges::door_gpus, e));
   reg.CallbackGauge("tidal_door_nodes", "Nodes each front door reports (a shared node counts for both).", {"door"},
                     Rows(&EngineGauges::door_nodes, e));
+  reg.CallbackGauge("tidal_door_awaiting_resync",
+                    "1 while the engine awaits the door's first resync since it started (nodes the door may run work on take "
+                    "no new work meanwhile), else 0.",
+                    {"door"}, Rows(&EngineGauges::door_awaiting, e));
   reg.CallbackGauge("tidal_queue_door_gpus", "GPUs a queue's bound members hold, by front door (one ledger).",
                     {"queue", "door"}, Rows(&EngineGauges::queue_door_gpus, e));
   reg.CallbackGauge("tidal_fragmentation_unusable_free_gpus",
@@ -82,11 +94,16 @@ void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher
 void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& reg, const ConfigWatcher* watcher) {
   using Access = HttpServer::Access;
   http.Handle("/healthz", [](const std::string&, const std::string&) { return Text(200, "ok\n"); });
-  http.Handle("/readyz", [&e](const std::string&, const std::string&) {
+  http.Handle("/readyz", [&e](const std::string&, const std::string& query) {
     const auto st = e.Stats();
-    return Text(st.synced ? 200 : 503, std::string(st.synced ? "ok" : "not ready: no full sync from a front door yet") +
-                                           "\nsynced: " + (st.synced ? "true" : "false") +
-                                           "\nnodes: " + std::to_string(st.nodes) + "\npods: " + std::to_string(st.pods) + "\n");
+    const int code = st.synced ? 200 : 503;
+    if (HttpServer::QueryParam(query, "format") == "json") return HttpResponse{code, "application/json", ReadyJson(st)};
+    std::string awaiting;
+    for (const auto& d : st.awaiting_doors) awaiting += (awaiting.empty() ? "" : ",") + d;
+    return Text(code, std::string(st.synced ? "ok" : "not ready: no full sync from a front door yet") +
+                          "\nsynced: " + (st.synced ? "true" : "false") + "\nnodes: " + std::to_string(st.nodes) +
+                          "\npods: " + std::to_string(st.pods) +
+                          "\nawaiting doors: " + (awaiting.empty() ? "none" : awaiting) + "\n");
   });
   http.Handle("/metrics", [&reg](const std::string&, const std::string&) {
     return HttpResponse{200, std::string(metrics::kContentType), reg.Render()};

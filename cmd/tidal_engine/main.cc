@@ -7,8 +7,9 @@
 //
 // Threading model: the main thread parses flags, starts the gRPC server (its own thread pool), the
 // HTTP server (an accept thread and a worker pool, server/http_server.h) and the config watcher
-// (one thread), then waits for SIGINT/SIGTERM, saving the ledger state file every 30 s, and shuts
-// everything down. All scheduling state is owned by one Engine object, which serialises access with its own mutex.
+// (one thread), then waits for SIGINT/SIGTERM, saving the state file (ledger, the doors' nodes)
+// every 30 s and within a second of a change to the doors' nodes, and shuts everything down. All
+// scheduling state is owned by one Engine object, which serialises access with its own mutex.
 #include <unistd.h>
 
 #include <csignal>
@@ -36,6 +37,23 @@ namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
+// When the state file is due (ticks of 100 ms): every 30 s, and within about a second of a change
+// to the nodes the doors reported (a restarted engine gates them until their door resyncs:
+// engine/engine_doors.cc), at most once a second.
+class SaveSchedule {
+ public:
+  explicit SaveSchedule(uint64_t version) : saved_(version) {}
+  bool Due(int tick, uint64_t version) const { return tick % 300 == 299 || (version != saved_ && tick - last_ >= 10); }
+  void Saved(int tick, uint64_t version) {
+    last_ = tick;
+    saved_ = version;
+  }
+
+ private:
+  uint64_t saved_;
+  int last_ = -10;
+};
+
 constexpr const char* kUsage =
     "usage: tidal-engine [--listen unix:///PATH|HOST:PORT] [--http-addr HOST:PORT] [--config FILE]\n"
     "  --listen     gRPC address (default unix:///tmp/tidal-engine.sock)\n"
@@ -43,7 +61,8 @@ constexpr const char* kUsage =
     "               loopback clients or a bearer token (default 127.0.0.1:8081)\n"
     "  --http-token-file FILE  bearer token that opens /explain, /queues, /config to other hosts\n"
     "  --config     engine config, YAML or JSON, reloaded on change (default: built-in defaults)\n"
-    "  --state-file where the queue ledger's decayed usage is kept across restarts (default: none)\n"
+    "  --state-file where the queue ledger's decayed usage and the nodes each front door reported are\n"
+    "               kept across restarts (default: none)\n"
     "  --decision-log FILE  one JSON line per decision, rate-limited (default: - = stderr; none = off)\n";
 
 }  // namespace
@@ -88,7 +107,7 @@ int main(int argc, char** argv) {
     std::stringstream ss;
     ss << in.rdbuf();
     if (auto s = (*engine)->LoadLedger(ss.str()); !s.ok()) {
-      spdlog::warn("state file {} ignored: {}", state_file, s.Message());
+      spdlog::warn("state file {}: {}", state_file, s.Message());  // the rest of it applies
     }
   }
   auto save_state = [&] {
@@ -100,6 +119,14 @@ int main(int argc, char** argv) {
     {
       std::ofstream out(tmp);
       out << (*engine)->SaveLedger();
+      out.flush();
+      if (!out) {  // a full disk: keep the last complete file rather than a truncated one
+        spdlog::warn("cannot write state file {}: writing {} failed", state_file, tmp);
+        out.close();
+        std::error_code ignored;
+        std::filesystem::remove(tmp, ignored);
+        return;
+      }
     }
     std::error_code ec;
     std::filesystem::rename(tmp, state_file, ec);
@@ -153,9 +180,13 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   spdlog::info("tidal-engine epoch {} serving gRPC on {}, HTTP on {}:{}", (*engine)->epoch(), listen,
                http_addr.substr(0, http_addr.rfind(':')), http.port());
+  SaveSchedule schedule(eng->DoorMemoryVersion());
   for (int tick = 0; !g_stop; ++tick) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (tick % 300 == 299) save_state();
+    const uint64_t version = eng->DoorMemoryVersion();  // read first: a change during the save is saved next
+    if (!schedule.Due(tick, version)) continue;
+    save_state();
+    schedule.Saved(tick, version);
   }
   spdlog::info("tidal-engine shutting down");
   if (watcher) watcher->Stop();

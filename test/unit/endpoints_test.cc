@@ -1,6 +1,7 @@
 // server/endpoints: what tidal-engine serves over HTTP, on a real HttpServer: /readyz follows the
-// first full sync, /metrics shows the configured queues and known label values at 0 from the first
-// scrape and bounds queue labels, private routes stay private.
+// first full sync and names the doors awaited after a restart, /metrics shows the configured
+// queues and known label values at 0 from the first scrape and bounds queue labels, private routes
+// stay private.
 #include "server/endpoints.h"
 
 #include <httplib.h>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include "engine/observability.h"
@@ -107,6 +109,38 @@ TEST_F(EndpointsTest, QueueLabelsAreBoundedToConfiguredQueues) {
   EXPECT_THAT(m, HasSubstr("tidal_pending_workloads{queue=\"team-a\",class=\"batch\"} 1\n"));
   EXPECT_THAT(m, HasSubstr("tidal_pending_workloads{queue=\"unconfigured\",class=\"batch\"} 2\n"));
   EXPECT_THAT(m, Not(HasSubstr("no-such-queue")));
+}
+
+// After a restart the doors still awaited are named (/readyz, its JSON, and a gauge per door whose
+// series exist from the first scrape): nodes they may run work on take no new work meanwhile.
+TEST_F(EndpointsTest, ReadyzAndAGaugeNameTheDoorsAwaitedAfterARestart) {
+  std::string m = Get("/metrics")->body;
+  EXPECT_THAT(m, HasSubstr("tidal_door_awaiting_resync{door=\"kubernetes\"} 0\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_door_awaiting_resync{door=\"slurm\"} 0\n"));
+  ASSERT_TRUE(engine_->LoadLedger(R"({"time": 1000, "usage": {}, "doorNodes": {"slurm": ["n0"]}})").ok());
+  ASSERT_TRUE(FullSync({}).ok());  // the Kubernetes door's snapshot: n0, n1
+  auto r = Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, HasSubstr("synced: true\n"));
+  EXPECT_THAT(r->body, HasSubstr("awaiting doors: slurm\n"));
+  r = Get("/readyz?format=json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  const auto j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["awaitingDoors"], nlohmann::json({"slurm"}));
+  EXPECT_EQ(j["synced"], true);
+  EXPECT_EQ(j["nodes"], 2);
+  m = Get("/metrics")->body;
+  EXPECT_THAT(m, HasSubstr("tidal_door_awaiting_resync{door=\"slurm\"} 1\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_door_awaiting_resync{door=\"kubernetes\"} 0\n"));
+  SyncBatch s;
+  s.door = FrontDoor::kSlurm;
+  s.resync = true;
+  uint64_t gen = 0;
+  ASSERT_TRUE(engine_->Sync(s, &gen).ok());
+  EXPECT_THAT(Get("/readyz")->body, HasSubstr("awaiting doors: none\n"));
+  EXPECT_THAT(Get("/metrics")->body, HasSubstr("tidal_door_awaiting_resync{door=\"slurm\"} 0\n"));
 }
 
 TEST_F(EndpointsTest, ExplainQueuesAndConfigAreServed) {

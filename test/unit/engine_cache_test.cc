@@ -109,7 +109,7 @@ TEST_F(CacheTest, AGangsSizeFollowsItsSpecAndANewQueueFollowsAReload) {
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   ASSERT_TRUE(engine_->Reconfigure(*cfg).ok());
   now_ += 10;
-  // The reload dropped job 6's plan (plans in flight are dropped); both fit on the three nodes.
+  // The reload kept job 6's plan (admitted: its slots are claimed); job 4 fits on the third node.
   AdmitResult after = engine_->Admit(FrontDoor::kSlurm, 0);
   EXPECT_TRUE(Admitted(after, "slurm/4")) << "queue qc exists now";
 }

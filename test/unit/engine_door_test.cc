@@ -387,5 +387,29 @@ TEST_F(DoorTest, APlanMadeAheadIsDroppedWithItsPodsGang) {
   EXPECT_EQ(engine_->Stats().plans, 0);
 }
 
+TEST_F(DoorTest, AReloadKeepsAPlanWhoseMembersAreReservedSoNoOtherDoorGetsItsGpus) {
+  SyncBatch k;
+  k.resync = true;
+  k.upsert_nodes = {GpuNode("n1", "l0", "v0")};
+  k.upsert_pods = {KubePod("kp", "qb")};
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  ASSERT_EQ(engine_->PlanPod("uid-kp").node, "n1");
+  ASSERT_TRUE(engine_->Reserve("uid-kp", "n1").ok());  // kube-scheduler holds it assumed on n1, in Permit
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = k.upsert_nodes;
+  s.upsert_pods = {SlurmMember("7", 0, 1, "qa")};
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  auto cfg = ParseEngineConfig("queues:\n  - name: qa\n    weight: 2\n  - name: qb\n    weight: 1\n", "t.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  ASSERT_TRUE(engine_->Reconfigure(*cfg).ok());
+  now_ += 10;
+  // Old code: the reload dropped the reserved plan and n1's 8 GPUs went to Slurm job 7 as well.
+  EXPECT_TRUE(engine_->Admit(FrontDoor::kSlurm, 0).admitted.empty());
+  EXPECT_EQ(engine_->Stats().plans, 1);
+  EXPECT_EQ(Usage("qb"), 8);  // the plan's charge moved to the new ledger
+  EXPECT_TRUE(engine_->Reserve("uid-kp", "n1").ok()) << "the member still holds its slot";
+}
+
 }  // namespace
 }  // namespace tidal

@@ -49,6 +49,8 @@
 #       sbatch job with --comment=tidal.dev/topology-required=leaf runs on the 4 free leaf-2 nodes
 #       (slurmctld's NodeList, the API server's leaf labels); a second one (no leaf has 4 free) stays
 #       held although 3 nodes are free.
+#   slurm-chaos (cases/slurm_chaos.sh, which sl_register's it): kill -9 of tidal-slurm and the engine
+#       under load from both doors.
 # After each case (pods deleted first, then the jobs cancelled) the engine must hold nothing:
 # tidal_queue_usage (ledger, plans included) and tidal_door_gpus all 0; if not, the case fails and
 # the engine is restarted so the next case starts clean.
@@ -61,13 +63,20 @@
 # TIDAL_E2E_SLURM_METRICS_PORT (20402, tidal-slurm's /metrics). TIDAL_E2E_SLURM_BACKFILL_DEPTH: the
 # engine's profile.backfill.depth for these cases (unset: as in config/engine.yaml).
 
+# Sourced once (cases/slurm_chaos.sh sources it first when the glob order puts it earlier).
+[ -z "${SL_SOURCED:-}" ] || return 0
+SL_SOURCED=1
 SL_CASES=(slurm-shared-no-double-booking slurm-fair-share slurm-quota slurm-4node-leaf)
-if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null &&
-  command -v sbatch >/dev/null && [ "$(id -u)" = 0 ]; then
-  MORE_CASES+=("${SL_CASES[@]}")
-else
-  EXPLICIT_CASES+=("${SL_CASES[@]}")
-fi
+# sl_register CASE...: run with every case when Slurm and root are there, else only when named.
+sl_register() {
+  if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null &&
+    command -v sbatch >/dev/null && [ "$(id -u)" = 0 ]; then
+    MORE_CASES+=("$@")
+  else
+    EXPLICIT_CASES+=("$@")
+  fi
+}
+sl_register "${SL_CASES[@]}"
 # shellcheck source=test/slurm/lib.sh
 source "$E2E_ROOT/test/slurm/lib.sh"
 BEFORE_CASE_HOOKS+=(sl_before_case)
@@ -109,10 +118,17 @@ sl_down() {
   if [ "$SL_ENGINE" = 1 ]; then
     # The Slurm door's nodes and jobs leave the engine with it: the usual config, no Slurm door.
     restart_engine "$E2E_DIR/config/engine.yaml" || e2e_log "  warning: engine restart with the usual config failed"
+    rm -f "$(sl_state_file)"  # the door is retired: no engine should wait for it any more
     SL_ENGINE=0
   fi
   e2e_log "  slurm torn down in $(ms_since "$t0")ms"
 }
+
+# The engine of these cases runs with a state file (its ledger and the nodes each door reported):
+# after a restart, nodes a door reported take no new work until that door has resynced, so the
+# Kubernetes door's snapshot alone never makes GPUs Slurm jobs hold look free (slurm-chaos).
+sl_state_file() { echo "$BASE/engine-state.json"; }
+sl_restart_engine() { TIDAL_E2E_ENGINE_STATE_FILE=$(sl_state_file) restart_engine "$BASE/engine-slurm.yaml"; }
 
 sl_ready() {
   [ "$SL_UP" = 1 ] && e2e_alive "$BASE" tidal-slurm && timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'
@@ -150,7 +166,7 @@ queues:
   - {name: tl}
 YAML
   } >"$cfg"
-  restart_engine "$cfg" || return 1
+  sl_restart_engine || return 1
   SL_ENGINE=1
   # shellcheck disable=SC2068
   k label nodes ${SL_NODES[@]} "$SL_LABEL=true" --overwrite >/dev/null || return 1
@@ -180,12 +196,26 @@ queues:
   - {account: quota, queue: qq}
   - {account: leaf, queue: tl}
 YAML
-  e2e_port_free "$TIDAL_E2E_SLURM_METRICS_PORT" || { e2e_log "  port $TIDAL_E2E_SLURM_METRICS_PORT is in use (TIDAL_E2E_SLURM_METRICS_PORT)"; return 1; }
-  e2e_start "$BASE" tidal-slurm "$TIDAL_E2E_BIN/tidal-slurm" --config "$acfg"
-  e2e_wait "$BASE" tidal-slurm "tidal-slurm reconciling (tidal_slurm_up 1)" sl_adapter_up || return 1
+  sl_start_adapter || return 1
   e2e_wait "$BASE" tidal-slurm "the engine seeing ${#SL_NODES[@]} Slurm nodes" sl_engine_sees_nodes || return 1
   e2e_log "  slurm up: ${#SL_NODES[@]} slurmd x 8 GPUs + tidal-slurm in $(ms_since "$t0")ms; engine: $(curl -sf \
     "http://127.0.0.1:$TIDAL_E2E_ENGINE_HTTP_PORT/metrics" | grep '^tidal_door_nodes' | tr '\n' ' ')"
+}
+
+# sl_start_adapter: start tidal-slurm (config from sl_up) and wait for its first complete pass
+# (tidal_slurm_up 1: read slurmctld, synced, admitted). An earlier start's log is kept as
+# log/tidal-slurm.N.log; the metrics port may still be held a moment by one just killed -9.
+sl_start_adapter() {
+  local i n=1
+  for ((i = 0; i < 100; i++)); do e2e_port_free "$TIDAL_E2E_SLURM_METRICS_PORT" && break; sleep 0.1; done
+  e2e_port_free "$TIDAL_E2E_SLURM_METRICS_PORT" || { e2e_log "  port $TIDAL_E2E_SLURM_METRICS_PORT is in use (TIDAL_E2E_SLURM_METRICS_PORT)"; return 1; }
+  if [ -f "$BASE/log/tidal-slurm.log" ]; then
+    while [ -e "$BASE/log/tidal-slurm.$n.log" ]; do n=$((n + 1)); done
+    mv -f "$BASE/log/tidal-slurm.log" "$BASE/log/tidal-slurm.$n.log"
+  fi
+  e2e_start "$BASE" tidal-slurm "$TIDAL_E2E_BIN/tidal-slurm" --config "$BASE/slurm-adapter.yaml"
+  disown "$!" 2>/dev/null || true  # a kill -9 later (slurm-chaos) is the test's doing: no job notice
+  e2e_wait "$BASE" tidal-slurm "tidal-slurm reconciling (tidal_slurm_up 1)" sl_adapter_up
 }
 
 # sl_held: what the engine still holds: "queue=GPUS ..." of tidal_queue_usage (the ledger, plans
@@ -211,7 +241,7 @@ sl_clean() {
     e2e_log "  ok: afterwards the engine holds nothing (ledger, bound GPUs)"
   else
     fail "afterwards the engine still holds $(sl_held)(ledger GPUs by queue, bound GPUs by door): restarting it for the next case"
-    restart_engine "$BASE/engine-slurm.yaml" && e2e_wait "$BASE" tidal-slurm "the engine seeing the Slurm nodes again" sl_engine_sees_nodes
+    sl_restart_engine && e2e_wait "$BASE" tidal-slurm "the engine seeing the Slurm nodes again" sl_engine_sees_nodes
   fi
 }
 

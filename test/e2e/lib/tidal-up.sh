@@ -7,6 +7,8 @@
 #
 # Usage: tidal-up.sh BASE [engine|scheduler|all]   (default all; "engine" alone restarts the engine)
 # Env:   TIDAL_E2E_ENGINE_CONFIG (default test/e2e/config/engine.yaml),
+#        TIDAL_E2E_ENGINE_STATE_FILE (the engine's --state-file: ledger usage and the nodes each door
+#        reported, kept across its restarts; default none),
 #        TIDAL_E2E_SCHED_CONFIG  (default test/e2e/config/scheduler-config.yaml; @KUBECONFIG@, @ENGINE@ filled in),
 #        TIDAL_E2E_SCHED_V (scheduler --v, default 2), TIDAL_E2E_SCHED_ARGS (extra scheduler flags, e.g.
 #        --feature-gates=...), plus lib/common.sh's.
@@ -33,8 +35,10 @@ start_engine() {
   local t0; t0=$(e2e_now_ms)
   # The engine log is appended to across restarts (kill -9 tests keep the history).
   [ -f "$BASE/log/tidal-engine.log" ] && mv -f "$BASE/log/tidal-engine.log" "$BASE/log/tidal-engine.$(date +%s%N).log"
+  local state=()
+  [ -z "${TIDAL_E2E_ENGINE_STATE_FILE:-}" ] || state=(--state-file="$TIDAL_E2E_ENGINE_STATE_FILE")
   e2e_start "$BASE" tidal-engine "$ENGINE_BIN" --listen="$ENGINE_ADDR" \
-    --http-addr="127.0.0.1:$TIDAL_E2E_ENGINE_HTTP_PORT" --config="$BASE/engine.yaml"
+    --http-addr="127.0.0.1:$TIDAL_E2E_ENGINE_HTTP_PORT" --config="$BASE/engine.yaml" "${state[@]}"
   e2e_wait "$BASE" tidal-engine "tidal-engine /healthz" curl -sf "$ENGINE_HTTP/healthz"
   e2e_log "tidal-engine ready after $(($(e2e_now_ms) - t0))ms ($ENGINE_ADDR, $ENGINE_HTTP)"
 }
