@@ -30,7 +30,8 @@
 #                    -> build/bench/soak.txt (a benchmark; the e2e case soak is its short version)
 SHELL := /bin/bash
 BUILD ?= build
-JOBS ?= 2
+# Build jobs: the machine's cores, at most 4 (a clang ASan compile takes up to 1 GiB).
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 CMAKE_FLAGS ?= -DTIDAL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
