@@ -46,20 +46,16 @@ class CensusTest : public ::testing::Test {
     uint64_t gen = 0;
     return engine_->Sync(b, &gen);
   }
-  void ResyncKube() {
+  // A full snapshot of one door: every node and the door's live pods.
+  void Resync(FrontDoor door) {
     SyncBatch b;
     b.resync = true;
     b.upsert_nodes = nodes_;
-    for (const auto& [uid, p] : kube_) b.upsert_pods.push_back(p);
-    ASSERT_TRUE(Sync(b, FrontDoor::kKubernetes).ok());
+    for (const auto& [uid, p] : door == FrontDoor::kSlurm ? slurm_ : kube_) b.upsert_pods.push_back(p);
+    ASSERT_TRUE(Sync(b, door).ok());
   }
-  void ResyncSlurm() {
-    SyncBatch b;
-    b.resync = true;
-    b.upsert_nodes = nodes_;
-    for (const auto& [uid, p] : slurm_) b.upsert_pods.push_back(p);
-    ASSERT_TRUE(Sync(b, FrontDoor::kSlurm).ok());
-  }
+  void ResyncKube() { Resync(FrontDoor::kKubernetes); }
+  void ResyncSlurm() { Resync(FrontDoor::kSlurm); }
   std::map<std::string, size_t> Census() {
     std::map<std::string, size_t> out;
     for (const auto& [k, v] : engine_->Census()) out[k] = v;
