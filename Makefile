@@ -80,7 +80,7 @@ programs: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS) --target $(PROGRAMS)
 
 # The normal build's part of make test: the programs, and the ASAN_CI_SKIP tests, which run here.
-ASAN_CI_SKIP_BINS := backfill_sim_test sim_policy_test fairshare_sim_test
+ASAN_CI_SKIP_BINS := backfill_sim_test sim_test fairshare_sim_test
 unit-ci: programs
 	cmake --build $(BUILD) -j $(JOBS) --target $(ASAN_CI_SKIP_BINS)
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -R '$(ASAN_CI_SKIP)'

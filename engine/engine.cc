@@ -206,6 +206,8 @@ std::vector<std::pair<std::string, size_t>> Engine::Census() {
       {"preempt_dirty", pview_dirty_.size()},
       {"activations", activations_[0].size() + activations_[1].size()},
       {"reindex", reindex_.size()},
+      {"disruptions", disruptions_.size()},
+      {"disruption_pods", disruptions_.pod_index_size()},
   };
 }
 

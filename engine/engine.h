@@ -51,6 +51,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine_results.h"
+#include "engine/engine_types.h"
+#include "engine/disruption_book.h"
 #include "engine/observability.h"
 #include "engine/pod_spec.h"
 #include "core/framework/scheduler.h"
@@ -59,96 +61,6 @@
 
 namespace tidal {
 
-enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
-
-struct PodInfo {
-  std::string uid, ns, name, scheduler_name, node_name;
-  // The front door that reported it. A Slurm job is a gang of members (one per node): uid
-  // "slurm/<job>#<i>", namespace "slurm", its gang "slurm/<job>" (shim/slurm/convert.h).
-  FrontDoor door = FrontDoor::kKubernetes;
-  PodPhase phase = PodPhase::kPending;
-  Resources request;
-  int32_t priority = 0;
-  std::map<std::string, std::string> labels, annotations;
-  int64_t creation_unix = 0;
-  int64_t start_unix = 0;  // status.startTime; 0 until the kubelet starts it
-  bool terminating = false;
-  // Node selector, node affinity, tolerations, self anti-affinity (nullptr = none), and why the
-  // front door's spec could not be read (refused at CheckPod/PlanPod, naming the field).
-  std::shared_ptr<const NodeConstraints> constraints;
-  Status spec_error;
-  // Its Tidal scheduling spec (labels and annotations read with the engine's topology levels):
-  // set by the engine when it stores the pod, parsed once per change (input value ignored).
-  std::shared_ptr<const StatusOr<PodSchedulingSpec>> spec;
-
-  std::string Key() const { return ns + "/" + name; }
-  bool UsesCapacity() const {
-    return !node_name.empty() && phase != PodPhase::kSucceeded && phase != PodPhase::kFailed;
-  }
-};
-
-struct NodeInfo {
-  std::string name;
-  FrontDoor door = FrontDoor::kKubernetes;  // the door that reported this record
-  std::map<std::string, std::string> labels;
-  Resources capacity;
-  bool ready = true;
-  bool unschedulable = false;
-  std::string gpu_model;
-  std::vector<Taint> taints;
-};
-
-struct NodeWarningInfo {
-  std::string node, reason, message;
-};
-
-// A job the door saw finish (its own records), for the gap it may have missed (Engine::Sync).
-struct FinishedJobInfo {
-  std::string gang;
-  int64_t start_unix = 0, end_unix = 0;
-  int32_t members = 0;
-  int64_t gpus_per_member = 0;  // 0 = unknown
-};
-
-struct SyncBatch {
-  FrontDoor door = FrontDoor::kKubernetes;  // a resync replaces only this door's nodes and pods
-  std::vector<FinishedJobInfo> finished;
-  bool resync = false;
-  // The snapshot continues in the door's next batch (SyncRequest.snapshot_continues): the door's
-  // objects no batch of the snapshot named are removed at its last batch.
-  bool snapshot_continues = false;
-  std::vector<NodeInfo> upsert_nodes;
-  std::vector<std::string> delete_nodes;
-  std::vector<PodInfo> upsert_pods;
-  std::vector<std::string> delete_pods;
-};
-
-struct EngineConfig {
-  TopologyLevels levels = TopologyLevels::Default();
-  QueueConfig queues;
-  ProfileSpec profile = ProfileSpec::Default();
-  std::string scheduler_name = "tidal-scheduler";
-  int64_t permit_timeout_ms = 60000;
-  int64_t plan_ttl_s = 120;
-  std::string pool_label = "tidal.dev/pool";
-  // Declared runtime limits (tidal.dev/runtime-limit) are enforced: a pod of this scheduler still
-  // running grace_s after its limit is reported by Overdue() and evicted by the front door.
-  bool enforce_runtime_limit = true;
-  int64_t runtime_limit_grace_s = 60;
-  // How long a node the front door's filters refused stays excluded for that gang.
-  int64_t exclusion_ttl_s = 120;
-  // Explain's dry run considers at most this many pending gangs ahead of the asked one.
-  int32_t explain_max_ahead = 2000;
-  // The doors expected to connect (frontDoors; read at start only): one not yet resynced since
-  // the start, whose nodes the state file does not name, keeps every node from new work.
-  std::vector<FrontDoor> front_doors;
-};
-// Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
-// poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds}, topology: {levels}, profile, resources,
-// usageHalfLife, queues, frontDoors: [kubernetes, slurm]}. Every problem is one
-// reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
-StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);
-StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file);
 
 class Engine {
  public:
@@ -185,6 +97,12 @@ class Engine {
   // tidal.dev/runtime-limit plus the grace (none when enforcement is off). Run time counts from
   // the pod's start (status.startTime), or from when the engine saw it bound until there is one.
   std::vector<OverduePod> Overdue();
+  // --- the disruption path (engine_disruptions.cc; disruption_book.h has the steps)
+  // What `door` should do now with work the engine takes off GPUs: NOTICE (tell the pods, they
+  // checkpoint) or EVICT (every pod, whole). Opens the disruptions due at this call first: pods
+  // of this scheduler over their runtime limit (their whole gang). Preempt opens its victims'.
+  std::vector<DisruptionAction> Disruptions(FrontDoor door);
+  // --- end disruption path
   // The front door's own filters (kube-scheduler's NodePorts, InterPodAffinity, VolumeBinding,
   // ...) refused the node planned for this pod: the node is excluded for the pod's gang for
   // exclusion_ttl_s, and the gang's plan is dropped so the next plan differs.
@@ -535,6 +453,9 @@ class Engine {
     std::string reason;
     int64_t created_s = 0;
     bool evicted = false;  // the front door reported evictions for it
+    // The longest notice a victim got (checkpoint on notice): the gang waits for it, and the hold
+    // lasts plan_ttl_s beyond it.
+    int64_t notice_s = 0;
   };
   std::map<std::string, PreemptHold> holds_;          // plan id -> hold
   std::map<std::string, int64_t> pdb_protected_;      // allocation id -> protected until (s)
@@ -555,6 +476,26 @@ class Engine {
   void LayHoldsLocked(ClusterState& timeline) const;
   // --- end preemption
   QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
+
+  // --- the disruption path (engine_disruptions.cc)
+  DisruptionBook disruptions_;
+  // Opens a disruption of workload `id` for its pods `uids` (those still using capacity), with
+  // the notice the workload asks for (tidal.dev/checkpoint-on-notice, at most max_notice_s);
+  // returns the notice given (s), or -1 when nothing was opened (one is open already, no pods).
+  int64_t OpenDisruptionLocked(const std::string& id, DisruptionCause cause, const std::vector<std::string>& uids,
+                               std::string reason);
+  void DisruptionSeenLocked(const PodInfo& p);        // after an upsert: checkpoints, finished pods
+  void DisruptionGoneLocked(const std::string& uid);  // the pod is gone
+  void CloseDisruptionLocked(const DisruptionRecord& r);
+  void OpenOverdueLocked(int64_t now);                // runtime limits, by workload
+  std::vector<OverduePod> OverdueLocked(int64_t now);  // Overdue's body (engine_reservations.cc)
+  // A hold is dropped: its victims' preemption disruptions not yet evicted are cancelled.
+  void CancelHoldDisruptionsLocked(const PreemptHold& h);
+  // Preempt's victims: one disruption each (out.victim_notice: the notice each gets).
+  void OpenPreemptionDisruptionsLocked(const std::string& preemptor, PreemptResult& out);
+  // The workload a bound pod belongs to for disruptions: its gang key, or "pod:<ns>/<name>".
+  std::string WorkloadIdLocked(const PodInfo& p) const;
+  // --- end disruption path
 
   // --- the doors' nodes across restarts (engine_doors.cc); guarded by mu_ like all above, except
   // door_memory_version_ (written under mu_, read without it). Per door (index: FrontDoor):

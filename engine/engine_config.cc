@@ -70,6 +70,11 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     rf.Int("graceSeconds", &cfg.runtime_limit_grace_s, 0, 7 * 86400);
     if (Status s = rf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
+  if (const auto* d = f.Get("disruption")) {
+    Fields df(*d, "disruption");
+    df.Int("maxNoticeSeconds", &cfg.max_notice_s, 0, 86400);
+    if (Status s = df.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
   if (const auto* t = f.Get("topology")) {
     Fields tf(*t, "topology");
     if (const auto* l = tf.Get("levels")) {

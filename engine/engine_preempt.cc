@@ -30,6 +30,7 @@
 #include <map>
 #include <set>
 
+#include "core/api/duration.h"
 #include "engine/engine.h"
 #include "core/state/transaction.h"
 
@@ -156,12 +157,18 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
     }
   }
   a.workload.min_members = a.workload.members;  // bound pods of a gang are evicted whole, never shrunk
+  for (const auto& [uid, where] : g.members) {
+    if (auto p = pods_.find(uid); p != pods_.end()) {
+      a.workload.last_checkpoint_s = std::max(a.workload.last_checkpoint_s, p->second.last_checkpoint_unix);
+    }
+  }
   if (ours && first != nullptr) {
     a.workload.priority = priority;
     if (const auto& ps = SpecLocked(*first); ps.ok()) {
       a.workload.preemptible = ps->preemptible;
       a.workload.queue = ps->queue;
       a.workload.checkpoint_interval_s = ps->checkpoint_interval_s;
+      a.workload.checkpoints_on_notice = ps->checkpoint_on_notice_s > 0 && cfg_.max_notice_s > 0;
       a.workload.workload_class = ps->workload_class;
     }
   }
@@ -227,6 +234,7 @@ PreemptResult Engine::Preempt(const std::string& uid) {
     out.victim_gangs.emplace_back(v, std::move(pods));
   }
   out.reason = d.preemption.reason;
+  OpenPreemptionDisruptionsLocked(g.key, out);
   out.lost_gpu_seconds = d.preemption.lost_gpu_seconds;
   if (decision_log_ != nullptr) {
     decision_log_->Write({{"ts", clock_()}, {"workload", g.key}, {"outcome", "preempting"}, {"victims", d.preemption.victims},
@@ -370,12 +378,19 @@ std::string Engine::AwaitingVictimsLocked(const std::string& plan_id) const {
   }
   // Evicted (reported, or seen terminating / gone) and not all gone yet: wait for them; choosing
   // again now would take more victims for the same room.
-  if (left == 0 || (!h->second.evicted && going == 0)) return {};
+  if (left == 0 || (!h->second.evicted && h->second.notice_s == 0 && going == 0)) return {};
+  if (!h->second.evicted && going == 0) {
+    return "waiting for " + std::to_string(left) + " victim pod(s) given notice to checkpoint (up to " +
+           FormatDurationSeconds(h->second.notice_s) + "); their capacity is held for the gang";
+  }
   return "waiting for " + std::to_string(left) + " evicted victim pod(s) to terminate; their capacity is held for the gang";
 }
 
 void Engine::DropHoldLocked(const std::string& plan_id) {
-  if (holds_.erase(plan_id) == 0) return;
+  auto h = holds_.find(plan_id);
+  if (h == holds_.end()) return;
+  CancelHoldDisruptionsLocked(h->second);
+  holds_.erase(h);
   if (book_->erase(plan_id) > 0) book_stale_ = true;
 }
 
@@ -383,7 +398,7 @@ void Engine::ExpireHoldsLocked() {
   const int64_t now = clock_();
   for (auto it = holds_.begin(); it != holds_.end();) {
     auto g = gangs_.find(it->first.substr(5));  // "plan:<gang>"
-    const bool expired = now - it->second.created_s > cfg_.plan_ttl_s;
+    const bool expired = now - it->second.created_s > cfg_.plan_ttl_s + it->second.notice_s;
     // Gone, planned (PlanPod erased its reservation), its reservation dropped (a node left, the
     // profile changed), or given up after the plan TTL.
     if (g != gangs_.end() && !g->second.plan && book_->count(it->first) && !expired) {
@@ -394,6 +409,7 @@ void Engine::ExpireHoldsLocked() {
     if (expired && g != gangs_.end() && !g->second.plan) {
       g->second.last_reason = "preemption hold released after " + std::to_string(cfg_.plan_ttl_s) + "s";
     }
+    CancelHoldDisruptionsLocked(it->second);  // victims given notice keep running
     it = holds_.erase(it);
   }
   for (auto it = pdb_protected_.begin(); it != pdb_protected_.end();) {
@@ -408,6 +424,29 @@ void Engine::ExpireHoldsLocked() {
   }
 }
 
+void Engine::OpenPreemptionDisruptionsLocked(const std::string& preemptor, PreemptResult& out) {
+  const DisruptionCause cause =
+      out.reason.find("reclaim") != std::string::npos && out.reason.find("priority") == std::string::npos
+          ? DisruptionCause::kReclaim
+          : DisruptionCause::kPreemption;
+  int64_t longest = 0;
+  for (const auto& [id, pods] : out.victim_gangs) {
+    std::vector<std::string> uids;
+    for (const auto& p : pods) uids.push_back(p.uid);
+    const int64_t notice =
+        OpenDisruptionLocked(id, cause, uids, "preempted for " + preemptor + " (" + out.reason + ")");
+    const DisruptionRecord* r = disruptions_.Find(id);
+    // Given notice (and not yet told to go): PostFilter gives notice instead of evicting.
+    if (notice > 0 && r != nullptr && r->evicted_s == 0 && !r->acknowledged) {
+      out.victim_notice.emplace_back(notice, r->deadline_s);
+      longest = std::max(longest, r->deadline_s - clock_());
+    } else {
+      out.victim_notice.emplace_back(0, 0);
+    }
+  }
+  if (auto h = holds_.find("plan:" + preemptor); h != holds_.end()) h->second.notice_s = longest;
+}
+
 // --- the front door's report -------------------------------------------------------------------------
 
 Status Engine::Evicted(const EvictionReport& report) {
@@ -416,9 +455,25 @@ Status Engine::Evicted(const EvictionReport& report) {
   std::string plan_id;
   if (auto gk = pod_gang_.find(report.preemptor_uid); gk != pod_gang_.end()) plan_id = "plan:" + gk->second;
   auto h = plan_id.empty() ? holds_.end() : holds_.find(plan_id);
-  // PDB-protected victims: never chosen again for a while; a hold that needed them goes.
+  // A disruption the front door polled for (no preemptor): the hold whose victim it is.
+  if (h == holds_.end() && !report.disruption.empty() && !report.protected_gangs.empty()) {
+    for (auto it = holds_.begin(); it != holds_.end(); ++it) {
+      const auto& vs = it->second.victims;
+      if (std::any_of(vs.begin(), vs.end(), [&](const PreemptHold::Victim& v) { return v.id == report.disruption; })) {
+        plan_id = it->first;
+        h = it;
+        break;
+      }
+    }
+  }
+  // PDB-protected victims: never chosen again for a while; a hold that needed them goes (and
+  // with it their preemption disruptions: they keep running).
   for (const auto& id : report.protected_gangs) {
     if (id.empty()) continue;
+    if (const DisruptionRecord* r = disruptions_.Find(id);
+        r != nullptr && (r->cause == DisruptionCause::kPreemption || r->cause == DisruptionCause::kReclaim)) {
+      disruptions_.Cancel(id);
+    }
     pdb_protected_[id] = now + cfg_.plan_ttl_s;
     if (auto grp = pgroups_.find(id); grp != pgroups_.end()) {
       for (const auto& [u, where] : grp->second.members) MarkPreemptViewLocked(u);
@@ -433,7 +488,10 @@ Status Engine::Evicted(const EvictionReport& report) {
     }
   }
   std::set<std::string> evicted;
-  for (const auto& p : report.evicted) evicted.insert(p.uid);
+  for (const auto& p : report.evicted) {
+    evicted.insert(p.uid);
+    disruptions_.Evicted(p.uid, now);
+  }
   // Count each victim workload once, when the first of its pods is reported evicted.
   std::map<std::string, std::pair<double, double>> by_reason;  // reason -> workloads, GPU-seconds lost
   if (h != holds_.end()) {

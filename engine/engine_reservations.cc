@@ -226,9 +226,12 @@ void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, 
 
 std::vector<OverduePod> Engine::Overdue() {
   std::lock_guard<std::mutex> lock(mu_);
+  return OverdueLocked(clock_());
+}
+
+std::vector<OverduePod> Engine::OverdueLocked(int64_t now) {
   std::vector<OverduePod> out;
   if (!cfg_.enforce_runtime_limit) return out;
-  const int64_t now = clock_();
   for (auto& [uid, b] : bound_since_) {
     if (b.runtime_limit_s <= 0 || now < b.since_s + b.runtime_limit_s + cfg_.runtime_limit_grace_s) continue;
     auto p = pods_.find(uid);

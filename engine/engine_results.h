@@ -64,6 +64,8 @@ struct PreemptResult {
   // The same pods by victim workload: id ("ns/gang" for a Tidal gang, "pod:ns/name" for a lone
   // pod of another scheduler) -> its pods. The front door evicts a workload whole or not at all.
   std::vector<std::pair<std::string, std::vector<PodRefInfo>>> victim_gangs;
+  // Per victim_gangs entry: the notice it gets (s; 0 = evict now) and its deadline (unix s).
+  std::vector<std::pair<int64_t, int64_t>> victim_notice;
   // A node name when the preemptor's held capacity is on one node; else the topology domain.
   std::string nominated_domain, reason;
   double lost_gpu_seconds = 0;
@@ -75,8 +77,21 @@ struct EvictionReport {
   std::vector<PodRefInfo> evicted;      // pods the Eviction API accepted
   std::string reason;                   // the preemption's reason as Preempt reported it
   std::vector<std::string> protected_gangs;  // victim workloads skipped: PDBs refuse them whole
+  std::string disruption;                    // the DisruptionAction id it evicted for ("" = PostFilter)
 };
 // --- end preemption
+
+// --- the disruption path (engine_disruptions.cc)
+// What the front door should do now with one disruption (Engine::Disruptions).
+struct DisruptionAction {
+  enum class Kind { kNotice, kEvict };
+  std::string id, cause;
+  Kind kind = Kind::kEvict;
+  std::vector<PodRefInfo> pods;
+  std::string reason;
+  int64_t deadline_unix = 0;  // kNotice: evicted at this time at the latest
+};
+// --- end disruption path
 
 // --- the Slurm door's decisions (engine_admit.cc)
 struct AdmissionInfo {

@@ -298,6 +298,10 @@ Status Engine::UpsertPodLocked(PodInfo in) {
   bound_by_queue_door_.reset();
   ParseSpecLocked(in);
   BoundRequestLocked(in);
+  in.last_checkpoint_unix = -1;  // a bad value is ignored: it must never make a running pod invalid
+  if (const std::string* v = podkeys::Lookup(in.labels, in.annotations, kLabelLastCheckpoint)) {
+    if (auto t = ParseCheckpointTime(*v); t.ok()) in.last_checkpoint_unix = *t;
+  }
   auto charged = charged_.find(in.uid);
   if (charged != charged_.end() && in.node_name.empty() && in.phase == PodPhase::kPending && in.door == FrontDoor::kKubernetes) {
     // A pod is never unbound: an update without a node for a pod the engine knows bound (by Bound
@@ -323,6 +327,7 @@ Status Engine::UpsertPodLocked(PodInfo in) {
     ReleaseBoundLocked(p.uid);
   }
   MarkPreemptViewLocked(p.uid);  // start time, terminating, labels of a bound pod (engine_preempt.cc)
+  DisruptionSeenLocked(p);       // a checkpoint reported, or a disrupted pod finished (engine_disruptions.cc)
   if (!OursLocked(p)) return Status::Ok();
   PodSchedulingSpec spec;
   Status st;
@@ -361,6 +366,7 @@ Status Engine::UpsertPodLocked(PodInfo in) {
 
 void Engine::DeletePodLocked(const std::string& uid) {
   bound_by_queue_door_.reset();
+  DisruptionGoneLocked(uid);
   ReleaseBoundLocked(uid);
   if (auto it = pod_gang_.find(uid); it != pod_gang_.end()) {
     auto g = gangs_.find(it->second);

@@ -1,6 +1,7 @@
 #include "engine/observability.h"
 
 #include "core/framework/scheduler.h"
+#include "engine/disruption_book.h"
 
 namespace tidal {
 
@@ -38,6 +39,21 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
                                        "Pods found running past their declared tidal.dev/runtime-limit plus the grace "
                                        "(each counted once; tidal-scheduler evicts them), by queue.",
                                        {"queue"})),
+      disruptions(r.Counter("tidal_disruptions_total",
+                            "Workloads (gangs whole, or elastic gangs' surplus members) taken off GPUs, by cause.",
+                            {"cause"})),
+      disruption_lost_gpu_seconds(r.Counter("tidal_disruption_lost_gpu_seconds_total",
+                                            "GPU-seconds of work lost to disruptions (since the last checkpoint "
+                                            "before the eviction), by cause.",
+                                            {"cause"})),
+      disruption_notice(r.Histogram("tidal_disruption_notice_seconds",
+                                    "Time from the engine choosing a disruption to its eviction (the notice a "
+                                    "workload that checkpoints on notice got), by cause.",
+                                    {"cause"}, {0, 1, 5, 15, 30, 60, 120, 300, 600, 1800})),
+      gangs_requeued_whole(r.Counter("tidal_gangs_requeued_whole_total",
+                                     "Gangs of more than one member taken off GPUs whole (none left half-running), "
+                                     "by cause.",
+                                     {"cause"})),
       grpc_requests(r.Counter("tidal_grpc_requests_total", "gRPC requests served, by method and status code.",
                               {"method", "code"})),
       grpc_duration(r.Histogram("tidal_grpc_request_duration_seconds", "gRPC request latency, by method.",
@@ -45,6 +61,12 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
   for (const char* reason : kPreemptionReasons) {
     preemptions.With({reason});
     preempted_gpu_seconds.With({reason});
+  }
+  for (const char* cause : kDisruptionCauses) {
+    disruptions.With({cause});
+    disruption_lost_gpu_seconds.With({cause});
+    disruption_notice.With({cause});
+    gangs_requeued_whole.With({cause});
   }
   for (auto o : {Outcome::kPlaced, Outcome::kWaiting, Outcome::kPending, Outcome::kRejected, Outcome::kError}) {
     decisions.With({std::string(OutcomeName(o))});

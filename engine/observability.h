@@ -43,6 +43,13 @@ struct EngineMetrics {
   metrics::Family<metrics::Counter>& preempted_gpu_seconds;  // reason
   metrics::Family<metrics::Counter>& decisions;          // outcome
   metrics::Family<metrics::Counter>& runtime_limit_exceeded;  // queue
+  // The disruption path (engine_disruptions.cc), by cause (kDisruptionCauses): disruptions done
+  // (evicted, counted when their last pod is gone), GPU-seconds lost, the time from the engine's
+  // choice to the eviction (the notice), and gangs taken off whole (every member, then requeued).
+  metrics::Family<metrics::Counter>& disruptions;            // cause
+  metrics::Family<metrics::Counter>& disruption_lost_gpu_seconds;  // cause
+  metrics::Family<metrics::Histogram>& disruption_notice;    // cause
+  metrics::Family<metrics::Counter>& gangs_requeued_whole;   // cause
   metrics::Family<metrics::Counter>& grpc_requests;      // method, code
   metrics::Family<metrics::Histogram>& grpc_duration;    // method
 };

@@ -170,7 +170,8 @@ const std::vector<std::string>& KeysRead() {
   static const std::vector<std::string> kKeys = [] {
     std::set<std::string> k = {kLabelQueue,         kLabelGang,          kLabelGangSize,     kLabelGangMin,
                                kLabelTopologyRequired, kLabelTopologyPreferred, kLabelPreemptible,
-                               kLabelRuntimeLimit,  kLabelCheckpointInterval, kLabelClass, kLabelGpuModel,
+                               kLabelRuntimeLimit,  kLabelCheckpointInterval, kLabelCheckpointOnNotice, kLabelLastCheckpoint,
+                               kLabelClass, kLabelGpuModel,
                                kPodGroupName,       kPodGroupState,      kPodGroupMinCount,  kPodGroupTopologyKey,
                                limits::kOversizeAnnotation};
     for (const auto& row : GangSources()) {

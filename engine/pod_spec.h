@@ -10,6 +10,11 @@
 //   tidal.dev/preemptible         true | false
 //   tidal.dev/runtime-limit       duration: 90s, 30m, 12h, 1h30m, 2d
 //   tidal.dev/checkpoint-interval duration
+//   tidal.dev/checkpoint-on-notice duration: the job checkpoints when given notice and needs this
+//                                 long (the engine gives up to disruption.maxNoticeSeconds)
+//   tidal.dev/last-checkpoint     RFC 3339 time or unix seconds the job writes after each checkpoint
+//                                 (read by the disruption path, not part of this spec: a bad value
+//                                 never makes a running pod invalid; ParseCheckpointTime)
 //   tidal.dev/class               training | inference | batch | interactive
 //   tidal.dev/gpu-model           the nodes' GPU model, e.g. a100 (default any; Slurm's --gres=gpu:a100:N)
 // Then, for gang, queue and topology only, the upstream PodGroup (scheduling.k8s.io/v1alpha2, as
@@ -42,6 +47,11 @@ inline constexpr const char* kLabelTopologyPreferred = "tidal.dev/topology-prefe
 inline constexpr const char* kLabelPreemptible = "tidal.dev/preemptible";
 inline constexpr const char* kLabelRuntimeLimit = "tidal.dev/runtime-limit";
 inline constexpr const char* kLabelCheckpointInterval = "tidal.dev/checkpoint-interval";
+inline constexpr const char* kLabelCheckpointOnNotice = "tidal.dev/checkpoint-on-notice";
+inline constexpr const char* kLabelLastCheckpoint = "tidal.dev/last-checkpoint";
+// Written by the Kubernetes shim on a pod given notice: the eviction deadline (RFC 3339) and cause.
+inline constexpr const char* kAnnotationDisruptionNotice = "tidal.dev/disruption-notice";
+inline constexpr const char* kAnnotationDisruptionCause = "tidal.dev/disruption-cause";
 inline constexpr const char* kLabelClass = "tidal.dev/class";
 inline constexpr const char* kLabelGpuModel = "tidal.dev/gpu-model";
 inline constexpr const char* kLabelPodGroup = "scheduling.x-k8s.io/pod-group";
@@ -68,6 +78,7 @@ struct PodSchedulingSpec {
   bool preemptible = false;
   int64_t runtime_limit_s = 0;
   int64_t checkpoint_interval_s = 0;
+  int64_t checkpoint_on_notice_s = 0;  // 0 = does not checkpoint on notice (evicted at once)
   WorkloadClass workload_class = WorkloadClass::kBatch;
   std::string gpu_model;          // "" = any
   // Exclusive topology (JobSet, LeaderWorkerSet): every pod of `exclusive_group` ("jobset/<name>/
@@ -81,6 +92,10 @@ struct PodSchedulingSpec {
 StatusOr<PodSchedulingSpec> ParsePodSchedulingSpec(const std::map<std::string, std::string>& labels,
                                                    const std::map<std::string, std::string>& annotations,
                                                    const TopologyLevels& levels);
+
+// tidal.dev/last-checkpoint's value: RFC 3339 ("2026-12-02T10:00:00Z", offsets and fractions
+// accepted) or decimal unix seconds; an error naming the key and value otherwise.
+StatusOr<int64_t> ParseCheckpointTime(const std::string& value);
 
 // The exclusive-topology group of a pod, read cheaply (a few lookups, no validation): {node label
 // key, "<ns>/<group>"}; both "" when the pod names none or its group labels are incomplete.

@@ -316,6 +316,10 @@ grpc::Status EngineService::Preempt(grpc::ServerContext*, const v1::PodRef* req,
       v1::VictimGang* g = resp->add_victim_gangs();
       g->set_id(id);
       for (const auto& p : pods) ToProto(p, g->add_pods());
+      if (size_t i = static_cast<size_t>(resp->victim_gangs_size() - 1); i < r.victim_notice.size()) {
+        g->set_notice_seconds(r.victim_notice[i].first);
+        g->set_deadline_unix(r.victim_notice[i].second);
+      }
     }
     resp->set_nominated_node(r.nominated_domain);
     resp->set_reason(r.reason);
@@ -379,7 +383,28 @@ grpc::Status EngineService::Evicted(grpc::ServerContext*, const v1::EvictedReque
     }
     r.reason = req->reason();
     r.protected_gangs.assign(req->protected_gangs().begin(), req->protected_gangs().end());
+    r.disruption = req->disruption();
     ToProto(engine_.Evicted(r), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+// --- the disruption path (engine_disruptions.cc)
+grpc::Status EngineService::Disruptions(grpc::ServerContext*, const v1::DisruptionsRequest* req,
+                                        v1::DisruptionsResponse* resp) {
+  return Observe("Disruptions", [&]() -> grpc::Status {
+    auto door = DoorFromProto(req->door(), "door");
+    if (!door.ok()) return Invalid("door", door.status().reasons().front());
+    for (const auto& a : engine_.Disruptions(*door)) {
+      v1::Disruption* d = resp->add_disruptions();
+      d->set_id(a.id);
+      d->set_cause(a.cause);
+      d->set_action(a.kind == DisruptionAction::Kind::kNotice ? v1::Disruption::NOTICE : v1::Disruption::EVICT);
+      for (const auto& p : a.pods) ToProto(p, d->add_pods());
+      d->set_reason(a.reason);
+      d->set_deadline_unix(a.deadline_unix);
+    }
+    ToProto(Status::Ok(), resp->mutable_status());
     return grpc::Status::OK;
   });
 }

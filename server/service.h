@@ -39,6 +39,9 @@ class EngineService final : public v1::Engine::Service {
   grpc::Status Admit(grpc::ServerContext* ctx, const v1::AdmitRequest* req, v1::AdmitResponse* resp) override;
   grpc::Status TakeActivations(grpc::ServerContext* ctx, const v1::TakeActivationsRequest* req,
                                v1::TakeActivationsResponse* resp) override;
+  // The disruption path: what a door should do now (notice / evict).
+  grpc::Status Disruptions(grpc::ServerContext* ctx, const v1::DisruptionsRequest* req,
+                           v1::DisruptionsResponse* resp) override;
   DoorLeases& leases() { return leases_; }
 
  private:

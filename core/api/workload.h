@@ -37,6 +37,7 @@ struct Workload {
   int64_t runtime_limit_s = 0;    // declared limit; 0 = unknown (a per-class default applies)
   int64_t checkpoint_interval_s = 0;  // 0 = never checkpoints (all work since start is at risk)
   int64_t last_checkpoint_s = -1;     // reported checkpoint time; -1 = none reported
+  bool checkpoints_on_notice = false;  // checkpoints when given notice: evicting it loses ~nothing
   int64_t submit_time_s = 0;      // seconds on the engine clock
   std::string required_level;     // topology level all members must share ("" = none)
   std::string preferred_level;    // topology level members should share ("" = none)

@@ -493,6 +493,7 @@ class VictimSearch {
 }  // namespace
 
 double Preemption::WorkLost(const Workload& v, int64_t start_s, int64_t now_s) {
+  if (v.checkpoints_on_notice) return 0;  // it is given notice and checkpoints before it goes
   int64_t since = start_s;
   if (v.last_checkpoint_s >= start_s) since = v.last_checkpoint_s;
   int64_t at_risk = std::max<int64_t>(0, now_s - since);

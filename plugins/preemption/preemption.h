@@ -19,7 +19,8 @@
 // members that fit. So reclaim never takes a queue below its nominal quota.
 // Victim order: borrowers first, then lower priority, then least work lost = GPUs x seconds since
 // its last checkpoint (tidal.dev/checkpoint-interval, or a reported checkpoint time; without either,
-// all the time since it started), then the most recently started, then id.
+// all the time since it started; none for a workload that checkpoints on notice: it is given
+// notice first, engine/engine_disruptions.cc), then the most recently started, then id.
 // Shape: victims are chosen per domain of the level P needs (its required level, else the smallest
 // level whose domains could hold it), taking victims touching that domain in order (elastic
 // victims first give back members above their minimum) until P fits INSIDE the domain; among up to

@@ -195,7 +195,7 @@ TEST_F(PreemptTest, FreedCapacityIsHeldForThePreemptorUntilItPlans) {
   PreemptResult r = engine_->Preempt("uid-urgent0");
   ASSERT_EQ(Names(r), std::set<std::string>{"busy5"});
   EXPECT_EQ(r.nominated_domain, "n5");
-  ASSERT_TRUE(engine_->Evicted({"uid-urgent0", r.victims, r.reason, {}}).ok());
+  ASSERT_TRUE(engine_->Evicted({"uid-urgent0", r.victims, r.reason, {}, ""}).ok());
   ASSERT_TRUE(Delete({"uid-busy5"}).ok());
   // Another pending pod (higher priority than anything running, no preemption for it) may not
   // take n5 while it is held.
@@ -212,7 +212,7 @@ TEST_F(PreemptTest, AMultiNodeHoldKeepsEveryNodeAndEndsAfterThePlanTtl) {
   AddPending("high", 4, 100, "leaf");
   PreemptResult r = engine_->Preempt("uid-high0");
   ASSERT_EQ(r.victims.size(), 4u);
-  ASSERT_TRUE(engine_->Evicted({"uid-high0", r.victims, r.reason, {}}).ok());
+  ASSERT_TRUE(engine_->Evicted({"uid-high0", r.victims, r.reason, {}, ""}).ok());
   ASSERT_TRUE(Delete({"uid-low0", "uid-low1", "uid-low2", "uid-low3"}).ok());
   // Neither a 1-node pod nor a 2-node gang gets any of l0's 4 held nodes.
   AddPending("one", 1, 50);
@@ -281,13 +281,13 @@ TEST_F(PreemptTest, PdbProtectedGangsAreSkippedForThePlanTtl) {
   ASSERT_EQ(r.victim_gangs.size(), 1u);
   ASSERT_EQ(r.victim_gangs[0].first, "team/low-a");
   // Nothing evicted: the shim reports low-a protected; the hold on l0 goes with it.
-  ASSERT_TRUE(engine_->Evicted({"uid-high0", {}, r.reason, {"team/low-a"}}).ok());
+  ASSERT_TRUE(engine_->Evicted({"uid-high0", {}, r.reason, {"team/low-a"}, ""}).ok());
   PreemptResult next = engine_->Preempt("uid-high0");
   ASSERT_EQ(next.victim_gangs.size(), 1u) << next.status.ToString();
   EXPECT_EQ(next.victim_gangs[0].first, "team/low-b");
   EXPECT_EQ(Preemptions("priority"), 0) << "nothing was evicted yet";
   // Both protected: no victims at all.
-  ASSERT_TRUE(engine_->Evicted({"uid-high0", {}, next.reason, {"team/low-b"}}).ok());
+  ASSERT_TRUE(engine_->Evicted({"uid-high0", {}, next.reason, {"team/low-b"}, ""}).ok());
   EXPECT_TRUE(engine_->Preempt("uid-high0").victims.empty());
   // The protection lapses after the plan TTL (the budget may allow it by then).
   now_ += EngineConfig{}.plan_ttl_s + 1;
@@ -302,13 +302,13 @@ TEST_F(PreemptTest, PreemptionsCountEvictionsTheFrontDoorReportsOnce) {
   PreemptResult r = engine_->Preempt("uid-high0");
   ASSERT_EQ(r.victims.size(), 4u);
   EXPECT_EQ(Preemptions("priority"), 0) << "proposed is not preempted";
-  ASSERT_TRUE(engine_->Evicted({"uid-high0", {r.victims[0], r.victims[1]}, r.reason, {}}).ok());
+  ASSERT_TRUE(engine_->Evicted({"uid-high0", {r.victims[0], r.victims[1]}, r.reason, {}, ""}).ok());
   EXPECT_EQ(Preemptions("priority"), 1) << "one victim workload (a gang counts once)";
   EXPECT_GT(metrics_.preempted_gpu_seconds.With({"priority"}).Value(), 0);
-  ASSERT_TRUE(engine_->Evicted({"uid-high0", r.victims, r.reason, {}}).ok());
+  ASSERT_TRUE(engine_->Evicted({"uid-high0", r.victims, r.reason, {}, ""}).ok());
   EXPECT_EQ(Preemptions("priority"), 1) << "the rest of the same gang, reported again, is not counted again";
   // An eviction the engine holds nothing for (e.g. after the hold expired) still counts.
-  ASSERT_TRUE(engine_->Evicted({"", {{"uid-low4", "team", "low4"}}, "reclaim", {}}).ok());
+  ASSERT_TRUE(engine_->Evicted({"", {{"uid-low4", "team", "low4"}}, "reclaim", {}, ""}).ok());
   EXPECT_EQ(Preemptions("reclaim"), 1);
 }
 
@@ -318,7 +318,7 @@ TEST_F(PreemptTest, TheViewFollowsBindingsReleasesAndNodeChanges) {
   FillWithTwoGangs();
   AddPending("high", 4, 100, "leaf");
   ASSERT_EQ(engine_->Preempt("uid-high0").victim_gangs.at(0).first, "team/low-a");
-  ASSERT_TRUE(engine_->Evicted({"uid-high0", {}, "priority", {}}).ok());
+  ASSERT_TRUE(engine_->Evicted({"uid-high0", {}, "priority", {}, ""}).ok());
   // low-a finishes by itself; a new preemptible gang low-c starts on l0 later than low-b.
   ASSERT_TRUE(Delete({"uid-low0", "uid-low1", "uid-low2", "uid-low3"}).ok());
   std::vector<PodInfo> c;

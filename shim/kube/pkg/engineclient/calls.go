@@ -67,9 +67,16 @@ func (c *Client) Explain(ctx context.Context, workload string) (*tidalv1.Explain
 	return call(c, ctx, 0, c.api.Explain, &tidalv1.ExplainRequest{Workload: workload})
 }
 
-// Overdue lists this scheduler's bound pods that outran their declared runtime limit.
+// Overdue lists this scheduler's bound pods that outran their declared runtime limit (engines
+// without Disruptions, which supersedes it).
 func (c *Client) Overdue(ctx context.Context) (*tidalv1.OverdueResponse, error) {
 	return call(c, ctx, 0, c.api.Overdue, &tidalv1.OverdueRequest{})
+}
+
+// Disruptions asks what the door should do now with the work the engine takes off GPUs (NOTICE,
+// EVICT); an engine without the RPC answers Unimplemented (the caller falls back to Overdue).
+func (c *Client) Disruptions(ctx context.Context, door tidalv1.FrontDoor) (*tidalv1.DisruptionsResponse, error) {
+	return call(c, ctx, 0, c.api.Disruptions, &tidalv1.DisruptionsRequest{Door: door})
 }
 
 // NodeRefused reports that kube-scheduler's own filters refused the node planned for the pod.
@@ -77,7 +84,8 @@ func (c *Client) NodeRefused(ctx context.Context, ref *tidalv1.PodRef, node, plu
 	return call(c, ctx, 0, c.api.NodeRefused, &tidalv1.NodeRefusal{Pod: ref, NodeName: node, Plugin: plugin, Reasons: reasons})
 }
 
-// Evicted reports a preemption's evictions and the victims PodDisruptionBudgets protect.
+// Evicted reports evictions (a preemption's, or a disruption's) and the victim workloads
+// PodDisruptionBudgets protect.
 func (c *Client) Evicted(ctx context.Context, req *tidalv1.EvictedRequest) (*tidalv1.EvictedResponse, error) {
 	return call(c, ctx, 0, c.api.Evicted, req)
 }

@@ -225,6 +225,64 @@ func TestIncrementalChangesAreBatchedAndCoalesced(t *testing.T) {
 	})
 }
 
+// A change of a pod's annotations alone is sent when the engine reads the key: a job reporting a
+// checkpoint (tidal.dev/last-checkpoint, written on its own pod) acknowledges a disruption notice.
+// A key the engine does not read (the shim's own tidal.dev/disruption-notice) sends nothing.
+func TestAnnotationOnlyChangeOfAKeyTheEngineReadsIsSent(t *testing.T) {
+	sock := enginetest.Socket(t)
+	eng := enginetest.Start(t, sock, "e")
+	e := start(t, eng.Addr, Config{FlushInterval: 10 * time.Millisecond}, node("n0"), pod("ml", "ckpt", "n0"))
+	if err := e.client.WaitSynced(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	annotate := func(k, v string) {
+		t.Helper()
+		p, err := e.cs.CoreV1().Pods("ml").Get(ctx, "ckpt", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[k] = v
+		if _, err := e.cs.CoreV1().Pods("ml").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := func(from int) (out []*tidalv1.Pod) {
+		for _, m := range eng.SyncMessages()[from:] {
+			out = append(out, m.UpsertPods...)
+		}
+		return out
+	}
+	before := len(eng.SyncMessages())
+	annotate("tidal.dev/disruption-notice", "2030-01-02T03:04:05Z") // the shim's own: not the engine's
+	annotate("tidal.dev/last-checkpoint", "2030-01-02T03:00:00Z")
+	eng.WaitFor(t, "the checkpoint reaches the engine", 3*time.Second, func() bool {
+		for _, p := range sent(before) {
+			if p.GetAnnotations()["tidal.dev/last-checkpoint"] == "2030-01-02T03:00:00Z" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, p := range sent(before) {
+		if _, ok := p.GetAnnotations()["tidal.dev/disruption-notice"]; ok || p.GetAnnotations()["tidal.dev/last-checkpoint"] == "" {
+			t.Errorf("upsert %v: only the change of tidal.dev/last-checkpoint is the engine's", p.GetAnnotations())
+		}
+	}
+	annotate("tidal.dev/checkpoint-on-notice", "60s")
+	eng.WaitFor(t, "checkpoint-on-notice reaches the engine", 3*time.Second, func() bool {
+		for _, p := range sent(before) {
+			if p.GetAnnotations()["tidal.dev/checkpoint-on-notice"] == "60s" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func TestReconnectsAndResyncsAfterEngineRestart(t *testing.T) {
 	sock := enginetest.Socket(t)
 	eng := enginetest.Start(t, sock, "epoch-1")

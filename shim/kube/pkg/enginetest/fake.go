@@ -55,6 +55,7 @@ type Fake struct {
 	EvictedFn         func(*tidalv1.EvictedRequest) *tidalv1.EvictedResponse
 	AdmitFn           func(*tidalv1.AdmitRequest) *tidalv1.AdmitResponse
 	takeActivationsFn func(*tidalv1.TakeActivationsRequest) (*tidalv1.TakeActivationsResponse, error)
+	disruptionsFn     func(*tidalv1.DisruptionsRequest) (*tidalv1.DisruptionsResponse, error)
 
 	srv *grpc.Server
 }
@@ -356,13 +357,18 @@ func (f *Fake) Overdue(_ context.Context, _ *tidalv1.OverdueRequest) (*tidalv1.O
 	return &tidalv1.OverdueResponse{Status: &tidalv1.Status{}}, nil
 }
 
-// Evicted records "Evicted ns/preemptor pods=ns/a,ns/b protected=id,id".
+// Evicted records "Evicted ns/preemptor pods=ns/a,ns/b protected=id,id", plus " disruption=ID
+// reason=R" when it names a disruption (no preemptor: "Evicted / pods=...").
 func (f *Fake) Evicted(_ context.Context, r *tidalv1.EvictedRequest) (*tidalv1.EvictedResponse, error) {
 	pods := make([]string, 0, len(r.GetPods()))
 	for _, p := range r.GetPods() {
 		pods = append(pods, key(p))
 	}
-	f.record("Evicted " + key(r.GetPreemptor()) + " pods=" + strings.Join(pods, ",") + " protected=" + strings.Join(r.GetProtectedGangs(), ","))
+	call := "Evicted " + key(r.GetPreemptor()) + " pods=" + strings.Join(pods, ",") + " protected=" + strings.Join(r.GetProtectedGangs(), ",")
+	if r.GetDisruption() != "" {
+		call += " disruption=" + r.GetDisruption() + " reason=" + r.GetReason()
+	}
+	f.record(call)
 	if f.EvictedFn != nil {
 		return f.EvictedFn(r), nil
 	}
@@ -401,4 +407,25 @@ func (f *Fake) TakeActivations(_ context.Context, r *tidalv1.TakeActivationsRequ
 		return fn(r)
 	}
 	return &tidalv1.TakeActivationsResponse{}, nil
+}
+
+// SetDisruptionsFn sets the answer of Disruptions (nil: no disruptions); an error fails the call
+// as it is (e.g. status.Error(codes.Unimplemented, ...) for an older engine). A setter, not a
+// field: the shim polls it on its own goroutine.
+func (f *Fake) SetDisruptionsFn(fn func(*tidalv1.DisruptionsRequest) (*tidalv1.DisruptionsResponse, error)) {
+	f.mu.Lock()
+	f.disruptionsFn = fn
+	f.mu.Unlock()
+}
+
+// Disruptions records "Disruptions DOOR" (the door as sent).
+func (f *Fake) Disruptions(_ context.Context, r *tidalv1.DisruptionsRequest) (*tidalv1.DisruptionsResponse, error) {
+	f.record("Disruptions " + r.GetDoor().String())
+	f.mu.Lock()
+	fn := f.disruptionsFn
+	f.mu.Unlock()
+	if fn != nil {
+		return fn(r)
+	}
+	return &tidalv1.DisruptionsResponse{Status: &tidalv1.Status{}}, nil
 }

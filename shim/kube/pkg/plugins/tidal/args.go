@@ -24,7 +24,8 @@ import (
 //	    timeoutMs: 2000                                # each engine call
 //	    syncFlushMs: 50                                # Sync batching interval
 //	    syncBatch: 500                                 # objects per Sync message
-//	    overdueIntervalMs: 10000                       # how often pods past their runtime limit are evicted
+//	    disruptionIntervalMs: 2000                     # how often the engine's disruptions are polled (notices, evictions)
+//	    overdueIntervalMs: 10000                       # an older engine (no Disruptions): runtime-limit evictions at most this often
 //	    activationIntervalMs: 1000                     # how often pods another front door planned ahead are activated
 //	    holder: ""                                     # the KUBERNETES door's lease holder ("": PROFILE@HOSTNAME)
 //	    leaseTtlMs: 15000                              # how long the engine keeps the lease after the stream closed
@@ -36,12 +37,14 @@ import (
 //	    engineInsecure: false                          # allow plaintext to a non-loopback TCP engine
 //
 // Profiles share one engine client per engineAddress: the first profile's args configure it (holder,
-// leaseTtlMs, timeoutMs, syncFlushMs, syncBatch).
+// leaseTtlMs, timeoutMs, syncFlushMs, syncBatch) and its disruption poller (disruptionIntervalMs,
+// overdueIntervalMs).
 type Args struct {
 	EngineAddress        string   `json:"engineAddress,omitempty"`
 	TimeoutMs            int      `json:"timeoutMs,omitempty"`
 	SyncFlushMs          int      `json:"syncFlushMs,omitempty"`
 	SyncBatch            int      `json:"syncBatch,omitempty"`
+	DisruptionIntervalMs int      `json:"disruptionIntervalMs,omitempty"`
 	OverdueIntervalMs    int      `json:"overdueIntervalMs,omitempty"`
 	ActivationIntervalMs int      `json:"activationIntervalMs,omitempty"`
 	Holder               string   `json:"holder,omitempty"`
@@ -60,8 +63,8 @@ type TLSArgs struct {
 
 var tlsArgKeys = []string{"caFile", "certFile", "keyFile", "serverName"}
 
-var argKeys = []string{"engineAddress", "timeoutMs", "syncFlushMs", "syncBatch", "overdueIntervalMs",
-	"activationIntervalMs", "holder", "leaseTtlMs", "engineTLS", "engineInsecure"}
+var argKeys = []string{"engineAddress", "timeoutMs", "syncFlushMs", "syncBatch", "disruptionIntervalMs",
+	"overdueIntervalMs", "activationIntervalMs", "holder", "leaseTtlMs", "engineTLS", "engineInsecure"}
 
 // maxHolderLen bounds the holder arg (it appears in the engine's logs and refusals).
 const maxHolderLen = 256
@@ -117,6 +120,9 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 	if a.SyncBatch == 0 {
 		a.SyncBatch = 500
 	}
+	if a.DisruptionIntervalMs == 0 {
+		a.DisruptionIntervalMs = 2000
+	}
 	if a.OverdueIntervalMs == 0 {
 		a.OverdueIntervalMs = 10000
 	}
@@ -133,6 +139,8 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 		return a, fmt.Errorf("%s args: syncFlushMs: must be 1..10000, got %d", Name, a.SyncFlushMs)
 	case a.SyncBatch < 1 || a.SyncBatch > 100000:
 		return a, fmt.Errorf("%s args: syncBatch: must be 1..100000, got %d", Name, a.SyncBatch)
+	case a.DisruptionIntervalMs < 100 || a.DisruptionIntervalMs > 600000:
+		return a, fmt.Errorf("%s args: disruptionIntervalMs: must be 100..600000, got %d", Name, a.DisruptionIntervalMs)
 	case a.OverdueIntervalMs < 100 || a.OverdueIntervalMs > 3600000:
 		return a, fmt.Errorf("%s args: overdueIntervalMs: must be 100..3600000, got %d", Name, a.OverdueIntervalMs)
 	case a.ActivationIntervalMs < 100 || a.ActivationIntervalMs > 60000:

@@ -24,10 +24,14 @@
 // another front door's call (a Slurm Admit) planned ahead by fair share are polled from the engine
 // and activated (activations.go).
 //
+// Disruptions: the engine says what comes off GPUs and when (preemption victims that checkpoint
+// on notice, runtime limits, ...); the shim polls it, gives notice and evicts (disruptions.go,
+// notice.go, evict.go).
+//
 // High availability (leader election on): kube-scheduler starts the informers, and so this
 // plugin's Sync stream and PreEnqueue, before it runs for the lease; a standby replica keeps its
 // engine in sync and holds gangs like the leader, but writes nothing to the API server (events,
-// evictions, PodGroup status ask pkg/leader first) and never schedules or binds (kube-scheduler
+// evictions, notices, PodGroup status ask pkg/leader first) and never schedules or binds (kube-scheduler
 // runs its scheduling loop only once it leads).
 //
 // Threading: kube-scheduler calls PreEnqueue under its queue lock (so it never blocks long: a short
@@ -99,6 +103,8 @@ type Plugin struct {
 	pods    corelisters.PodLister
 	nodes   corelisters.NodeLister
 
+	disruptions *disruptionPoller // shared by the client's profiles (disruptions.go)
+
 	mu       sync.Mutex
 	held     map[types.UID]*v1.Pod   // gated by PreEnqueue: gang incomplete or pod not synced yet
 	rejected map[types.UID]rejection // refused by the engine at PreFilter (or its plan broke)
@@ -165,7 +171,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	client.AddHooks(hooks)
 	client.Start(ctx)
 	if p.pods != nil {
-		go p.evictOverdueEvery(ctx, time.Duration(args.OverdueIntervalMs)*time.Millisecond)
+		p.disruptions = pollDisruptions(ctx, client, p, time.Duration(args.DisruptionIntervalMs)*time.Millisecond,
+			time.Duration(args.OverdueIntervalMs)*time.Millisecond, logger)
 		pollActivations(ctx, client, p, time.Duration(args.ActivationIntervalMs)*time.Millisecond, logger)
 	}
 	logger.Info("Tidal plugin initialized", "profile", p.profile, "engine", args.EngineAddress, "timeoutMs", args.TimeoutMs,

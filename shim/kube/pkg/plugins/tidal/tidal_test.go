@@ -91,7 +91,7 @@ func newEnvHeldBy(t *testing.T, heldBy string, objs ...runtime.Object) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	inf := informers.NewSharedInformerFactory(e.cs, 0)
-	args := &runtime.Unknown{Raw: []byte(`{"engineAddress": "unix://` + sock + `", "timeoutMs": 500, "syncFlushMs": 10, "activationIntervalMs": 100}`)}
+	args := &runtime.Unknown{Raw: []byte(`{"engineAddress": "unix://` + sock + `", "timeoutMs": 500, "syncFlushMs": 10, "activationIntervalMs": 100, "disruptionIntervalMs": 600000}`)}
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		pl, err := New(ctx, args, h)
 		if err == nil {
@@ -150,7 +150,7 @@ func ok(code tidalv1.Status_Code, reasons ...string) *tidalv1.Status {
 func TestDecodeArgs(t *testing.T) {
 	a, err := DecodeArgs(nil)
 	if err != nil || a.EngineAddress != "unix:///tmp/tidal-engine.sock" || a.TimeoutMs != 2000 || a.SyncFlushMs != 50 || a.SyncBatch != 500 ||
-		a.ActivationIntervalMs != 1000 || a.LeaseTtlMs != 15000 || a.Holder != "" {
+		a.ActivationIntervalMs != 1000 || a.LeaseTtlMs != 15000 || a.Holder != "" || a.DisruptionIntervalMs != 2000 || a.OverdueIntervalMs != 10000 {
 		t.Fatalf("DecodeArgs(nil) = %+v, %v", a, err)
 	}
 	a, err = DecodeArgs(&runtime.Unknown{Raw: []byte(`{"engineAddress":"127.0.0.1:50051","timeoutMs":250}`)})
@@ -160,14 +160,15 @@ func TestDecodeArgs(t *testing.T) {
 	for raw, want := range map[string]string{
 		`{"timeoutMs": 0.5}`:   "timeoutMs",
 		`{"timeoutMs": 70000}`: "timeoutMs: must be 1..60000",
-		`{"engineAdress": "x:1"}`: "unknown field(s) engineAdress (accepted: engineAddress, timeoutMs, syncFlushMs, syncBatch, overdueIntervalMs, " +
-			"activationIntervalMs, holder, leaseTtlMs, engineTLS, engineInsecure)",
+		`{"engineAdress": "x:1"}`: "unknown field(s) engineAdress (accepted: engineAddress, timeoutMs, syncFlushMs, syncBatch, disruptionIntervalMs, " +
+			"overdueIntervalMs, activationIntervalMs, holder, leaseTtlMs, engineTLS, engineInsecure)",
 		`{"activationIntervalMs": 50}`:    "activationIntervalMs: must be 100..60000, got 50",
 		`{"activationIntervalMs": 60001}`: "activationIntervalMs: must be 100..60000, got 60001",
 		`{"leaseTtlMs": 10}`:              "leaseTtlMs: must be 1000..600000, got 10",
 		`{"holder": "two words"}`:         "holder:",
 		`{"holder": 7}`:                   "holder",
 		`{"overdueIntervalMs": 5}`:        "overdueIntervalMs: must be 100..3600000, got 5",
+		`{"disruptionIntervalMs": 99}`:    "disruptionIntervalMs: must be 100..600000, got 99",
 		`{"engineAddress": "nowhere"}`:    "engineAddress",
 		`{"syncBatch": -1}`:               "syncBatch",
 	} {

@@ -1,0 +1,122 @@
+// The engine's inputs as plain values: pods and nodes as the front doors report them, a Sync
+// batch, and the engine config (engine_config.cc reads it). The gRPC layer converts messages
+// into these; Engine (engine.h) owns every stored copy.
+// Threading: plain values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/api/node_constraints.h"
+#include "core/api/resources.h"
+#include "core/api/status.h"
+#include "core/api/topology_levels.h"
+#include "core/api/workload.h"
+#include "core/framework/profile.h"
+#include "core/io/queue_config.h"
+#include "engine/pod_spec.h"
+
+namespace tidal {
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+struct PodInfo {
+  std::string uid, ns, name, scheduler_name, node_name;
+  // The front door that reported it. A Slurm job is a gang of members (one per node): uid
+  // "slurm/<job>#<i>", namespace "slurm", its gang "slurm/<job>" (shim/slurm/convert.h).
+  FrontDoor door = FrontDoor::kKubernetes;
+  PodPhase phase = PodPhase::kPending;
+  Resources request;
+  int32_t priority = 0;
+  std::map<std::string, std::string> labels, annotations;
+  int64_t creation_unix = 0;
+  int64_t start_unix = 0;  // status.startTime; 0 until the kubelet starts it
+  bool terminating = false;
+  // Node selector, node affinity, tolerations, self anti-affinity (nullptr = none), and why the
+  // front door's spec could not be read (refused at CheckPod/PlanPod, naming the field).
+  std::shared_ptr<const NodeConstraints> constraints;
+  Status spec_error;
+  // Its Tidal scheduling spec (labels and annotations read with the engine's topology levels):
+  // set by the engine when it stores the pod, parsed once per change (input value ignored).
+  std::shared_ptr<const StatusOr<PodSchedulingSpec>> spec;
+  // Its last reported checkpoint (tidal.dev/last-checkpoint, unix s; -1 = none or unreadable):
+  // set by the engine when it stores the pod (input value ignored).
+  int64_t last_checkpoint_unix = -1;
+
+  std::string Key() const { return ns + "/" + name; }
+  bool UsesCapacity() const {
+    return !node_name.empty() && phase != PodPhase::kSucceeded && phase != PodPhase::kFailed;
+  }
+};
+
+struct NodeInfo {
+  std::string name;
+  FrontDoor door = FrontDoor::kKubernetes;  // the door that reported this record
+  std::map<std::string, std::string> labels;
+  Resources capacity;
+  bool ready = true;
+  bool unschedulable = false;
+  std::string gpu_model;
+  std::vector<Taint> taints;
+};
+
+struct NodeWarningInfo {
+  std::string node, reason, message;
+};
+
+// A job the door saw finish (its own records), for the gap it may have missed (Engine::Sync).
+struct FinishedJobInfo {
+  std::string gang;
+  int64_t start_unix = 0, end_unix = 0;
+  int32_t members = 0;
+  int64_t gpus_per_member = 0;  // 0 = unknown
+};
+
+struct SyncBatch {
+  FrontDoor door = FrontDoor::kKubernetes;  // a resync replaces only this door's nodes and pods
+  std::vector<FinishedJobInfo> finished;
+  bool resync = false;
+  // The snapshot continues in the door's next batch (SyncRequest.snapshot_continues): the door's
+  // objects no batch of the snapshot named are removed at its last batch.
+  bool snapshot_continues = false;
+  std::vector<NodeInfo> upsert_nodes;
+  std::vector<std::string> delete_nodes;
+  std::vector<PodInfo> upsert_pods;
+  std::vector<std::string> delete_pods;
+};
+
+struct EngineConfig {
+  TopologyLevels levels = TopologyLevels::Default();
+  QueueConfig queues;
+  ProfileSpec profile = ProfileSpec::Default();
+  std::string scheduler_name = "tidal-scheduler";
+  int64_t permit_timeout_ms = 60000;
+  int64_t plan_ttl_s = 120;
+  std::string pool_label = "tidal.dev/pool";
+  // Declared runtime limits (tidal.dev/runtime-limit) are enforced: a pod of this scheduler still
+  // running grace_s after its limit is reported by Overdue() and evicted by the front door.
+  bool enforce_runtime_limit = true;
+  int64_t runtime_limit_grace_s = 60;
+  // The most notice a disruption gives (tidal.dev/checkpoint-on-notice asks for up to this;
+  // disruption: {maxNoticeSeconds}).
+  int64_t max_notice_s = 600;
+  // How long a node the front door's filters refused stays excluded for that gang.
+  int64_t exclusion_ttl_s = 120;
+  // Explain's dry run considers at most this many pending gangs ahead of the asked one.
+  int32_t explain_max_ahead = 2000;
+  // The doors expected to connect (frontDoors; read at start only): one not yet resynced since
+  // the start, whose nodes the state file does not name, keeps every node from new work.
+  std::vector<FrontDoor> front_doors;
+};
+// Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
+// poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds},
+// disruption: {maxNoticeSeconds}, topology: {levels}, profile, resources,
+// usageHalfLife, queues, frontDoors: [kubernetes, slurm]}. Every problem is one
+// reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
+StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);
+StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file);
+
+}  // namespace tidal
