@@ -131,6 +131,7 @@ std::string Engine::SaveLedger() {
   nlohmann::json state = nlohmann::json::parse(ledger_.SaveState(), nullptr, false);
   if (!state.is_object()) state = nlohmann::json::object();
   SaveDoorMemoryLocked(state);
+  SaveDrainsLocked(state);
   return state.dump();
 }
 
@@ -144,6 +145,13 @@ Status Engine::LoadLedger(const std::string& json) {
   const nlohmann::json state = nlohmann::json::parse(json, nullptr, false);
   if (!state.is_object()) return s;
   Status doors = LoadDoorMemoryLocked(state);
+  if (Status d = LoadDrainsLocked(state); !d.ok()) {
+    if (doors.ok()) {
+      doors = d;
+    } else {
+      for (const auto& r : d.reasons()) doors.AddReason(r);
+    }
+  }
   if (s.ok()) return doors;
   for (const auto& r : doors.reasons()) s.AddReason(r);
   return s;
@@ -208,6 +216,7 @@ std::vector<std::pair<std::string, size_t>> Engine::Census() {
       {"reindex", reindex_.size()},
       {"disruptions", disruptions_.size()},
       {"disruption_pods", disruptions_.pod_index_size()},
+      {"lost_members", lost_members_.size()},
   };
 }
 

@@ -102,6 +102,11 @@ class Engine {
   // checkpoint) or EVICT (every pod, whole). Opens the disruptions due at this call first: pods
   // of this scheduler over their runtime limit (their whole gang). Preempt opens its victims'.
   std::vector<DisruptionAction> Disruptions(FrontDoor door);
+  // Gang-aware drain (engine_health.cc): the nodes take no new work until cancelled; work that
+  // ends by `by_s` (its declared runtime limit) finishes, the rest is disrupted (cause drain, its
+  // gang whole) so that its notice ends by then. Kept in the state file. Reports every drain
+  // (nodes empty, cancel false: only that); an unknown node is reported "unknown-node", not drained.
+  std::vector<NodeDrainInfo> Drain(const std::vector<std::string>& nodes, int64_t by_s, bool cancel);
   // --- end disruption path
   // The front door's own filters (kube-scheduler's NodePorts, InterPodAffinity, VolumeBinding,
   // ...) refused the node planned for this pod: the node is excluded for the pod's gang for
@@ -483,7 +488,7 @@ class Engine {
   // the notice the workload asks for (tidal.dev/checkpoint-on-notice, at most max_notice_s);
   // returns the notice given (s), or -1 when nothing was opened (one is open already, no pods).
   int64_t OpenDisruptionLocked(const std::string& id, DisruptionCause cause, const std::vector<std::string>& uids,
-                               std::string reason);
+                               std::string reason, int64_t notice_cap_s = INT64_MAX);
   void DisruptionSeenLocked(const PodInfo& p);        // after an upsert: checkpoints, finished pods
   void DisruptionGoneLocked(const std::string& uid);  // the pod is gone
   void CloseDisruptionLocked(const DisruptionRecord& r);
@@ -495,6 +500,22 @@ class Engine {
   void OpenPreemptionDisruptionsLocked(const std::string& preemptor, PreemptResult& out);
   // The workload a bound pod belongs to for disruptions: its gang key, or "pod:<ns>/<name>".
   std::string WorkloadIdLocked(const PodInfo& p) const;
+  // --- node health, lost members and drains (engine_health.cc)
+  std::map<std::string, int64_t> drains_;                      // node -> deadline (s); state file "drains"
+  std::unordered_map<std::string, int64_t> unhealthy_since_;   // node -> unhealthy since (s)
+  std::map<std::string, std::string> lost_members_;            // gang -> the member it lost (since the last poll)
+  void TrackHealthLocked(const std::string& node);             // after nodes_[node] changed or went
+  void OpenUnhealthyLocked(int64_t now);
+  void OpenMemberLostLocked();
+  void OpenDrainsLocked(int64_t now);
+  void NoteMemberLostLocked(const PodInfo& p);  // a bound member is deleted or failed
+  // Our bound pods (Tidal's and Slurm's) by node, for the named nodes.
+  std::map<std::string, std::vector<const PodInfo*>> OurPodsOnLocked(const std::set<std::string>& nodes) const;
+  // When a bound pod is expected to end by its declared runtime limit (0 = unknown).
+  int64_t ExpectedEndLocked(const PodInfo& p) const;
+  std::vector<NodeDrainInfo> DrainReportLocked(int64_t now) const;
+  void SaveDrainsLocked(nlohmann::json& state) const;
+  Status LoadDrainsLocked(const nlohmann::json& state);
   // --- end disruption path
 
   // --- the doors' nodes across restarts (engine_doors.cc); guarded by mu_ like all above, except
@@ -515,6 +536,9 @@ class Engine {
   void RememberDoorNodeLocked(FrontDoor door, const std::string& node, bool reported);
   void DoorResyncedLocked(FrontDoor door);  // its snapshot ended: remember its nodes, lift its gate
   void LiftDoorGateLocked(FrontDoor door);
+  // Every pending Kubernetes pod of a Tidal gang, for TakeActivations: capacity came back that
+  // kube-scheduler sees no event for (a door's gate lifted, a drain cancelled).
+  void ActivateKubernetesPendingLocked();
   void SaveDoorMemoryLocked(nlohmann::json& state) const;
   Status LoadDoorMemoryLocked(const nlohmann::json& state);
   std::vector<std::string> AwaitedDoorNamesLocked() const;

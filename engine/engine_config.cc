@@ -90,6 +90,9 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
       cfg.profile = *ps;
     }
   }
+  if (const auto* h = f.Get("nodeHealth")) {
+    if (Status s = DecodeNodeHealth(*h, &cfg.node_health); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
   if (const auto* d = f.Get("frontDoors")) {
     if (Status s = DecodeFrontDoors(*d, &cfg.front_doors); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }

@@ -4,7 +4,8 @@
 //                         that checkpoints on notice is not evicted by PostFilter but given notice;
 //   runtime-limit         OpenOverdueLocked, at each poll: a pod of this scheduler past its
 //                         tidal.dev/runtime-limit plus the grace takes its whole gang with it (the
-//                         members share the limit; a gang is never left half-running).
+//                         members share the limit; a gang is never left half-running);
+//   member-lost, unhealthy-node, drain   engine_health.cc, at each poll.
 // The notice is what the workload asks for (tidal.dev/checkpoint-on-notice), at most
 // max_notice_s; a member reporting a checkpoint since (tidal.dev/last-checkpoint) ends it early.
 // A disruption is counted when its last pod is gone, if it was evicted (tidal_disruptions_total,
@@ -26,7 +27,7 @@ std::string Engine::WorkloadIdLocked(const PodInfo& p) const {
 }
 
 int64_t Engine::OpenDisruptionLocked(const std::string& id, DisruptionCause cause, const std::vector<std::string>& uids,
-                                     std::string reason) {
+                                     std::string reason, int64_t notice_cap_s) {
   if (const DisruptionRecord* open = disruptions_.Find(id)) return open->notice_s;
   const int64_t now = clock_();
   DisruptionRecord r;
@@ -52,7 +53,7 @@ int64_t Engine::OpenDisruptionLocked(const std::string& id, DisruptionCause caus
     checkpoint = std::max(checkpoint, pod.last_checkpoint_unix);
     if (r.pods.size() == 1 && pod_gang_.count(uid)) {
       if (const auto& spec = SpecLocked(pod); spec.ok()) {
-        r.notice_s = std::min(spec->checkpoint_on_notice_s, cfg_.max_notice_s);
+        r.notice_s = std::max<int64_t>(0, std::min({spec->checkpoint_on_notice_s, cfg_.max_notice_s, notice_cap_s}));
         interval = spec->checkpoint_interval_s;
       }
     }
@@ -143,7 +144,12 @@ std::vector<DisruptionAction> Engine::Disruptions(FrontDoor door) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t now = clock_();
   ExpireHoldsLocked();
-  if (door == FrontDoor::kKubernetes) OpenOverdueLocked(now);
+  if (door == FrontDoor::kKubernetes) {
+    OpenOverdueLocked(now);
+    OpenMemberLostLocked();
+  }
+  OpenUnhealthyLocked(now);
+  OpenDrainsLocked(now);
   return disruptions_.Due(door, now);
 }
 

@@ -118,6 +118,10 @@ void Engine::LiftDoorGateLocked(FrontDoor door) {
   if (door == FrontDoor::kKubernetes) return;
   // Kubernetes pods refused while the gate held are handed back for another try (the shim
   // activates them), as the shim retries its backlog after its own resync.
+  ActivateKubernetesPendingLocked();
+}
+
+void Engine::ActivateKubernetesPendingLocked() {
   auto& out = activations_[static_cast<int>(FrontDoor::kKubernetes)];
   for (const auto& [queue, heads] : pending_by_queue_) {
     for (const auto& h : heads) {

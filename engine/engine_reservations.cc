@@ -16,12 +16,7 @@ namespace tidal {
 namespace {
 // "in 29m59s (2026-11-29T23:12:59Z)": a reserved start for people reading events (unix clock).
 std::string InWords(int64_t start_s, int64_t now_s) {
-  const std::string in = FormatDurationSeconds(start_s - now_s);
-  const std::time_t t = static_cast<std::time_t>(start_s);
-  std::tm tm{};
-  char iso[32] = "";
-  if (gmtime_r(&t, &tm) != nullptr) std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return "in " + in + " (" + iso + ")";
+  return "in " + FormatDurationSeconds(start_s - now_s) + " (" + FormatUnixTime(start_s) + ")";
 }
 }  // namespace
 

@@ -37,6 +37,7 @@ struct EngineGauges {
     double value = 0;
   };
   std::vector<Row> gpus;            // state, pool
+  std::vector<Row> node_health;     // health: nodes by NodeHealthName (ready, degraded, unhealthy, ...)
   std::vector<Row> pending;         // queue, class
   std::vector<Row> reservations;    // queue: pending gangs holding a backfill reservation
   std::vector<Row> queue_usage, queue_nominal, queue_borrowed;  // queue, resource
@@ -90,6 +91,15 @@ struct DisruptionAction {
   std::vector<PodRefInfo> pods;
   std::string reason;
   int64_t deadline_unix = 0;  // kNotice: evicted at this time at the latest
+};
+// One drained node as Engine::Drain reports it.
+struct NodeDrainInfo {
+  std::string node;
+  int64_t by_unix = 0;
+  std::string state;          // "draining", "drained", "unknown-node"
+  int64_t free_at_unix = 0;   // when its last work is expected gone (0 = free now)
+  int32_t workloads_left = 0;
+  std::string note;
 };
 // --- end disruption path
 

@@ -22,7 +22,8 @@ namespace {
 
 bool SameNode(const NodeInfo& a, const NodeInfo& b) {
   return a.labels == b.labels && a.capacity == b.capacity && a.ready == b.ready &&
-         a.unschedulable == b.unschedulable && a.gpu_model == b.gpu_model && a.taints == b.taints;
+         a.unschedulable == b.unschedulable && a.gpu_model == b.gpu_model && a.taints == b.taints &&
+         a.conditions == b.conditions;
 }
 
 // A valid label value that no labelled node has: the node's own domain at a level it lacks.
@@ -65,7 +66,11 @@ Node Engine::ToNode(const NodeInfo& in) const {
   n.capacity = in.capacity;
   n.gpu_model = in.gpu_model;
   n.taints = in.taints;
-  n.health = !in.ready ? NodeHealth::kUnhealthy : in.unschedulable ? NodeHealth::kCordoned : NodeHealth::kReady;
+  const HealthVerdict verdict = JudgeNodeHealth(in.labels, in.conditions, cfg_.node_health);
+  n.health = !in.ready || verdict.health == NodeHealth::kUnhealthy ? NodeHealth::kUnhealthy
+             : in.unschedulable                                    ? NodeHealth::kCordoned
+                                                                   : verdict.health;
+  if (n.health != NodeHealth::kUnhealthy && drains_.count(in.name)) n.health = NodeHealth::kDraining;  // tidalctl drain
   // The doors that may use it: those reporting it ready and schedulable, narrowed by its pool
   // label (an admin's choice); a label naming a door that cannot use it leaves it to none.
   uint8_t usable = 1u << static_cast<int>(FrontDoor::kKubernetes);
@@ -324,6 +329,7 @@ Status Engine::UpsertPodLocked(PodInfo in) {
     // run time), also for pods the engine first sees after a restart.
     if (auto b = bound_since_.find(p.uid); b != bound_since_.end() && p.start_unix > 0) b->second.since_s = p.start_unix;
   } else if (charged != charged_.end()) {
+    if (p.phase == PodPhase::kFailed) NoteMemberLostLocked(p);  // its gang may be left half-running
     ReleaseBoundLocked(p.uid);
   }
   MarkPreemptViewLocked(p.uid);  // start time, terminating, labels of a bound pod (engine_preempt.cc)
@@ -366,6 +372,7 @@ Status Engine::UpsertPodLocked(PodInfo in) {
 
 void Engine::DeletePodLocked(const std::string& uid) {
   bound_by_queue_door_.reset();
+  if (auto p = pods_.find(uid); p != pods_.end()) NoteMemberLostLocked(p->second);  // before the book forgets it
   DisruptionGoneLocked(uid);
   ReleaseBoundLocked(uid);
   if (auto it = pod_gang_.find(uid); it != pod_gang_.end()) {
@@ -384,6 +391,7 @@ void Engine::DeletePodLocked(const std::string& uid) {
         // capacity and quota charge would outlive it.
         DropPlanLocked(g->second);
         UnindexGangLocked(g->second);
+        lost_members_.erase(g->first);
         gangs_.erase(g);
       } else {
         QueueReindexLocked(it->second);
@@ -411,6 +419,7 @@ void Engine::MergeNodeLocked(const std::string& name) {
     if (recs != node_doors_.end()) node_doors_.erase(recs);
     node_usable_.erase(name);
     if (nodes_.erase(name) > 0) state_.reset();
+    TrackHealthLocked(name);
     return;
   }
   // Kubernetes' record first (labels, taints, model); Slurm adds labels Kubernetes lacks. When both
@@ -435,6 +444,7 @@ void Engine::MergeNodeLocked(const std::string& name) {
   if (it != nodes_.end() && SameNode(it->second, m) && same_usable) return;
   nodes_[name] = std::move(m);
   state_.reset();
+  TrackHealthLocked(name);  // unhealthy since when (engine_health.cc)
 }
 
 void Engine::BeginResyncLocked(FrontDoor door) {

@@ -17,6 +17,7 @@
 #include "core/api/workload.h"
 #include "core/framework/profile.h"
 #include "core/io/queue_config.h"
+#include "engine/node_health.h"
 #include "engine/pod_spec.h"
 
 namespace tidal {
@@ -52,6 +53,11 @@ struct PodInfo {
   }
 };
 
+struct NodeConditionInfo {
+  std::string type, status, reason;  // status "True", "False", "Unknown"
+  bool operator==(const NodeConditionInfo&) const = default;
+};
+
 struct NodeInfo {
   std::string name;
   FrontDoor door = FrontDoor::kKubernetes;  // the door that reported this record
@@ -61,6 +67,7 @@ struct NodeInfo {
   bool unschedulable = false;
   std::string gpu_model;
   std::vector<Taint> taints;
+  std::vector<NodeConditionInfo> conditions;  // other than Ready (engine/node_health.h judges them)
 };
 
 struct NodeWarningInfo {
@@ -103,6 +110,9 @@ struct EngineConfig {
   // The most notice a disruption gives (tidal.dev/checkpoint-on-notice asks for up to this;
   // disruption: {maxNoticeSeconds}).
   int64_t max_notice_s = 600;
+  // How node conditions and labels become degraded / unhealthy, and how long a node is unhealthy
+  // before the gangs running there are disrupted (nodeHealth: engine/node_health.h).
+  NodeHealthConfig node_health;
   // How long a node the front door's filters refused stays excluded for that gang.
   int64_t exclusion_ttl_s = 120;
   // Explain's dry run considers at most this many pending gangs ahead of the asked one.

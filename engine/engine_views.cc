@@ -371,8 +371,13 @@ EngineGauges Engine::Gauges() {
   for (const auto& [key, g] : gangs_) {
     if (g.plan) reserved_total += g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
   }
+  std::map<std::string, double> health;
+  for (auto h : {NodeHealth::kReady, NodeHealth::kDegraded, NodeHealth::kUnhealthy, NodeHealth::kDraining, NodeHealth::kCordoned}) {
+    health[std::string(NodeHealthName(h))] = 0;
+  }
   for (NodeId n = 0; n < state_->node_count(); ++n) {
     const Node& node = state_->node(n);
+    health[std::string(NodeHealthName(node.health))] += 1;
     const std::string pool(PoolName(node.pool));
     if (!node.Schedulable()) {
       gpus[{"unhealthy", pool}] += static_cast<double>(node.capacity.gpus);
@@ -388,6 +393,7 @@ EngineGauges Engine::Gauges() {
   }
   for (const char* st : {"allocated", "idle", "reserved", "perishable", "unhealthy"}) gpus[{st, "kubernetes"}] += 0;
   for (const auto& [k, v] : gpus) out.gpus.push_back({{k.first, k.second}, v});
+  for (const auto& [k, v] : health) out.node_health.push_back({{k}, v});
   // Pending gangs by queue and class; smallest pending member shape for fragmentation.
   std::map<std::pair<std::string, std::string>, double> pending;
   std::map<std::string, double> reserved_by_queue;  // pending gangs holding a backfill reservation

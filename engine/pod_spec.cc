@@ -3,9 +3,6 @@
 // Threading: pure functions.
 #include "engine/pod_spec.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <string>
 
 #include "core/api/duration.h"
 #include "core/api/limits.h"
@@ -59,44 +56,9 @@ StatusOr<PodSchedulingSpec> ParsePodSchedulingSpec(const std::map<std::string, s
 }
 
 StatusOr<int64_t> ParseCheckpointTime(const std::string& value) {
-  const std::string accepted = "an RFC 3339 time such as 2026-12-02T10:00:00Z, or unix seconds";
-  auto bad = [&] { return Status::Error(std::string(kLabelLastCheckpoint) + ": invalid value \"" + value.substr(0, 100) + "\" (accepted: " + accepted + ")", "podspec"); };
-  if (value.empty() || value.size() > 64) return bad();
-  if (std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    if (value.size() > 12) return bad();  // past year 33658
-    return static_cast<int64_t>(std::stoll(value));
-  }
-  // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, n = 0;
-  if (std::sscanf(value.c_str(), "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n != 19) return bad();
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return bad();
-  size_t i = 19;
-  if (i < value.size() && value[i] == '.') {
-    ++i;
-    const size_t digits = i;
-    while (i < value.size() && value[i] >= '0' && value[i] <= '9') ++i;
-    if (i == digits) return bad();
-  }
-  int64_t offset = 0;
-  if (i < value.size() && (value[i] == 'Z' || value[i] == 'z')) {
-    ++i;
-  } else if (i + 6 == value.size() && (value[i] == '+' || value[i] == '-') && value[i + 3] == ':') {
-    int oh = 0, om = 0;
-    if (std::sscanf(value.c_str() + i + 1, "%2d:%2d", &oh, &om) != 2 || oh > 23 || om > 59) return bad();
-    offset = (value[i] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
-    i += 6;
-  } else {
-    return bad();
-  }
-  if (i != value.size()) return bad();
-  // Days since 1970-01-01 (civil calendar, H. Hinnant's days_from_civil).
-  const int yy = y - (mo <= 2 ? 1 : 0);
-  const int era = yy / 400;
-  const int yoe = yy - era * 400;
-  const int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  const int64_t days = static_cast<int64_t>(era) * 146097 + doe - 719468;
-  return days * 86400 + h * 3600 + mi * 60 + sec - offset;
+  auto t = ParseUnixTime(value, kLabelLastCheckpoint);
+  if (!t.ok()) return Status::Error(t.status().Message(), "podspec");
+  return t;
 }
 
 }  // namespace tidal

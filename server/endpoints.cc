@@ -50,6 +50,8 @@ std::string ReadyJson(const EngineStats& st) {
 void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher* watcher) {
   reg.CallbackGauge("tidal_gpus", "GPUs by state (allocated, idle, reserved, perishable, unhealthy) and pool.",
                     {"state", "pool"}, Rows(&EngineGauges::gpus, e));
+  reg.CallbackGauge("tidal_nodes", "Nodes by health: ready, degraded (single-member work only), unhealthy, draining, "
+                    "cordoned.", {"health"}, Rows(&EngineGauges::node_health, e));
   reg.CallbackGauge("tidal_pending_workloads", "Pending workloads (gangs) by queue and class.", {"queue", "class"},
                     Rows(&EngineGauges::pending, e));
   reg.CallbackGauge("tidal_backfill_reservations",

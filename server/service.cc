@@ -131,6 +131,7 @@ NodeInfo FromProto(const v1::Node& n) {
   o.unschedulable = n.unschedulable();
   o.gpu_model = n.gpu_model();
   for (const auto& t : n.taints()) o.taints.push_back(Taint{t.key(), t.value(), ParseTaintEffect(t.effect())});
+  for (const auto& c : n.conditions()) o.conditions.push_back({c.type(), c.status(), c.reason()});
   return o;
 }
 
@@ -403,6 +404,30 @@ grpc::Status EngineService::Disruptions(grpc::ServerContext*, const v1::Disrupti
       for (const auto& p : a.pods) ToProto(p, d->add_pods());
       d->set_reason(a.reason);
       d->set_deadline_unix(a.deadline_unix);
+    }
+    ToProto(Status::Ok(), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status EngineService::Drain(grpc::ServerContext*, const v1::DrainRequest* req, v1::DrainResponse* resp) {
+  return Observe("Drain", [&]() -> grpc::Status {
+    if (req->nodes_size() > 100000) return Invalid("nodes", "at most 100000 per call");
+    std::vector<std::string> nodes;
+    for (int i = 0; i < req->nodes_size(); ++i) {
+      if (req->nodes(i).empty() || req->nodes(i).size() > 253) return Invalid("nodes[" + std::to_string(i) + "]", "must be a node name");
+      nodes.push_back(req->nodes(i));
+    }
+    if (req->cancel() && nodes.empty()) return Invalid("nodes", "name the nodes whose drain ends");
+    if (req->by_unix() < 0) return Invalid("by_unix", "must not be negative");
+    for (const auto& d : engine_.Drain(nodes, req->by_unix(), req->cancel())) {
+      v1::NodeDrain* n = resp->add_nodes();
+      n->set_node(d.node);
+      n->set_by_unix(d.by_unix);
+      n->set_state(d.state);
+      n->set_free_at_unix(d.free_at_unix);
+      n->set_workloads_left(d.workloads_left);
+      n->set_note(d.note);
     }
     ToProto(Status::Ok(), resp->mutable_status());
     return grpc::Status::OK;

@@ -42,6 +42,8 @@ class EngineService final : public v1::Engine::Service {
   // The disruption path: what a door should do now (notice / evict).
   grpc::Status Disruptions(grpc::ServerContext* ctx, const v1::DisruptionsRequest* req,
                            v1::DisruptionsResponse* resp) override;
+  // Gang-aware drains (tidalctl drain).
+  grpc::Status Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req, v1::DrainResponse* resp) override;
   DoorLeases& leases() { return leases_; }
 
  private:

@@ -15,6 +15,7 @@ int Config(const Args& args);
 int Explain(const Args& args);
 int Queues(const Args& args);
 int Sim(const Args& args);
+int Drain(const Args& args);
 
 
 }  // namespace tidal::cli

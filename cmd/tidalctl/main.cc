@@ -24,6 +24,10 @@ Usage:
       start, quota state; read from tidal-engine's explain API.
   tidalctl queues [--engine http://127.0.0.1:8081] [-o table|json]
       Queue usage, nominal quota, borrowed GPUs, fair share and pending workloads.
+  tidalctl drain NODE... --by TIME [--engine unix:///tmp/tidal-engine.sock]
+      Gang-aware drain: the nodes take no new work; work whose runtime limit ends by TIME
+      finishes, the rest is given notice and moved as whole gangs before it; prints when each
+      node will be free. --cancel NODE... ends a drain; no arguments: every drain.
   tidalctl help
 )";
 
@@ -42,6 +46,7 @@ int main(int argc, char** argv) {
   if (cmd == "explain") return tidal::cli::Explain(args);
   if (cmd == "queues") return tidal::cli::Queues(args);
   if (cmd == "sim") return tidal::cli::Sim(args);
+  if (cmd == "drain") return tidal::cli::Drain(args);
   std::cerr << "tidalctl: unknown command \"" << cmd << "\"\n" << kUsage;
   return 2;
 }

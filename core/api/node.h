@@ -16,9 +16,12 @@ namespace tidal {
 using NodeId = int32_t;
 inline constexpr NodeId kNoNode = -1;
 
-// Health as the engine uses it. Only kReady and kDegraded nodes receive new work, and kCordoned
-// ones (spec.unschedulable) from workloads that tolerate the node.kubernetes.io/unschedulable
-// taint (kube-scheduler's NodeUnschedulable: DaemonSet-like pods).
+// Health as the engine uses it. Only kReady and kDegraded nodes receive new work (a degraded node
+// only single-member work: core/framework/placement.cc), and kCordoned ones (spec.unschedulable)
+// from workloads that tolerate the node.kubernetes.io/unschedulable taint (kube-scheduler's
+// NodeUnschedulable: DaemonSet-like pods). kUnhealthy: no new work, and the gangs running there
+// are disrupted whole (engine/engine_health.cc); kDraining: no new work (a door's resync awaited,
+// or tidalctl drain).
 enum class NodeHealth { kReady, kDegraded, kUnhealthy, kDraining, kCordoned };
 std::string_view NodeHealthName(NodeHealth h);
 StatusOr<NodeHealth> ParseNodeHealth(std::string_view text, std::string_view field);

@@ -15,7 +15,7 @@ struct PlacementSearch::Ctx {
   size_t limit = 1;     // candidates wanted
   std::vector<Candidate>* out = nullptr;
   // Why visited nodes were refused, for the explanation when nothing fits.
-  int64_t refused_pool = 0, refused_model = 0, refused_resources = 0, refused_filter = 0, refused_reserved = 0;
+  int64_t refused_pool = 0, refused_model = 0, refused_degraded = 0, refused_health = 0, refused_resources = 0, refused_filter = 0, refused_reserved = 0;
   int64_t refused_constraints = 0;
   const PlacementConstraints* c = nullptr;
   Status first_filter_refusal;
@@ -37,13 +37,16 @@ bool PlacementSearch::IsDeepest(VertexId v) const {
 
 int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   const Node& node = state_.node(n);
-  if (!node.SchedulableFor(ctx.cordoned)) return 0;
   // Counts each refused node once, however many domain levels visit it.
   auto refuse = [&](int64_t& counter) -> int64_t {
     if (ctx.refused.insert(n).second) ++counter;
     return 0;
   };
+  if (!node.SchedulableFor(ctx.cordoned)) return refuse(ctx.refused_health);
   if (!PoolAdmits(node.pool, ctx.w.front_door)) return refuse(ctx.refused_pool);
+  // A degraded node (GPU health tooling's verdict: engine nodeHealth) finishes what runs and takes
+  // only single-member work: a gang there would be slowed, or broken, by its weakest node.
+  if (node.health == NodeHealth::kDegraded && ctx.w.members > 1) return refuse(ctx.refused_degraded);
   if (!ctx.w.gpu_model.empty() && node.gpu_model != ctx.w.gpu_model) return refuse(ctx.refused_model);
   if (ctx.w.constraints != nullptr || !node.taints.empty()) {
     static const NodeConstraints kNone;  // no tolerations: every hard taint refuses
@@ -243,7 +246,7 @@ void PlacementSearch::Dfs(VertexId v, Ctx& ctx) const {
 Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const PlacementConstraints& c,
                              std::vector<Candidate>& out) const {
   out.clear();
-  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}, false, {}, 0, {}};
+  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}, false, {}, 0, {}};
   ctx.cordoned = w.constraints != nullptr && w.constraints->ToleratesUnschedulable();
   ctx.g = w.per_member.gpus;
   ctx.need = c.members;
@@ -334,6 +337,12 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
     }
   }
   if (ctx.refused_pool) st.AddReason(std::to_string(ctx.refused_pool) + " node(s) belong to another pool");
+  if (ctx.refused_health) {
+    st.AddReason(std::to_string(ctx.refused_health) + " node(s) take no new work (unhealthy, draining or cordoned)");
+  }
+  if (ctx.refused_degraded) {
+    st.AddReason(std::to_string(ctx.refused_degraded) + " node(s) are degraded (they take no gang of more than one member)");
+  }
   if (ctx.refused_model) st.AddReason(std::to_string(ctx.refused_model) + " node(s) have another GPU model than " + w.gpu_model);
   if (ctx.refused_constraints) {
     st.AddReason(std::to_string(ctx.refused_constraints) + " node(s) refused by the pod's node constraints, first: " +

@@ -7,7 +7,9 @@
 //     pod overhead; pod-level resources win when set (k8s.io/component-helpers/resource.PodRequests).
 //   - A node's capacity is its allocatable; it is ready when its Ready condition is True;
 //     unschedulable is spec.unschedulable (cordoned); the GPU model is the label
-//     nvidia.com/gpu.product (set by NVIDIA's GPU feature discovery).
+//     nvidia.com/gpu.product (set by NVIDIA's GPU feature discovery). Its other conditions travel
+//     as type, status and reason (no times, no message: a heartbeat is no change), bounded
+//     (nodeConditions).
 //   - A pod's priority is spec.priority (0 when unset, as the Priority admission plugin leaves it).
 //   - Node selector, node affinity, tolerations and self anti-affinity travel with the pod, taints
 //     with the node (constraints.go).
@@ -20,6 +22,8 @@
 package convert
 
 import (
+	"sort"
+
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -110,7 +114,41 @@ func Node(n *v1.Node) *tidalv1.Node {
 		Unschedulable: n.Spec.Unschedulable,
 		GpuModel:      n.Labels[GPUModelLabel],
 		Taints:        nodeTaints(n),
+		Conditions:    nodeConditions(n),
 	}) // over MaxObjectBytes: cordoned, without its labels and taints (limits.go)
+}
+
+// nodeConditions: the node's conditions other than Ready (GPU health tooling publishes its
+// verdicts as conditions, e.g. GPUUnhealthy; the engine's nodeHealth rules read them), as type,
+// status and reason. lastHeartbeatTime, lastTransitionTime and message are left out, so a
+// heartbeat does not change the converted node (and sends no upsert). Bounded, so that no node
+// can make the engine refuse it (its Sync checks every string's size):
+//   - at most MaxNodeConditions, the first ones in status order (a real node has about 5-10;
+//     the rest are dropped: a node publishing more is misconfigured);
+//   - a type repeated is dropped (the API server merges conditions by type; only a malformed
+//     object repeats one), as is Ready (it is Node.ready);
+//   - a condition whose type or status is over MaxNameBytes is dropped (a cut type would match
+//     no nodeHealth rule, and no valid status is that long); a reason over it is cut to
+//     MaxNameBytes at a UTF-8 boundary (it only explains, and the verdict must still arrive).
+//
+// The result is sorted by type, so a reordered status.conditions is no change either.
+func nodeConditions(n *v1.Node) []*tidalv1.NodeCondition {
+	var out []*tidalv1.NodeCondition
+	seen := map[v1.NodeConditionType]bool{v1.NodeReady: true}
+	for i := range n.Status.Conditions {
+		c := &n.Status.Conditions[i]
+		if len(out) == MaxNodeConditions {
+			break
+		}
+		if seen[c.Type] || c.Type == "" || len(c.Type) > MaxNameBytes || len(c.Status) > MaxNameBytes {
+			continue
+		}
+		seen[c.Type] = true
+		out = append(out, &tidalv1.NodeCondition{Type: string(c.Type), Status: string(c.Status),
+			Reason: cutUTF8(c.Reason, MaxNameBytes)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return out
 }
 
 // NodeReady is true when the node's Ready condition is True.

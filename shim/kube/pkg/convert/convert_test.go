@@ -1,8 +1,13 @@
 package convert
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -151,5 +156,94 @@ func TestPodRef(t *testing.T) {
 	r := PodRef(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", Namespace: "ns", Name: "n"}})
 	if r.Uid != "u" || r.Namespace != "ns" || r.Name != "n" {
 		t.Errorf("PodRef = %v", r)
+	}
+}
+
+func TestNodeConditions(t *testing.T) {
+	beat := metav1.NewTime(time.Unix(1700000000, 0))
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{
+		{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: beat},
+		{Type: "GPUUnhealthy", Status: v1.ConditionTrue, Reason: "XidError79", Message: "GPU 3 fell off the bus",
+			LastHeartbeatTime: beat, LastTransitionTime: beat},
+		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory"},
+		{Type: "GPUUnhealthy", Status: v1.ConditionFalse}, // repeated: the first one counts
+	}}}
+	got := Node(n).Conditions
+	want := []*tidalv1.NodeCondition{
+		{Type: "GPUUnhealthy", Status: "True", Reason: "XidError79"},
+		{Type: "MemoryPressure", Status: "False", Reason: "KubeletHasSufficientMemory"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("conditions = %v, want %v (Ready is Node.ready; sorted by type)", got, want)
+	}
+	for i := range want {
+		if !proto.Equal(got[i], want[i]) {
+			t.Errorf("condition %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	// Heartbeats, transition times, messages and the order of status.conditions change nothing.
+	m := n.DeepCopy()
+	later := metav1.NewTime(beat.Add(time.Hour))
+	for i := range m.Status.Conditions {
+		m.Status.Conditions[i].LastHeartbeatTime, m.Status.Conditions[i].LastTransitionTime = later, later
+		m.Status.Conditions[i].Message = "still"
+	}
+	m.Status.Conditions[0], m.Status.Conditions[2] = m.Status.Conditions[2], m.Status.Conditions[0]
+	if !proto.Equal(Node(n), Node(m)) {
+		t.Errorf("heartbeat / message / order changed the converted node: %v vs %v", Node(n).Conditions, Node(m).Conditions)
+	}
+	// Type, status and reason each do.
+	for _, f := range []func(*v1.NodeCondition){
+		func(c *v1.NodeCondition) { c.Status = v1.ConditionUnknown },
+		func(c *v1.NodeCondition) { c.Reason = "XidError48" },
+		func(c *v1.NodeCondition) { c.Type = "GPUDegraded" },
+	} {
+		m := n.DeepCopy()
+		f(&m.Status.Conditions[1])
+		if proto.Equal(Node(n), Node(m)) {
+			t.Errorf("a change of %v is no change of the converted node", m.Status.Conditions[1])
+		}
+	}
+	if c := Node(&v1.Node{}).Conditions; c != nil {
+		t.Errorf("a node without conditions has %v", c)
+	}
+}
+
+func TestNodeConditionsAreBounded(t *testing.T) {
+	var conds []v1.NodeCondition
+	for i := 0; i < 40; i++ {
+		conds = append(conds, v1.NodeCondition{Type: v1.NodeConditionType(fmt.Sprintf("Check%02d", i)), Status: v1.ConditionFalse})
+	}
+	long := strings.Repeat("x", MaxNameBytes+1)
+	conds = append([]v1.NodeCondition{
+		{Type: v1.NodeConditionType(long), Status: v1.ConditionTrue},                       // type too long: dropped
+		{Type: "Odd", Status: v1.ConditionStatus(long)},                                    // status too long: dropped
+		{Type: "", Status: v1.ConditionTrue},                                               // no type: dropped
+		{Type: "GPUUnhealthy", Status: v1.ConditionTrue, Reason: strings.Repeat("é", 200)}, // 400 bytes: cut
+	}, conds...)
+	got := Node(&v1.Node{Status: v1.NodeStatus{Conditions: conds}}).Conditions
+	if len(got) != MaxNodeConditions {
+		t.Fatalf("%d conditions sent, want %d", len(got), MaxNodeConditions)
+	}
+	var unhealthy *tidalv1.NodeCondition
+	for _, c := range got {
+		if len(c.Type) > MaxNameBytes || len(c.Status) > MaxNameBytes || len(c.Reason) > MaxNameBytes || c.Type == "" || c.Type == "Odd" {
+			t.Errorf("condition %.40v... kept", c)
+		}
+		if c.Type == "GPUUnhealthy" {
+			unhealthy = c
+		}
+		if c.Type == "Check31" || c.Type == "Check39" {
+			t.Errorf("%s kept: the first %d in status order count", c.Type, MaxNodeConditions)
+		}
+	}
+	if unhealthy == nil || unhealthy.Status != "True" || len(unhealthy.Reason) != 252 || !utf8.ValidString(unhealthy.Reason) {
+		t.Fatalf("GPUUnhealthy = %v: want it kept, its reason cut to 252 bytes of whole runes", unhealthy)
+	}
+	if _, err := proto.Marshal(&tidalv1.Node{Conditions: got}); err != nil {
+		t.Errorf("conditions do not marshal: %v", err)
+	}
+	if s := cutUTF8("abc", 2); s != "ab" {
+		t.Errorf("cutUTF8(abc, 2) = %q", s)
 	}
 }

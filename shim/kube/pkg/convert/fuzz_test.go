@@ -50,7 +50,8 @@ const seedPeerPod = `{"metadata":{"name":"v-1","namespace":"team","uid":"u1",
 const seedNode = `{"metadata":{"name":"n1","labels":{"nvidia.com/gpu.product":"h100","topology.tidal.dev/leaf":"l0"}},
  "spec":{"unschedulable":true,"taints":[{"key":"gpu","value":"x","effect":"NoSchedule"}]},
  "status":{"allocatable":{"nvidia.com/gpu":"8","cpu":"64","memory":"512Gi"},
-  "conditions":[{"type":"Ready","status":"True"}]}}`
+  "conditions":[{"type":"Ready","status":"True"},{"type":"GPUUnhealthy","status":"True","reason":"XidError79",
+   "lastHeartbeatTime":"2026-01-01T00:00:00Z"}]}}`
 
 func FuzzPod(f *testing.F) {
 	f.Add([]byte(seedPod), int32(4), "topology.tidal.dev/leaf", int64(3), "research")
@@ -132,6 +133,14 @@ func FuzzNode(f *testing.F) {
 		}
 		if _, err := proto.Marshal(out); err != nil {
 			t.Fatalf("converted node does not marshal: %v", err)
+		}
+		if len(out.Conditions) > MaxNodeConditions {
+			t.Fatalf("%d conditions, at most %d", len(out.Conditions), MaxNodeConditions)
+		}
+		for _, c := range out.Conditions {
+			if c.Type == "" || c.Type == string(v1.NodeReady) || len(c.Type) > MaxNameBytes || len(c.Status) > MaxNameBytes || len(c.Reason) > MaxNameBytes {
+				t.Fatalf("condition %q/%q/%q sent", c.Type, c.Status, c.Reason)
+			}
 		}
 		if out.GpuModel != n.Labels[GPUModelLabel] || len(out.Taints) != len(n.Spec.Taints) {
 			t.Fatalf("gpu model %q / %d taints, want %q / %d", out.GpuModel, len(out.Taints), n.Labels[GPUModelLabel], len(n.Spec.Taints))

@@ -10,6 +10,8 @@
 //     and refuses it if pending (TidalInvalidSpec naming the size). Such a node is sent cordoned,
 //     with only its hostname label (and the size under OversizeAnnotation). The stream logs both.
 //     Nothing is dropped.
+//   - A node's conditions other than Ready travel, at most MaxNodeConditions of them, each string
+//     at most MaxNameBytes (what is dropped or cut: nodeConditions in convert.go).
 //   - Sync messages are cut at SyncBatchBytes (and at MaxBatch objects); the engine receives up to
 //     MaxSyncMessageBytes.
 //
@@ -20,6 +22,7 @@ import (
 	_ "embed"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -35,6 +38,11 @@ const (
 	MaxSyncMessageBytes = 16 << 20
 	// OversizeAnnotation marks a pod sent without its keys (limits::kOversizeAnnotation).
 	OversizeAnnotation = "sync.internal.tidal.dev/oversize"
+	// MaxNameBytes bounds names (limits::kMaxNameBytes, Kubernetes' DNS subdomain 253); here also
+	// each string of a node condition.
+	MaxNameBytes = 253
+	// MaxNodeConditions is the most conditions a node is sent with (beside Ready).
+	MaxNodeConditions = 32
 	// HostnameLabel is the node label the engine reads as the node level.
 	HostnameLabel = "kubernetes.io/hostname"
 )
@@ -104,8 +112,8 @@ func PodOversize(p *tidalv1.Pod) int {
 }
 
 // boundNode returns out, or when its message is over MaxObjectBytes a cordoned copy with only its
-// hostname label and OversizeAnnotation = its size as a label (its capacity still counts for the
-// pods bound there; nothing new lands on it).
+// hostname label, its (bounded) conditions and OversizeAnnotation = its size as a label (its
+// capacity still counts for the pods bound there; nothing new lands on it).
 func boundNode(out *tidalv1.Node) *tidalv1.Node {
 	size := proto.Size(out)
 	if size <= MaxObjectBytes {
@@ -113,8 +121,26 @@ func boundNode(out *tidalv1.Node) *tidalv1.Node {
 	}
 	return &tidalv1.Node{
 		Name: out.Name, Capacity: out.Capacity, Ready: out.Ready, Unschedulable: true, GpuModel: out.GpuModel,
-		Labels: map[string]string{HostnameLabel: out.Labels[HostnameLabel], OversizeAnnotation: strconv.Itoa(size)},
+		Labels:     map[string]string{HostnameLabel: out.Labels[HostnameLabel], OversizeAnnotation: strconv.Itoa(size)},
+		Conditions: out.Conditions, // bounded (about 25 KB at most): a health verdict still arrives
 	}
+}
+
+// cutUTF8 is s cut to at most max bytes, not inside a UTF-8 sequence (proto strings must stay
+// valid UTF-8).
+func cutUTF8(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	for len(s) > 0 {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if r != utf8.RuneError || size > 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // NodeOversize is the size a node's full message had when it was sent cordoned without its

@@ -94,8 +94,12 @@ func TestOversizeNodeIsSentCordoned(t *testing.T) {
 	}
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels},
 		Status: v1.NodeStatus{Allocatable: v1.ResourceList{GPUResource: resource.MustParse("8")},
-			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}}
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue},
+				{Type: "GPUUnhealthy", Status: v1.ConditionTrue, Reason: "XidError79"}}}}
 	out := Node(n)
+	if c := out.Conditions; len(c) != 1 || c[0].Type != "GPUUnhealthy" || c[0].Status != "True" {
+		t.Errorf("stub conditions %v: a health verdict must still arrive", c)
+	}
 	if sz := proto.Size(out); sz > MaxObjectBytes {
 		t.Fatalf("converted node is %d bytes, over %d", sz, MaxObjectBytes)
 	}

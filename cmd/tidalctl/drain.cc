@@ -1,0 +1,115 @@
+// tidalctl drain: gang-aware drains through tidal-engine's Drain RPC (gRPC, the same address and
+// mutual TLS options as tidal-slurm's engine link; server/grpc_client_tls.h). Threading:
+// single-threaded.
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+
+#include <grpcpp/grpcpp.h>
+
+#include "cmd/tidalctl/commands.h"
+#include "core/api/duration.h"
+#include "server/grpc_client_tls.h"
+#include "tidal/v1/engine.grpc.pb.h"
+
+namespace tidal::cli {
+namespace {
+
+constexpr const char* kDrainUsage =
+    "usage: tidalctl drain NODE... --by TIME [--engine unix:///tmp/tidal-engine.sock] [TLS flags]\n"
+    "       tidalctl drain --cancel NODE... [--engine ...]\n"
+    "       tidalctl drain [--engine ...]                (every drain: when each node will be free)\n"
+    "  TIME: RFC 3339 (2026-12-02T18:00:00Z), unix seconds, now, or +DURATION (+30m, +2h)\n"
+    "  TLS:  --tls-ca FILE --tls-cert FILE --tls-key FILE [--tls-server-name NAME], --insecure true\n";
+
+// --by: the deadline in unix seconds.
+StatusOr<int64_t> ParseBy(const std::string& text) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (text == "now") return now;
+  if (!text.empty() && text[0] == '+') {
+    auto d = ParseDurationSeconds(text.substr(1), "--by");
+    if (!d.ok()) return d.status();
+    return now + *d;
+  }
+  return ParseUnixTime(text, "--by");
+}
+
+void Print(const v1::DrainResponse& resp) {
+  std::cout << std::left << std::setw(24) << "NODE" << std::setw(14) << "STATE" << std::setw(22) << "BY" << std::setw(22)
+            << "FREE-AT" << std::setw(6) << "LEFT" << "NOTE\n";
+  for (const auto& n : resp.nodes()) {
+    std::cout << std::setw(24) << n.node() << std::setw(14) << n.state() << std::setw(22)
+              << (n.by_unix() > 0 ? FormatUnixTime(n.by_unix()) : "-") << std::setw(22)
+              << (n.free_at_unix() > 0 ? FormatUnixTime(n.free_at_unix()) : "now") << std::setw(6) << n.workloads_left()
+              << n.note() << "\n";
+  }
+}
+
+}  // namespace
+
+int Drain(const Args& in) {
+  Args args;
+  bool cancel = false;
+  for (const auto& a : in) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kDrainUsage;
+      return 0;
+    }
+    if (a == "--cancel") {
+      cancel = true;
+    } else {
+      args.push_back(a);
+    }
+  }
+  Flags flags(args);
+  if (!flags.Parse({"--engine", "--by", "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name", "--insecure"})) {
+    std::cerr << kDrainUsage;
+    return 2;
+  }
+  const auto& nodes = flags.positional();
+  const std::string by_text = flags.Get("--by");
+  if ((cancel && (nodes.empty() || !by_text.empty())) || (!cancel && !nodes.empty() && by_text.empty()) ||
+      (nodes.empty() && !by_text.empty())) {
+    std::cerr << kDrainUsage;
+    return 2;
+  }
+  v1::DrainRequest req;
+  for (const auto& n : nodes) req.add_nodes(n);
+  req.set_cancel(cancel);
+  if (!by_text.empty()) {
+    auto by = ParseBy(by_text);
+    if (!by.ok()) {
+      std::cerr << "tidalctl drain: " << by.status().Message() << "\n";
+      return 2;
+    }
+    req.set_by_unix(*by);
+  }
+  ClientTlsOptions tls;
+  tls.ca = flags.Get("--tls-ca");
+  tls.cert = flags.Get("--tls-cert");
+  tls.key = flags.Get("--tls-key");
+  tls.server_name = flags.Get("--tls-server-name");
+  tls.insecure = flags.Get("--insecure", "false") == "true";
+  const std::string address = flags.Get("--engine", "unix:///tmp/tidal-engine.sock");
+  auto channel = DialEngine(address, tls, "--tls-", "--insecure");
+  if (!channel.ok()) {
+    std::cerr << "tidalctl drain: " << channel.status().Message() << "\n";
+    return 2;
+  }
+  auto stub = v1::Engine::NewStub(*channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::DrainResponse resp;
+  grpc::Status st = stub->Drain(&ctx, req, &resp);
+  if (!st.ok()) {
+    std::cerr << "tidalctl drain: " << address << ": " << st.error_message() << "\n";
+    return 1;
+  }
+  Print(resp);
+  for (const auto& n : resp.nodes()) {
+    if (n.state() == "unknown-node") return 1;
+  }
+  return 0;
+}
+
+}  // namespace tidal::cli
