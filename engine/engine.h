@@ -473,7 +473,10 @@ class Engine {
   bool HeldLocked(const std::string& plan_id) const { return holds_.count(plan_id) > 0; }
   // Plans in flight and the book's reserved GPUs that `w` may not use, as never-victim allocations.
   std::vector<Allocation> OverlaysLocked(const Workload& w) const;
-  void HoldLocked(const Workload& w, const PostFilterResult& pr, PreemptResult& out);
+  void HoldLocked(const Workload& w, const PostFilterResult& pr, const std::map<std::string, std::vector<std::string>>& shrunk,
+                  PreemptResult& out);
+  // The pods each elastic shrink gives back (workload -> uids): the newest on each node named.
+  std::map<std::string, std::vector<std::string>> ShrinkPodsLocked(const std::vector<ShrinkAction>& shrinks) const;
   // Why the gang waits instead of choosing again ("" = it may choose).
   std::string AwaitingVictimsLocked(const std::string& plan_id) const;
   void DropHoldLocked(const std::string& plan_id);

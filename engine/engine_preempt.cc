@@ -125,10 +125,12 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
   Allocation a;
   a.workload.id = id;
   a.workload.priority = kNeverVictim;
+  a.workload.members = 0;  // counted below (Workload's default is 1: one member too many)
   a.start_time_s = INT64_MAX;
   bool ours = false, terminating = false, slurm = false;
   const PodInfo* first = nullptr;
   int32_t priority = INT32_MIN;
+  std::map<NodeId, int64_t> newest;  // per node: the latest start of a member there
   for (const auto& [uid, where] : g.members) {
     const auto& [n, req] = where;
     a.workload.per_member.gpus = std::max(a.workload.per_member.gpus, req.gpus);
@@ -147,6 +149,8 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
       since = b->second.since_s;
     }
     a.start_time_s = std::min(a.start_time_s, since);
+    auto& latest = newest.try_emplace(n, since).first->second;
+    latest = std::max(latest, since);
     if (p == pods_.end()) continue;
     terminating = terminating || p->second.terminating;
     slurm = slurm || p->second.door == FrontDoor::kSlurm;
@@ -156,7 +160,13 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
       if (first == nullptr) first = &p->second;
     }
   }
-  a.workload.min_members = a.workload.members;  // bound pods of a gang are evicted whole, never shrunk
+  // Nodes of the newest members first: an elastic gang's shrink gives back members in this order.
+  std::stable_sort(a.assignments.begin(), a.assignments.end(), [&](const MemberAssignment& x, const MemberAssignment& y) {
+    return newest[x.node] > newest[y.node];
+  });
+  // A rigid gang's bound pods are evicted whole; an elastic gang (gang-min) may give back members
+  // down to its minimum (the plugin's shrinks; ShrinkPodsLocked picks the pods).
+  a.workload.min_members = a.workload.members;
   for (const auto& [uid, where] : g.members) {
     if (auto p = pods_.find(uid); p != pods_.end()) {
       a.workload.last_checkpoint_s = std::max(a.workload.last_checkpoint_s, p->second.last_checkpoint_unix);
@@ -169,6 +179,9 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
       a.workload.queue = ps->queue;
       a.workload.checkpoint_interval_s = ps->checkpoint_interval_s;
       a.workload.checkpoints_on_notice = ps->checkpoint_on_notice_s > 0 && cfg_.max_notice_s > 0;
+      if (!ps->gang.empty() && ps->gang_min < ps->gang_size) {
+        a.workload.min_members = std::clamp(ps->gang_min, 1, a.workload.members);
+      }
       a.workload.workload_class = ps->workload_class;
     }
   }
@@ -218,10 +231,11 @@ PreemptResult Engine::Preempt(const std::string& uid) {
     ledger_.Uncharge(w->id);
     return out.status = Status::Unschedulable("the gang fits now without preemption; retry", "preemption"), out;
   }
-  if (d.preemption.victims.empty()) {
+  if (d.preemption.victims.empty() && d.preemption.shrinks.empty()) {
     return out.status = Status::Unschedulable("no victims: " + d.explanation, "preemption"), out;
   }
-  HoldLocked(*w, d.preemption, out);
+  const auto shrunk = ShrinkPodsLocked(d.preemption.shrinks);
+  HoldLocked(*w, d.preemption, shrunk, out);
   for (const auto& v : d.preemption.victims) {
     std::vector<PodRefInfo> pods;
     if (auto grp = pgroups_.find(v); grp != pgroups_.end()) {
@@ -233,14 +247,27 @@ PreemptResult Engine::Preempt(const std::string& uid) {
     out.victims.insert(out.victims.end(), pods.begin(), pods.end());
     out.victim_gangs.emplace_back(v, std::move(pods));
   }
+  for (const auto& [id, uids] : shrunk) {  // elastic gangs give back their surplus members only
+    std::vector<PodRefInfo> pods;
+    for (const auto& u : uids) {
+      if (auto p = pods_.find(u); p != pods_.end()) pods.push_back({p->second.uid, p->second.ns, p->second.name});
+    }
+    out.victims.insert(out.victims.end(), pods.begin(), pods.end());
+    out.victim_gangs.emplace_back(id, std::move(pods));
+  }
   out.reason = d.preemption.reason;
   OpenPreemptionDisruptionsLocked(g.key, out);
   out.lost_gpu_seconds = d.preemption.lost_gpu_seconds;
   if (decision_log_ != nullptr) {
+    std::vector<std::string> shrinking;
+    for (const auto& [id, uids] : shrunk) shrinking.push_back(id + " -" + std::to_string(uids.size()));
     decision_log_->Write({{"ts", clock_()}, {"workload", g.key}, {"outcome", "preempting"}, {"victims", d.preemption.victims},
+                          {"shrinks", shrinking},
                           {"domain", out.nominated_domain}, {"reason", out.reason}, {"lost_gpu_seconds", out.lost_gpu_seconds}});
   }
-  g.last_reason = "preempting " + std::to_string(d.preemption.victims.size()) + " workload(s) in " + out.nominated_domain;
+  g.last_reason = "preempting " + std::to_string(d.preemption.victims.size()) + " workload(s)" +
+                  (shrunk.empty() ? "" : " and shrinking " + std::to_string(shrunk.size()) + " elastic gang(s)") + " in " +
+                  out.nominated_domain;
   return out;
 }
 
@@ -304,11 +331,43 @@ void Engine::LayHoldsLocked(ClusterState& timeline) const {
 
 // --- 3. hold -----------------------------------------------------------------------------------------
 
-void Engine::HoldLocked(const Workload& w, const PostFilterResult& pr, PreemptResult& out) {
+std::map<std::string, std::vector<std::string>> Engine::ShrinkPodsLocked(const std::vector<ShrinkAction>& shrinks) const {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& s : shrinks) {
+    auto grp = pgroups_.find(s.workload);
+    if (grp == pgroups_.end() || s.members <= 0) continue;
+    auto& chosen = out[s.workload];
+    // The newest-started members on that node go first: they have done the least work.
+    std::vector<std::pair<int64_t, std::string>> on;
+    for (const auto& [uid, where] : grp->second.members) {
+      if (where.first != s.node || std::find(chosen.begin(), chosen.end(), uid) != chosen.end()) continue;
+      int64_t since = 0;
+      if (auto p = pods_.find(uid); p != pods_.end() && p->second.start_unix > 0) {
+        since = p->second.start_unix;
+      } else if (auto b = bound_since_.find(uid); b != bound_since_.end()) {
+        since = b->second.since_s;
+      }
+      on.emplace_back(-since, uid);
+    }
+    std::sort(on.begin(), on.end());
+    for (size_t i = 0; i < on.size() && i < static_cast<size_t>(s.members); ++i) chosen.push_back(on[i].second);
+    if (chosen.empty()) out.erase(s.workload);
+  }
+  return out;
+}
+
+void Engine::HoldLocked(const Workload& w, const PostFilterResult& pr,
+                        const std::map<std::string, std::vector<std::string>>& shrunk, PreemptResult& out) {
   out.nominated_domain = pr.nominated_domain;
-  // Where the gang lands once the victims are gone: the search on the view without them.
+  // Where the gang lands once the victims are gone (and the elastic ones shrunk): the search on
+  // the view without them, undone after.
   std::vector<MemberAssignment> at;
   {
+    std::vector<Allocation> before;  // shrunk victims as they were
+    for (const auto& [id, uids] : shrunk) {
+      if (auto a = pview_->running().find(id); a != pview_->running().end()) before.push_back(a->second);
+    }
+    for (const auto& sh : pr.shrinks) (void)pview_->ReleaseMembers(sh.workload, sh.node, sh.members);
     Transaction txn(*pview_);
     for (const auto& v : pr.victims) (void)txn.Evict(v);
     Decision after = sched_->ScheduleOne(*pview_, w, clock_());
@@ -318,6 +377,11 @@ void Engine::HoldLocked(const Workload& w, const PostFilterResult& pr, PreemptRe
       ledger_.Uncharge(w.id);
     }
     txn.Discard();
+    for (auto& a : before) {
+      const std::string id = a.workload.id;
+      (void)pview_->RemoveRunning(id);
+      (void)pview_->AddRunning(std::move(a));
+    }
   }
   PreemptHold hold;
   hold.reason = pr.reason;
@@ -328,6 +392,12 @@ void Engine::HoldLocked(const Workload& w, const PostFilterResult& pr, PreemptRe
     if (auto grp = pgroups_.find(v); grp != pgroups_.end()) {
       for (const auto& [puid, where] : grp->second.members) hv.uids.push_back(puid);
     }
+    hold.victims.push_back(std::move(hv));
+  }
+  for (const auto& [id, uids] : shrunk) {
+    PreemptHold::Victim hv;
+    hv.id = id;
+    hv.uids = uids;
     hold.victims.push_back(std::move(hv));
   }
   // Work lost is reported for the whole choice; apportion it by victim GPUs for the metric.

@@ -187,6 +187,9 @@ TEST_F(DisruptionTest, APlainVictimIsEvictedAtOnceAndCountedOnce) {
   PreemptResult r = engine_->Preempt("uid-high0");
   ASSERT_TRUE(r.status.ok());
   EXPECT_EQ(r.victim_notice.at(0).first, 0) << "PostFilter evicts it now";
+  // Bug: the preemption view counted one member more than a gang's pods (Workload's default of 1
+  // plus one per pod), so work lost (and reclaim budgets) were a member too high.
+  EXPECT_DOUBLE_EQ(r.lost_gpu_seconds, 32.0 * 9000);
   EvictionReport rep;
   rep.preemptor_uid = "uid-high0";
   rep.evicted = r.victims;
@@ -199,6 +202,48 @@ TEST_F(DisruptionTest, APlainVictimIsEvictedAtOnceAndCountedOnce) {
   EXPECT_EQ(NoticeCount("preemption"), 1u);
   EXPECT_DOUBLE_EQ(metrics_.disruption_lost_gpu_seconds.With({"preemption"}).Value(), 32.0 * 9000)
       << "everything since its start: it never checkpointed";
+}
+
+TEST_F(DisruptionTest, AnElasticGangGivesBackItsNewestSurplusMembersInsteadOfDyingWhole) {
+  std::vector<PodInfo> el = RunningGang("el", 0, 1000);
+  for (size_t i = 0; i < el.size(); ++i) {
+    el[i].labels[kLabelGangMin] = "2";
+    el[i].start_unix = 1000 + static_cast<int64_t>(i) * 100;  // el3 started last
+  }
+  ASSERT_TRUE(Add(el).ok());
+  FillSecondLeaf();
+  AddPending("high", 2, 100);
+  PreemptResult r = engine_->Preempt("uid-high0");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.victim_gangs.size(), 1u);
+  EXPECT_EQ(r.victim_gangs[0].first, "team/el");
+  std::set<std::string> names;
+  for (const auto& p : r.victim_gangs[0].second) names.insert(p.name);
+  EXPECT_EQ(names, (std::set<std::string>{"el2", "el3"})) << "two surplus members, the newest, not the whole gang";
+  ASSERT_TRUE(Delete({"uid-el2", "uid-el3"}).ok());
+  EXPECT_EQ(Disrupted("preemption"), 0) << "never evicted: the pods went by themselves";
+  // The shim evicts them (the poll asks) and they go: one disruption, no gang requeued whole.
+}
+
+TEST_F(DisruptionTest, AShrinkIsCountedAsADisruptionButNotAWholeGang) {
+  std::vector<PodInfo> el = RunningGang("el", 0, 1000);
+  for (auto& p : el) p.labels[kLabelGangMin] = "2";
+  ASSERT_TRUE(Add(el).ok());
+  FillSecondLeaf();
+  AddPending("high", 2, 100);
+  PreemptResult r = engine_->Preempt("uid-high0");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.victims.size(), 2u);
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].pods.size(), 2u);
+  std::vector<std::string> uids;
+  for (const auto& p : r.victims) uids.push_back(p.uid);
+  ASSERT_TRUE(Delete(uids).ok());
+  EXPECT_EQ(Disrupted("preemption"), 1);
+  EXPECT_EQ(metrics_.gangs_requeued_whole.With({"preemption"}).Value(), 0) << "two of four members stay running";
+  // The preemptor now fits where the surplus was.
+  EXPECT_TRUE(engine_->PlanPod("uid-high0").status.ok());
 }
 
 TEST_F(DisruptionTest, VictimChoicePrefersTheGangThatCheckpointsOnNotice) {
