@@ -124,6 +124,29 @@ void Engine::CancelHoldDisruptionsLocked(const PreemptHold& h) {
   }
 }
 
+void Engine::OpenPreemptionDisruptionsLocked(const std::string& preemptor, PreemptResult& out) {
+  const DisruptionCause cause =
+      out.reason.find("reclaim") != std::string::npos && out.reason.find("priority") == std::string::npos
+          ? DisruptionCause::kReclaim
+          : DisruptionCause::kPreemption;
+  int64_t longest = 0;
+  for (const auto& [id, pods] : out.victim_gangs) {
+    std::vector<std::string> uids;
+    for (const auto& p : pods) uids.push_back(p.uid);
+    const int64_t notice =
+        OpenDisruptionLocked(id, cause, uids, "preempted for " + preemptor + " (" + out.reason + ")");
+    const DisruptionRecord* r = disruptions_.Find(id);
+    // Given notice (and not yet told to go): PostFilter gives notice instead of evicting.
+    if (notice > 0 && r != nullptr && r->evicted_s == 0 && !r->acknowledged) {
+      out.victim_notice.emplace_back(notice, r->deadline_s);
+      longest = std::max(longest, r->deadline_s - clock_());
+    } else {
+      out.victim_notice.emplace_back(0, 0);
+    }
+  }
+  if (auto h = holds_.find("plan:" + preemptor); h != holds_.end()) h->second.notice_s = longest;
+}
+
 void Engine::OpenOverdueLocked(int64_t now) {
   // By workload: one overdue member takes its whole gang (all its members using capacity).
   // (Overdue pods are this scheduler's, so each is in a gang of its own at least.)
