@@ -432,6 +432,8 @@ class VictimSearch {
     smaller.members -= members - give;
     if (!trial.Evict(v.id) || !trial.Place(smaller, kept, a.start_time_s)) return std::nullopt;
     const int32_t given = members - give;
+    // The members given back lose their share of the gang's work at risk.
+    if (a.workload.members > 0) taken.result.lost_gpu_seconds += v.lost * given / a.workload.members;
     if (v.budgeted) taken.left.Take(v.queue, v.per_member, given);
     taken.result.shrinks.insert(taken.result.shrinks.end(), shrinks.begin(), shrinks.end());
     taken.Mark(v);

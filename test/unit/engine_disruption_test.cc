@@ -220,6 +220,7 @@ TEST_F(DisruptionTest, AnElasticGangGivesBackItsNewestSurplusMembersInsteadOfDyi
   std::set<std::string> names;
   for (const auto& p : r.victim_gangs[0].second) names.insert(p.name);
   EXPECT_EQ(names, (std::set<std::string>{"el2", "el3"})) << "two surplus members, the newest, not the whole gang";
+  EXPECT_GT(r.lost_gpu_seconds, 0) << "the members given back lose their share of the work at risk";
   ASSERT_TRUE(Delete({"uid-el2", "uid-el3"}).ok());
   EXPECT_EQ(Disrupted("preemption"), 0) << "never evicted: the pods went by themselves";
   // The shim evicts them (the poll asks) and they go: one disruption, no gang requeued whole.
