@@ -77,6 +77,7 @@ class SimSlurm final : public SlurmApi {
     ++writes_;
     return Status::Ok();
   }
+  Status HoldRequeued(const std::string& id, const std::string& comment) override { return Hold(id, comment); }
   Status SetComment(const std::string& id, const std::string& comment) override {
     JobRecord* j = Find(id, false);
     if (j == nullptr) return Status::Error("set comment " + id + ": no such job");
@@ -85,6 +86,7 @@ class SimSlurm final : public SlurmApi {
     return Status::Ok();
   }
   Status Requeue(const std::string&) override { return Status::Ok(); }
+  Status Signal(const std::string&, int, bool) override { return Status::Ok(); }
   Status Drain(const std::string&, const std::string&) override { return Status::Ok(); }
   Status Undrain(const std::string&) override { return Status::Ok(); }
 

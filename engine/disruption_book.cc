@@ -84,7 +84,7 @@ std::optional<DisruptionRecord> DisruptionBook::PodGone(const std::string& uid) 
 
 bool DisruptionBook::Cancel(const std::string& id) {
   auto r = open_.find(id);
-  if (r == open_.end() || r->second.evicted_s > 0) return false;
+  if (r == open_.end()) return false;
   for (const auto& p : r->second.pods) {
     if (auto b = by_pod_.find(p.uid); b != by_pod_.end() && b->second == id) by_pod_.erase(b);
   }

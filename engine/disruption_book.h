@@ -12,7 +12,7 @@
 //   closed   its last pod is gone (PodGone): the record leaves the book and is returned, with the
 //            time from opening to eviction, for the metrics and the decision log.
 // A workload has at most one open disruption: the first cause stands (Open of an id already open
-// changes nothing). Cancel drops one that has not been evicted (its reason went away).
+// changes nothing). Cancel drops one (its reason went away, or PDBs refused a preemption victim).
 //
 // Threading: plain data owned by Engine and guarded by Engine::mu_ (engine.h); no locking here.
 #pragma once
@@ -68,7 +68,8 @@ class DisruptionBook {
   void Evicted(const std::string& uid, int64_t now_s);
   // The pod is gone or finished: the closed record when it was its disruption's last pod.
   std::optional<DisruptionRecord> PodGone(const std::string& uid);
-  // Drops an open disruption that has not been evicted yet (true when dropped).
+  // Drops an open disruption (true when dropped): its reason went away, or the front door could
+  // not evict it (PodDisruptionBudgets refuse a preemption victim whole).
   bool Cancel(const std::string& id);
   const DisruptionRecord* Find(const std::string& id) const;
   const DisruptionRecord* ForPod(const std::string& uid) const;

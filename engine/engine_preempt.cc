@@ -568,7 +568,7 @@ Status Engine::Evicted(const EvictionReport& report) {
       if (v.second > 0) metrics_->preempted_gpu_seconds.With({label}).Increment(v.second);
     }
     if (decision_log_ != nullptr) {
-      decision_log_->Write({{"ts", now}, {"workload", plan_id.empty() ? std::string() : plan_id.substr(5)}, {"outcome", "evicted"},
+      decision_log_->Write({{"ts", now}, {"workload", plan_id.empty() ? report.disruption : plan_id.substr(5)}, {"outcome", "evicted"},
                             {"victims", v.first}, {"pods", evicted.size()}, {"reason", reason}, {"lost_gpu_seconds", v.second}});
     }
   }

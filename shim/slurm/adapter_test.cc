@@ -188,12 +188,20 @@ class MemorySlurm : public SlurmApi {
     if (JobRecord* j = Find(id)) j->priority = 0, j->required_nodes.clear(), j->admin_comment = text;
     return Status::Ok();
   }
+  Status HoldRequeued(const std::string& id, const std::string& text) override {
+    calls.push_back("hold_requeued " + id);
+    if (JobRecord* j = Find(id)) j->priority = 0, j->required_nodes.clear(), j->admin_comment = text;
+    return Status::Ok();
+  }
   Status SetComment(const std::string& id, const std::string& text) override {
     calls.push_back("comment " + id + " " + text);
     if (JobRecord* j = Find(id)) j->admin_comment = text;
     return Status::Ok();
   }
   Status Requeue(const std::string& id) override { return calls.push_back("requeue " + id), Status::Ok(); }
+  Status Signal(const std::string& id, int sig, bool) override {
+    return calls.push_back("signal " + id + " " + std::to_string(sig)), Status::Ok();
+  }
   Status Drain(const std::string& n, const std::string&) override { return calls.push_back("drain " + n), Status::Ok(); }
   Status Undrain(const std::string& n) override { return calls.push_back("undrain " + n), Status::Ok(); }
 };

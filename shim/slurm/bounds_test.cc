@@ -81,6 +81,8 @@ class RecordingLink : public EngineLink {
   }
   Status Admit(const v1::AdmitRequest&, v1::AdmitResponse*) override { return Status::Ok(); }
   Status Explain(const std::string&, std::string*) override { return Status::Ok(); }
+  Status Disruptions(const v1::DisruptionsRequest&, v1::DisruptionsResponse*) override { return Status::Ok(); }
+  Status Evicted(const v1::EvictedRequest&) override { return Status::Ok(); }
   void Close() override { open_ = false; }
   bool open() const override { return open_; }
 
@@ -97,8 +99,10 @@ class StaticSlurm : public SlurmApi {
   }
   Status Release(const std::string&, const std::vector<std::string>&, const std::string&) override { return Status::Ok(); }
   Status Hold(const std::string&, const std::string&) override { return Status::Ok(); }
+  Status HoldRequeued(const std::string&, const std::string&) override { return Status::Ok(); }
   Status SetComment(const std::string&, const std::string&) override { return Status::Ok(); }
   Status Requeue(const std::string&) override { return Status::Ok(); }
+  Status Signal(const std::string&, int, bool) override { return Status::Ok(); }
   Status Drain(const std::string&, const std::string&) override { return Status::Ok(); }
   Status Undrain(const std::string&) override { return Status::Ok(); }
 };

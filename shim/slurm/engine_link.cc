@@ -53,6 +53,28 @@ class GrpcEngineLink final : public EngineLink {
     return Status::Ok();
   }
 
+  Status Disruptions(const v1::DisruptionsRequest& req, v1::DisruptionsResponse* out) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
+    const grpc::Status s = stub_->Disruptions(&ctx, req, out);
+    if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      out->Clear();  // an older engine: no disruption path, nothing to do
+      return Status::Ok();
+    }
+    return FromGrpc(s, "engine Disruptions");
+  }
+
+  Status Evicted(const v1::EvictedRequest& req) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
+    v1::EvictedResponse resp;
+    if (Status s = FromGrpc(stub_->Evicted(&ctx, req, &resp), "engine Evicted"); !s.ok()) return s;
+    if (resp.status().code() != v1::Status::SUCCESS) {
+      return Status::Error("engine Evicted: " + (resp.status().reasons().empty() ? std::string("refused") : resp.status().reasons(0)));
+    }
+    return Status::Ok();
+  }
+
   void Close() override {
     if (!stream_) return;
     stream_->WritesDone();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <csignal>
 
 #include "shim/slurm/hostlist.h"
 #include "shim/slurm/tres.h"
@@ -118,7 +119,76 @@ bool EqualsNoCase(std::string_view a, std::string_view b) {
          });
 }
 
+// Signal names as Slurm's sig_name2num reads them ("USR1", "SIGUSR1", any case).
+int SignalNumber(std::string_view name) {
+  static constexpr std::pair<const char*, int> kSignals[] = {
+      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},   {"KILL", SIGKILL},
+      {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},   {"URG", SIGURG},
+      {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},
+      {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ}, {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}, {"WINCH", SIGWINCH},
+  };
+  if (name.size() > 3 && EqualsNoCase(name.substr(0, 3), "SIG")) name.remove_prefix(3);
+  for (const auto& [n, v] : kSignals) {
+    if (EqualsNoCase(name, n)) return v;
+  }
+  return 0;
+}
+
 }  // namespace
+
+std::map<std::string, std::string> CommentKeys(std::string_view comment) {
+  std::map<std::string, std::string> out;
+  auto sep = [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == ',' || c == ';'; };
+  size_t i = 0;
+  while (i < comment.size()) {
+    while (i < comment.size() && sep(comment[i])) ++i;
+    size_t j = i;
+    while (j < comment.size() && !sep(comment[j])) ++j;
+    const std::string_view word = comment.substr(i, j - i);
+    const size_t eq = word.find('=');
+    if (eq != std::string_view::npos && word.substr(0, 10) == "tidal.dev/") {
+      out[std::string(word.substr(0, eq))] = std::string(word.substr(eq + 1));
+    }
+    i = j;
+  }
+  return out;
+}
+
+Status ParseNoticeSignal(std::string_view value, NoticeSignal* out) {
+  auto fail = [&](const std::string& why) {
+    return Status::Error(std::string("--comment ") + kSignalKey + "=" + std::string(value.substr(0, 100)) + ": " + why +
+                         " (want [B:]SIG[@SECONDS], e.g. B:USR1@60)");
+  };
+  NoticeSignal r;
+  std::string_view s = value;
+  if (size_t colon = s.find(':'); colon != std::string_view::npos) {
+    for (char c : s.substr(0, colon)) {
+      if (c == 'B' || c == 'b') {
+        r.batch_only = true;
+      } else if (c != 'R' && c != 'r') {
+        return fail("unknown flag '" + std::string(1, c) + "'");
+      }
+    }
+    s.remove_prefix(colon + 1);
+  }
+  r.time_s = 60;  // sbatch's default
+  if (size_t at = s.find('@'); at != std::string_view::npos) {
+    uint32_t t = 0;
+    if (!ParseU32(s.substr(at + 1), &t) || t > 0xffff) return fail("the time is not 0..65535 seconds");
+    r.time_s = t;
+    s = s.substr(0, at);
+  }
+  uint32_t num = 0;
+  if (ParseU32(s, &num)) {
+    if (num == 0 || num > 64) return fail("signal " + std::to_string(num) + " is not 1..64");
+    r.signal = static_cast<int>(num);
+  } else {
+    r.signal = SignalNumber(s);
+    if (r.signal == 0) return fail("'" + std::string(s) + "' is not a signal name");
+  }
+  *out = r;
+  return Status::Ok();
+}
 
 void AddParseError(std::string* parse_error, std::string_view msg) {
   if (!parse_error->empty()) *parse_error += "; ";
@@ -195,6 +265,22 @@ void DeriveJobFields(const RawJob& raw, JobRecord* job) {
   Expand("nodes", raw.nodes, &job->nodes, &job->parse_error);
   Expand("required_nodes", raw.required_nodes, &job->required_nodes, &job->parse_error);
   Expand("excluded_nodes", raw.excluded_nodes, &job->excluded_nodes, &job->parse_error);
+  job->warn_signal = 0;
+  job->warn_time_s = 0;
+  job->warn_batch_only = false;
+  if (job->comment.find(kSignalKey) != std::string::npos) {
+    const auto keys = CommentKeys(job->comment);
+    if (auto it = keys.find(kSignalKey); it != keys.end()) {
+      NoticeSignal sig;
+      if (Status st = ParseNoticeSignal(it->second, &sig); !st.ok()) {
+        AddParseError(&job->parse_error, st);
+      } else {
+        job->warn_signal = sig.signal;
+        job->warn_time_s = sig.time_s;
+        job->warn_batch_only = sig.batch_only;
+      }
+    }
+  }
   job->pending_array_tasks.clear();
   if (!raw.array_task_str.empty()) {
     Status st = ExpandArrayTasks(raw.array_task_str, &job->pending_array_tasks, &job->array_max_tasks);

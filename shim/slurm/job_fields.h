@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,8 +31,9 @@ struct RawJob {
 };
 
 // Fills gpus_per_node, gpus_total, gpu_model, cpus_per_node, memory_mb_per_node, nodes,
-// required_nodes, excluded_nodes, pending_array_tasks, array_max_tasks. Reads job->state,
-// job->node_count and job->id (for nothing but messages); appends problems to job->parse_error.
+// required_nodes, excluded_nodes, pending_array_tasks, array_max_tasks, and warn_signal /
+// warn_time_s / warn_batch_only from job->comment's kSignalKey. Reads job->state, job->node_count,
+// job->comment and job->id (for nothing but messages); appends problems to job->parse_error.
 void DeriveJobFields(const RawJob& raw, JobRecord* job);
 
 // "0-99%4" -> 0..99 and max 4; "1,3,5-7"; "0-15:4" (step); "0x1F" (hex bitmap, bit i = task i).
@@ -56,5 +58,22 @@ void AddParseError(std::string* parse_error, std::string_view msg);
 
 // "a,b,,c" -> {a, b, c}.
 std::vector<std::string> SplitCommaList(std::string_view s);
+
+// The user's Tidal keys in --comment: whitespace-, comma- or semicolon-separated key=value words
+// whose key starts "tidal.dev/" (the last of a key wins); everything else is the user's own text.
+std::map<std::string, std::string> CommentKeys(std::string_view comment);
+
+// The comment key a job declares its notice signal with: Slurm's --signal syntax,
+// [{R|B}:]SIG[@TIME] (SIG a name, USR1 or SIGUSR1, or a number; TIME seconds, 60 when left out; R:
+// is Slurm's reservation flag, ignored here). deploy/slurm/cli_filter.lua copies a job's --signal
+// here at submit: Slurm 22.05 shows --signal to no other program (job_info_t, squeue --json and the
+// job_submit plugin's job_desc all lack it).
+inline constexpr const char* kSignalKey = "tidal.dev/signal";
+struct NoticeSignal {
+  int signal = 0;          // 0 = none declared
+  int64_t time_s = 0;
+  bool batch_only = false;  // B:
+};
+Status ParseNoticeSignal(std::string_view value, NoticeSignal* out);
 
 }  // namespace tidal::slurm

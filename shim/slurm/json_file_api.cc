@@ -46,10 +46,16 @@ Status JsonFileApi::Release(const std::string& job_id, const std::vector<std::st
 Status JsonFileApi::Hold(const std::string& job_id, const std::string& comment) {
   return Record({"hold", job_id, {}, comment});
 }
+Status JsonFileApi::HoldRequeued(const std::string& job_id, const std::string& comment) {
+  return Record({"hold_requeued", job_id, {}, comment});
+}
 Status JsonFileApi::SetComment(const std::string& job_id, const std::string& comment) {
   return Record({"set_comment", job_id, {}, comment});
 }
 Status JsonFileApi::Requeue(const std::string& job_id) { return Record({"requeue", job_id, {}, {}}); }
+Status JsonFileApi::Signal(const std::string& job_id, int signal, bool batch_only) {
+  return Record({"signal", job_id, {}, std::to_string(signal) + (batch_only ? " batch" : "")});
+}
 Status JsonFileApi::Drain(const std::string& node, const std::string& reason) {
   return Record({"drain", node, {}, reason});
 }

@@ -38,8 +38,9 @@ Status ReadTextFile(const std::string& path, std::string* out);
 
 class JsonFileApi : public SlurmApi {
  public:
-  // What a write asked for. op: "release", "hold", "set_comment", "requeue", "drain", "undrain";
-  // target: the job id or node name; text: the comment or drain reason.
+  // What a write asked for. op: "release", "hold", "hold_requeued", "set_comment", "requeue",
+  // "signal", "drain", "undrain"; target: the job id or node name; text: the comment or drain reason, for "signal" the
+  // signal number, with " batch" when batch_only ("10 batch").
   struct Call {
     std::string op, target;
     std::vector<std::string> nodes;
@@ -56,8 +57,10 @@ class JsonFileApi : public SlurmApi {
   Status Release(const std::string& job_id, const std::vector<std::string>& nodes,
                  const std::string& comment) override;
   Status Hold(const std::string& job_id, const std::string& comment) override;
+  Status HoldRequeued(const std::string& job_id, const std::string& comment) override;
   Status SetComment(const std::string& job_id, const std::string& comment) override;
   Status Requeue(const std::string& job_id) override;
+  Status Signal(const std::string& job_id, int signal, bool batch_only) override;
   Status Drain(const std::string& node, const std::string& reason) override;
   Status Undrain(const std::string& node) override;
 

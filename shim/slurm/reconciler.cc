@@ -81,7 +81,12 @@ struct Reconciler::Desired {
   std::vector<uint32_t> send;     // entries_ slots to send (read order): members built, not skipped
   std::vector<uint32_t> skipped;  // entries_ slots not sent, with why (JobEntry::skip)
   std::map<std::string, std::string> nodes;  // name -> serialized node
-  std::vector<std::pair<const JobRecord*, std::string>> rehold;  // job, why
+  struct Rehold {
+    const JobRecord* job;
+    std::string why;
+    bool requeued = false;  // held again since Tidal released it: HoldRequeued
+  };
+  std::vector<Rehold> rehold;
   std::unordered_map<std::string, const NodeRecord*> node_recs;
 };
 
@@ -124,13 +129,22 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
         auto it = d.node_recs.find(n);
         if (it == d.node_recs.end() || PinLost(*it->second)) {
           d.rehold.push_back({&j, "pinned node " + n + (it == d.node_recs.end() ? " is gone" : " is not usable") +
-                                      "; held again to be placed anew"});
+                                      "; held again to be placed anew", false});
           stance = JobStance::kHeld;
           break;
         }
       }
     }
-    if (stance == JobStance::kEscaped) d.rehold.push_back({&j, "released outside Tidal (requeued, or by hand); held again"});
+    if (stance == JobStance::kEscaped) d.rehold.push_back({&j, "released outside Tidal (requeued, or by hand); held again", false});
+    if (stance == JobStance::kHeld && TidalPin(j) && !j.required_nodes.empty()) {
+      // Held again since Tidal released it (requeued for a disruption, `scontrol requeuehold`, an
+      // admin's hold): Slurm keeps ReqNodeList, and once a waiting reason replaces the AdminComment
+      // that old pin would read as the user's --nodelist. It goes now; a job that ran (requeued)
+      // also loses the 120 s BeginTime Slurm gives a requeued job (HoldRequeued).
+      const bool requeued = j.restart_cnt > 0;
+      d.rehold.push_back({&j, requeued ? "requeued; held to be placed anew" : "held again; Tidal's pin cleared, to be placed anew",
+                          requeued});
+    }
     // A re-held job's members are pending, not on its old pin.
     const bool view_held = stance == JobStance::kEscaped || (stance == JobStance::kHeld && StanceOf(j) == JobStance::kReleased);
     const uint64_t record_key = MembersKey(j) ^ (view_held ? 0x9e3779b97f4a7c15ULL : 0);
@@ -320,9 +334,10 @@ void Reconciler::Comment(const JobRecord& j, const std::string& id, const std::s
 
 void Reconciler::Apply(const ClusterRecords&, const Desired& d, const v1::AdmitResponse& admit, ReconcileStats& st) {
   std::set<const JobRecord*> reheld;
-  for (const auto& [j, why] : d.rehold) {
+  for (const auto& [j, why, requeued] : d.rehold) {
     if (!reheld.insert(j).second) continue;
-    if (Status s = slurm_->Hold(j->id, TidalText(why)); !s.ok()) {
+    const std::string text = TidalText(why);
+    if (Status s = requeued ? slurm_->HoldRequeued(j->id, text) : slurm_->Hold(j->id, text); !s.ok()) {
       ++st.apply_errors;
       st.status.AddReason(s.ToString());
     } else {
@@ -379,6 +394,7 @@ ReconcileStats Reconciler::ReconcileOnce() {
     st.status = read;
   } else {
     st.read_ok = true;
+    disruptions_.KeepAcrossRequeues(rec.jobs);
     Desired d;
     t = Clock::now();
     Convert(rec, d, st);
@@ -406,6 +422,18 @@ ReconcileStats Reconciler::ReconcileOnce() {
         t = Clock::now();
         Apply(rec, d, resp, st);
         st.apply_s = Since(t);
+        // The engine's disruptions of Slurm jobs, only while this adapter holds the door (Admit
+        // answered): a refused adapter must not act on the holder's.
+        t = Clock::now();
+        int budget = DisruptionHandler::kMaxActionsPerPass;
+        disruptions_.Run(
+            [this](const std::string& id) -> const JobRecord* {
+              const JobEntry* e = Read(id);
+              return e == nullptr ? nullptr : e->rec;
+            },
+            [&](const JobRecord& j, const std::string& id, const std::string& why) { Comment(j, id, why, &budget, st); },
+            st);
+        st.disrupt_s = Since(t);
       }
     }
   }
@@ -420,6 +448,8 @@ ReconcileStats Reconciler::ReconcileOnce() {
   totals_.held += st.held;
   totals_.comments += st.comments;
   totals_.apply_errors += st.apply_errors;
+  totals_.notices += st.notices;
+  totals_.disruption_requeues += st.disruption_requeues;
   return st;
 }
 

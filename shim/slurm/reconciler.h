@@ -3,12 +3,14 @@
 // last pass (Sync, door SLURM; a full resync after any broken stream), asks it what may start
 // (Admit) and applies that to Slurm: pin + release admitted jobs, say why the others wait in their
 // AdminComment, hold again jobs that escaped the gate (requeued, released by hand) or whose pin
-// names a node that went away. Everything it does follows from what it reads, so an adapter
+// names a node that went away (or that were held again since Tidal released them: their old pin
+// goes), then carries out the engine's disruptions of Slurm jobs (disruptions.h: notice with the
+// job's --signal, requeue). Everything it does follows from what it reads, so an adapter
 // restart, a slurmctld restart or an engine restart converges on the next pass; a failed read
 // changes nothing (unknown is never "gone").
 //
-// Threading: one thread calls ReconcileOnce (the adapter's loop); LastStats is read by the metrics
-// endpoint under stats_mu_.
+// Threading: one thread calls ReconcileOnce (the adapter's loop); LastStats and totals are read by
+// the metrics endpoint under stats_mu_.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +22,7 @@
 
 #include "core/api/limits.h"
 #include "shim/slurm/config.h"
+#include "shim/slurm/disruptions.h"
 #include "shim/slurm/engine_link.h"
 #include "shim/slurm/jobcomp.h"
 #include "shim/slurm/records.h"
@@ -34,12 +37,14 @@ struct ReconcileStats {
   int64_t upserts = 0, deletes = 0;   // members + nodes sent
   int64_t released = 0, held = 0, comments = 0, apply_errors = 0;
   int64_t admit_tried = 0;
-  double read_s = 0, convert_s = 0, sync_s = 0, admit_s = 0, apply_s = 0, total_s = 0;
+  int64_t notices = 0, disruption_requeues = 0;  // jobs signalled / requeued for the engine's disruptions
+  double read_s = 0, convert_s = 0, sync_s = 0, admit_s = 0, apply_s = 0, disrupt_s = 0, total_s = 0;
 };
 
 class Reconciler {
  public:
-  Reconciler(AdapterConfig cfg, SlurmApi* slurm, EngineLink* engine) : cfg_(std::move(cfg)), slurm_(slurm), engine_(engine) {}
+  Reconciler(AdapterConfig cfg, SlurmApi* slurm, EngineLink* engine)
+      : cfg_(std::move(cfg)), slurm_(slurm), engine_(engine), disruptions_(slurm, engine) {}
   ReconcileStats ReconcileOnce();
   // Finished jobs from slurmctld's jobcomp log go to the engine with the next Sync (not owned).
   void SetJobcomp(JobcompReader* r) { jobcomp_ = r; }
@@ -48,6 +53,7 @@ class Reconciler {
   struct Totals {
     int64_t passes = 0, read_errors = 0, sync_errors = 0, admit_errors = 0;
     int64_t released = 0, held = 0, comments = 0, apply_errors = 0;
+    int64_t notices = 0, disruption_requeues = 0;
   };
   Totals totals();
 
@@ -68,6 +74,7 @@ class Reconciler {
   AdapterConfig cfg_;
   SlurmApi* slurm_;
   EngineLink* engine_;
+  DisruptionHandler disruptions_;
   bool need_resync_ = true;
   JobcompReader* jobcomp_ = nullptr;
   std::vector<v1::FinishedJob> finished_;  // read, not yet acknowledged by the engine

@@ -59,6 +59,9 @@ void VisitJob(J& a, const JobRecord& d, V& v) {
   v("req_switch", a.req_switch, d.req_switch);
   v("comment", a.comment, d.comment);
   v("admin_comment", a.admin_comment, d.admin_comment);
+  v("warn_signal", a.warn_signal, d.warn_signal);
+  v("warn_time_s", a.warn_time_s, d.warn_time_s);
+  v("warn_batch_only", a.warn_batch_only, d.warn_batch_only);
   v("parse_error", a.parse_error, d.parse_error);
 }
 

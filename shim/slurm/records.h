@@ -56,6 +56,13 @@ struct JobRecord {
   std::string features;            // --constraint expression
   uint32_t req_switch = 0;         // --switches=N (0 = none)
   std::string comment, admin_comment;
+  // The job's notice signal: --signal=[B:]SIG@TIME as its comment declares it (the key
+  // tidal.dev/signal, job_fields.h ParseNoticeSignal; deploy/slurm/cli_filter.lua copies --signal
+  // there: Slurm 22.05 shows --signal to no other program). Tidal reads it as "checkpoints on
+  // notice, needs TIME seconds" and gives its notice with SIG. 0 = none.
+  int32_t warn_signal = 0;
+  int64_t warn_time_s = 0;
+  bool warn_batch_only = false;    // B: the batch shell only (else the job's steps, not the shell)
   // Why a field could not be read ("job 5: tres_per_node: gpu count 'x' is not a number"; several
   // joined by "; "); a job with a parse error is never released, its error is shown to its owner.
   // The fields that could be read are still set.
@@ -105,10 +112,19 @@ class SlurmApi {
                          const std::string& comment) = 0;
   // Holds a pending job again and clears a Tidal pin (ReqNodeList = ""), with an AdminComment.
   virtual Status Hold(const std::string& job_id, const std::string& comment) = 0;
+  // Hold, for a job requeued after it ran (held again since Tidal released it), that also clears
+  // its BeginTime (= now): Slurm 22.05 makes a requeued batch job wait 120 s after its requeue
+  // completes, which would keep the nodes Tidal releases it to idle that long. It ran, so it has no
+  // --begin of its user's still to wait for; it is held: Tidal decides when it starts.
+  virtual Status HoldRequeued(const std::string& job_id, const std::string& comment) = 0;
   // Sets a job's AdminComment (why Tidal holds it; the caller never overwrites an admin's own).
   virtual Status SetComment(const std::string& job_id, const std::string& comment) = 0;
   // Preempts a running job: requeue-hold it (batch) or cancel it with SIGTERM first.
   virtual Status Requeue(const std::string& job_id) = 0;
+  // Sends `signal` to a running job (what `scancel --signal=SIG [--batch]` sends): batch_only = the
+  // batch shell only (--signal=B:...), else the job's steps (not the batch shell, as Slurm's own
+  // --signal warning without B:). The job keeps running unless it acts on the signal.
+  virtual Status Signal(const std::string& job_id, int signal, bool batch_only) = 0;
   // Drains a node with reason "tidal: ..." / undrains it (only drains whose reason starts "tidal:").
   virtual Status Drain(const std::string& node, const std::string& reason) = 0;
   virtual Status Undrain(const std::string& node) = 0;

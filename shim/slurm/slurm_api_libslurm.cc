@@ -311,6 +311,19 @@ Status LibslurmApi::Hold(const std::string& job_id, const std::string& comment) 
   return UpdateJob(job_id, &desc);
 }
 
+Status LibslurmApi::HoldRequeued(const std::string& job_id, const std::string& comment) {
+  if (Status st = CheckPending(job_id); !st.ok()) return st;
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  std::string empty;
+  std::string text = comment;
+  desc.req_nodes = empty.data();
+  desc.admin_comment = text.data();
+  desc.priority = 0;
+  desc.begin_time = std::time(nullptr);  // `scontrol update StartTime=now`
+  return UpdateJob(job_id, &desc);
+}
+
 Status LibslurmApi::SetComment(const std::string& job_id, const std::string& comment) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
@@ -335,6 +348,18 @@ Status LibslurmApi::Requeue(const std::string& job_id) {
     if (slurm_get_errno() == ESLURM_ALREADY_DONE) return Status::Ok();  // ended on its own meanwhile
     return Status::Error("slurm_requeue " + job_id + ": " + slurm_strerror(err) + "; slurm_kill_job " + job_id +
                          ": " + SlurmError());
+  }
+  return Status::Ok();
+}
+
+Status LibslurmApi::Signal(const std::string& job_id, int signal, bool batch_only) {
+  if (signal <= 0 || signal > 64) return Status::Error("slurm_kill_job " + job_id + ": signal " + std::to_string(signal) + " is not a signal");
+  uint32_t job = 0, task = NO_VAL;
+  if (!ParseJobId(job_id, &job, &task)) return Status::Error("slurm_kill_job " + job_id + ": not a job id (123 or 123_7)");
+  // slurm_kill_job2 takes "123" and "123_7" (an array task, split off or not), as scancel does.
+  if (slurm_kill_job2(job_id.c_str(), static_cast<uint16_t>(signal), batch_only ? KILL_JOB_BATCH : 0, nullptr) !=
+      SLURM_SUCCESS) {
+    return CallError("slurm_kill_job", job_id);
   }
   return Status::Ok();
 }

@@ -12,6 +12,8 @@
 //              is), admin_comment, priority = INFINITE (what `scontrol release` sends)
 //   Hold       slurm_update_job2: priority = 0 (an admin hold: JobHeldAdmin), req_nodes = ""
 //              (clears the pin), admin_comment
+//   HoldRequeued  Hold, plus begin_time = now (Slurm sets a requeued job's BeginTime 120 s ahead
+//              when its requeue completes; an update while it is still COMPLETING is overwritten)
 //   Release and Hold first check with one slurm_load_job that the job is pending, and fail with
 //   "Job is no longer pending execution" otherwise: on a RUNNING job slurmctld takes req_nodes as a
 //   new NodeList and shrinks the job to it. So each costs two RPCs.
@@ -22,6 +24,12 @@
 //              again); a job Slurm will not requeue (not batch, --no-requeue) is cancelled instead:
 //              slurm_kill_job2(SIGKILL), which slurmd delivers as SIGTERM, KillWait, SIGKILL; a job
 //              that ended meanwhile is Ok
+//   Signal     slurm_kill_job2(signal, KILL_JOB_BATCH) for the batch shell only (`scancel --batch
+//              --signal=SIG`), else flags 0: the job's steps, not its batch shell (`scancel
+//              --signal=SIG`; what slurmctld itself sends for --signal=SIG@TIME without B:). Never
+//              KILL_FULL_JOB: a batch shell that does not trap the signal (SIGUSR1's default action
+//              is to terminate) would end the job. A job that already ended is an error
+//              ("Job/step already completing or completed"): the caller skips jobs not running
 //   Drain      slurm_update_node(NODE_STATE_DRAIN, reason "tidal: ...", reason_uid); a node already
 //              drained by someone else is left as it is (its reason kept) and Ok is returned
 //   Undrain    slurm_update_node(NODE_STATE_UNDRAIN) only if the drain reason starts "tidal:";
@@ -59,8 +67,10 @@ class LibslurmApi : public SlurmApi {
   Status Release(const std::string& job_id, const std::vector<std::string>& nodes,
                  const std::string& comment) override;
   Status Hold(const std::string& job_id, const std::string& comment) override;
+  Status HoldRequeued(const std::string& job_id, const std::string& comment) override;
   Status SetComment(const std::string& job_id, const std::string& comment) override;
   Status Requeue(const std::string& job_id) override;
+  Status Signal(const std::string& job_id, int signal, bool batch_only) override;
   Status Drain(const std::string& node, const std::string& reason) override;
   Status Undrain(const std::string& node) override;
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/api/limits.h"
+#include "shim/slurm/job_fields.h"
 
 namespace tidal::slurm {
 
@@ -22,23 +23,6 @@ std::string LabelName(const std::string& s) {
   while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out.back()))) out.pop_back();
   while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out.front()))) out.erase(out.begin());
   return out.empty() ? "x" : out;
-}
-
-// The user's Tidal keys in --comment: whitespace-, comma- or semicolon-separated key=value words
-// whose key starts "tidal.dev/"; everything else in the comment is the user's own text.
-std::map<std::string, std::string> CommentKeys(const std::string& comment) {
-  std::map<std::string, std::string> out;
-  size_t i = 0;
-  while (i < comment.size()) {
-    while (i < comment.size() && (std::isspace(static_cast<unsigned char>(comment[i])) || comment[i] == ',' || comment[i] == ';')) ++i;
-    size_t j = i;
-    while (j < comment.size() && !std::isspace(static_cast<unsigned char>(comment[j])) && comment[j] != ',' && comment[j] != ';') ++j;
-    const std::string word = comment.substr(i, j - i);
-    const size_t eq = word.find('=');
-    if (eq != std::string::npos && StartsWith(word, "tidal.dev/")) out[word.substr(0, eq)] = word.substr(eq + 1);
-    i = j;
-  }
-  return out;
 }
 
 std::vector<std::string> Split(const std::string& s, char sep) {
@@ -74,7 +58,7 @@ std::string Constrain(const JobRecord& j, JobStance stance, v1::Pod& p) {
     }
   }
   p.mutable_node_selector()->insert(features.begin(), features.end());
-  const bool user_pin = !j.required_nodes.empty() && stance != JobStance::kReleased && !StartsWith(j.admin_comment, kReleasedPrefix);
+  const bool user_pin = !j.required_nodes.empty() && stance != JobStance::kReleased && !TidalPin(j);
   const size_t terms = std::max<size_t>(1, parts.size());
   for (size_t i = 0; i < terms; ++i) {
     if (parts.empty() && j.excluded_nodes.empty() && !user_pin) break;
@@ -95,6 +79,10 @@ std::string Constrain(const JobRecord& j, JobStance stance, v1::Pod& p) {
 
 std::string PartitionLabel(const std::string& p) { return "partition.slurm.tidal.dev/" + LabelName(p); }
 std::string FeatureLabel(const std::string& f) { return "feature.slurm.tidal.dev/" + LabelName(f); }
+
+bool TidalPin(const JobRecord& j) {
+  return StartsWith(j.admin_comment, kReleasedPrefix) || StartsWith(j.admin_comment, kNoticePrefix);
+}
 
 JobStance StanceOf(const JobRecord& j) {
   if (j.completing) return JobStance::kActive;
@@ -202,6 +190,10 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
     a["tidal.dev/runtime-limit"] = std::to_string(std::min<int64_t>(j.time_limit_min, limits::kMaxDurationS / 60)) + "m";
   }
   if (!j.gpu_model.empty()) a["tidal.dev/gpu-model"] = j.gpu_model;
+  // --signal=[B:]SIG@TIME: the job acts on SIG and needs TIME seconds (the user's own key wins).
+  if (j.warn_signal > 0 && j.warn_time_s > 0 && !a.count("tidal.dev/checkpoint-on-notice")) {
+    a["tidal.dev/checkpoint-on-notice"] = std::to_string(std::min<int64_t>(j.warn_time_s, limits::kMaxDurationS)) + "s";
+  }
   if (j.req_switch == 1 && !cfg.switch_level.empty() && !a.count("tidal.dev/topology-required")) {
     a["tidal.dev/topology-required"] = cfg.switch_level;
   }
@@ -248,6 +240,7 @@ uint64_t MembersKey(const JobRecord& j) {
   num(j.completing);
   num(j.priority);
   num(StartsWith(j.admin_comment, kReleasedPrefix));
+  num(TidalPin(j));
   str(j.state_reason);
   str(j.dependency);
   str(j.parse_error);
@@ -271,6 +264,8 @@ uint64_t MembersKey(const JobRecord& j) {
   str(j.features);
   num(j.req_switch);
   str(j.comment);
+  num(j.warn_signal);
+  num(j.warn_time_s);
   return h;
 }
 

@@ -8,8 +8,14 @@
 // (engine/pod_spec.h): queue (config.h QueueFor), gang, gang-size, runtime-limit (the time limit),
 // gpu-model (the gres type), topology (--switches=1 -> switchLevel required; the user's
 // --comment keys tidal.dev/topology-required=LEVEL, tidal.dev/topology-preferred=LEVEL,
-// tidal.dev/class=..., tidal.dev/preemptible=...), priority from -nice. The partition, --constraint
-// (features joined by '&'), --exclude and a user's --nodelist become node constraints.
+// tidal.dev/class=..., tidal.dev/preemptible=...), priority from -nice, and checkpointing:
+// --signal=[B:]SIG@TIME (as the job's --comment declares it, tidal.dev/signal=...: records.h) ->
+// checkpoint-on-notice TIMEs (the job is given notice with SIG, disruptions.h; the --comment key
+// tidal.dev/checkpoint-on-notice=... wins), and the job's checkpoint report, the --comment key
+// tidal.dev/last-checkpoint=<RFC 3339 or unix seconds> (which a running job sets itself: `scontrol
+// update jobid=$SLURM_JOB_ID comment=...`; passed through as written: the engine ignores a value it
+// cannot read). The partition, --constraint (features joined by '&'), --exclude and a user's
+// --nodelist become node constraints.
 //
 // Job states: held or otherwise pending -> pending members; pending and released by Tidal (its
 // AdminComment starts "tidal: released") -> members bound to its ReqNodeList (the capacity is
@@ -33,7 +39,12 @@
 namespace tidal::slurm {
 
 inline constexpr const char* kReleasedPrefix = "tidal: released";
+inline constexpr const char* kNoticePrefix = "tidal: notice";  // a running job given notice (disruptions.h)
 inline constexpr const char* kTidalPrefix = "tidal:";
+
+// Is the job's ReqNodeList Tidal's pin (not the user's --nodelist)? Its AdminComment (which only
+// operators can set) says Tidal released it ("tidal: released ...") or gave it notice since.
+bool TidalPin(const JobRecord& j);
 
 // How a job stands towards Tidal.
 enum class JobStance {
@@ -62,9 +73,9 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
 // the reconciler keeps a job's converted members while its record reads the same (a record of
 // 100,000 that did not change costs this hash, not a conversion). Left out: the ids (the caller
 // folds in the job id it converts), pending_array_tasks and array_max_tasks (each task is its own
-// job id), name, end_time, restart_cnt, start_time unless the job holds nodes, and of
-// admin_comment only whether it starts with kReleasedPrefix. A field MembersOf & co. start to read
-// must be added here.
+// job id), name, end_time, restart_cnt, start_time unless the job holds nodes, warn_batch_only,
+// and of admin_comment only whether it starts with kReleasedPrefix and TidalPin. A field MembersOf
+// & co. start to read must be added here.
 uint64_t MembersKey(const JobRecord& j);
 
 // Why the job's partition/--constraint/--exclude/--nodelist cannot be expressed ("" = they can);

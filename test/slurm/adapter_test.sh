@@ -2,10 +2,11 @@
 # tidal-slurm end to end on a REAL Slurm 22.05 (test/slurm/lib.sh: munged, slurmctld and 8 slurmd on
 # loopback, the submit gate installed) with a real tidal-engine: the gate, topology, quota, GPUs
 # never double-booked under load, and convergence after an adapter kill -9, an engine restart and a
-# slurmctld restart, the door lease against a second adapter, and bad input. Cases live in
+# slurmctld restart, the door lease against a second adapter, bad input, and the disruption path
+# (a drain: notice with the job's --signal, checkpoint report, requeue, run again). Cases live in
 # test/slurm/cases/adapter_*.sh; helpers in cases/adapter_common.sh. Exit 77 (skipped) without
-# Slurm, without root, or without the binaries (BUILD_DIR/bin/tidal-engine and tidal-slurm; usage:
-# adapter_test.sh [BUILD_DIR], default build/).
+# Slurm, without root, or without the binaries (BUILD_DIR/bin/tidal-engine and tidal-slurm; the
+# disruption case also needs tidalctl; usage: adapter_test.sh [BUILD_DIR], default build/).
 #
 # Cluster: gpu01..gpu08, 4 fake a100 each; block b0; leaf l0 = gpu01-04, leaf l1 = gpu05-08 (node
 # features tidal-block-b0, tidal-leaf-lN). Engine queues: team-a (nominal 32 GPUs), capped (nominal
@@ -30,7 +31,7 @@ done
 source "$HERE/lib.sh"
 # shellcheck source=cases/adapter_common.sh
 source "$HERE/cases/adapter_common.sh"
-for f in basic placement faults; do
+for f in basic placement faults disruption; do
   # shellcheck disable=SC1090
   source "$HERE/cases/adapter_$f.sh"
 done
@@ -44,6 +45,8 @@ ENGINE_PORT=${TIDAL_SLURM_ADAPTER_ENGINE_PORT:-50851} ENGINE_HTTP=${TIDAL_SLURM_
 AD_METRICS=${TIDAL_SLURM_ADAPTER_METRICS:-50853} AD2_METRICS=${TIDAL_SLURM_ADAPTER_METRICS2:-50854}
 export SLURM_CTLD_PORT=${TIDAL_SLURM_ADAPTER_CTLD_PORT:-16877} SLURM_NODE_PORT0=${TIDAL_SLURM_ADAPTER_NODE_PORT0:-17601}
 unset SLURM_NODE_NAMES SLURM_TOPOLOGY_CONF SLURM_GATE SLURM_WITH_RESTD
+# sbatch --signal reaches the adapter through the job's comment (deploy/slurm/cli_filter.lua)
+export SLURM_CLI_FILTER="$REPO/deploy/slurm/cli_filter.lua"
 # libslurm retries a refused connection for about MessageTimeout seconds (default 10) before a
 # read fails: shorter, so the slurmctld-down case sees its read error sooner
 export SLURM_EXTRA_CONF="MessageTimeout=4"
@@ -51,7 +54,7 @@ SLURM_NODE_FEATURES=$(for i in 1 2 3 4; do echo "gpu0$i=tidal-block-b0,tidal-lea
                       for i in 5 6 7 8; do echo "gpu0$i=tidal-block-b0,tidal-leaf-l1"; done)
 export SLURM_NODE_FEATURES
 USER_=tidaltest
-CASES=${TIDAL_SLURM_CASES:-gate door badinput topology quota load adapter_kill engine_restart ctld_restart}
+CASES=${TIDAL_SLURM_CASES:-gate door badinput topology quota disruption load adapter_kill engine_restart ctld_restart}
 ok=0
 
 for p in "$ENGINE_PORT" "$ENGINE_HTTP" "$AD_METRICS" "$AD2_METRICS"; do

@@ -6,7 +6,10 @@
 #   3. Release / Hold of a running job fail ("no longer pending") and leave it running
 #   4. Hold of a pending job: priority 0 and its pin cleared
 #   5. Drain sets "tidal: ..."; Undrain clears it; an admin's drain is left alone
-#   6. Requeue of a running batch job: pending, held, restart_cnt 1
+#   6. Requeue of a running batch job: pending, held, restart_cnt 1; HoldRequeued clears the 120 s
+#      BeginTime Slurm gives a requeued job
+#   9. Signal: batch only reaches the batch shell's trap; to the steps, not the batch shell (a shell
+#      that does not trap SIGUSR1 keeps running); a finished job is an error
 #   7. an unchanged state is answered SLURM_NO_CHANGE_IN_DATA (cheap reads)
 #   8. slurmctld stopped: Load fails with an error and prints no records
 # Usage: api_live_test.sh PATH/TO/slurm_api_live. Exit 77 (skipped) without Slurm's daemons.
@@ -127,12 +130,44 @@ check "  pending again" wait_state "$JOB" PENDING
 load l5
 check "  held" test "$(rec "$OUT/l5.json" jobs "$JOB" priority)" = 0
 check "  restart_cnt 1" test "$(rec "$OUT/l5.json" jobs "$JOB" restart_cnt)" = 1
+eligible() { date -d "$(slurm_job_field "$1" EligibleTime)" +%s 2>/dev/null || echo 0; }
+check "  Slurm delays its start (BeginTime ~120 s ahead)" test "$(eligible "$JOB")" -gt $(($(date +%s) + 60))
+check "hold_requeued $JOB" "$BIN" hold_requeued "$JOB" "tidal: requeued"
+check "  BeginTime now" test "$(eligible "$JOB")" -le $(($(date +%s) + 2))
+check "  still held" test "$(slurm_job_field "$JOB" Priority)" = 0
+check "  admin comment" test "$(slurm_job_field "$JOB" AdminComment)" = "tidal: requeued"
 
 # 7. cheap reads of an unchanged state
 sleep 1.1   # slurmctld compares at one-second granularity
 "$BIN" bench 5 >"$OUT/bench.json" 2>&1
 echo "     bench: $(cat "$OUT/bench.json")"
 check "unchanged answered cheaply" python3 -c "import json; b=json.load(open('$OUT/bench.json')); assert b['jobs_unchanged'] >= 3 and b['nodes_unchanged'] >= 3, b"
+
+# 9. Signal
+cat >"$BASE/jobs/trap.sh" <<EOF
+#!/bin/bash
+trap 'echo usr1 >>$BASE/jobs/trap.\$SLURM_JOB_ID' USR1
+for i in \$(seq 1500); do sleep 0.2; done
+EOF
+cat >"$BASE/jobs/notrap.sh" <<'EOF'
+#!/bin/bash
+for i in $(seq 1500); do sleep 0.2; done
+EOF
+chmod 755 "$BASE/jobs/trap.sh" "$BASE/jobs/notrap.sh"
+TJ=$(sbatch --parsable -o /dev/null "$BASE/jobs/trap.sh") NJ=$(sbatch --parsable -o /dev/null "$BASE/jobs/notrap.sh")
+"$BIN" release "$TJ" gpu01 "tidal: released to gpu01" && "$BIN" release "$NJ" gpu01 "tidal: released to gpu01"
+check "a job that traps SIGUSR1 starts" wait_state "$TJ" RUNNING
+check "a job that does not starts" wait_state "$NJ" RUNNING
+sleep 2   # their shells are past `trap`
+check "signal $TJ USR1 to its batch shell" "$BIN" signal "$TJ" 10 batch
+check "  its trap got it" bash -c "for i in \$(seq 25); do [ -s '$BASE/jobs/trap.$TJ' ] && exit 0; sleep 0.2; done; exit 1"
+check "signal $NJ USR1 to its steps" "$BIN" signal "$NJ" 10 steps
+sleep 1
+check "  its batch shell (no trap) keeps running" test "$(slurm_job_field "$NJ" JobState)" = RUNNING
+check "  the trapped job too" test "$(slurm_job_field "$TJ" JobState)" = RUNNING
+scancel "$TJ" "$NJ"
+check "  cancelled" wait_state "$NJ" CANCELLED
+check "signal of a finished job fails" bash -c "! '$BIN' signal $NJ 10 batch 2>/dev/null"
 
 # 8. slurmctld down: an error, never empty records
 _slurm_stop_pid "$(cat "$BASE/run/slurmctld.bgpid")" slurmctld

@@ -26,6 +26,8 @@
 #   SLURM_TOPOLOGY_CONF=FILE     copied to BASE/etc/topology.conf, sets TopologyPlugin=topology/tree
 #   SLURM_GATE=FILE|none         job_submit.lua to install (default: deploy/slurm/job_submit.lua);
 #                                none: no JobSubmitPlugins (Slurm schedules on its own)
+#   SLURM_CLI_FILTER=FILE        cli_filter.lua to install (CliFilterPlugins=lua; e.g.
+#                                deploy/slurm/cli_filter.lua); default none
 #   SLURM_GPU_TYPE=a100          gres type of the fake GPUs
 #   SLURM_NODE_CPUS=32 SLURM_NODE_MEM=256000   what each node claims (config_overrides)
 #   SLURM_EXTRA_CONF             extra slurm.conf lines, appended verbatim
@@ -195,6 +197,7 @@ CONF
       echo "JobSubmitPlugins=lua"
     fi
     if [ -n "${SLURM_TOPOLOGY_CONF:-}" ]; then echo "TopologyPlugin=topology/tree"; fi
+    if [ -n "${SLURM_CLI_FILTER:-}" ]; then echo "CliFilterPlugins=lua"; fi
     if [ "${SLURM_WITH_RESTD:-0}" = 1 ]; then
       echo "AuthAltTypes=auth/jwt"
       echo "AuthAltParameters=jwt_key=${base}/etc/jwt_hs256.key"
@@ -224,6 +227,7 @@ CONF
     cp "$gate" "$base/etc/job_submit.lua"
   fi
   if [ -n "${SLURM_TOPOLOGY_CONF:-}" ]; then cp "$SLURM_TOPOLOGY_CONF" "$base/etc/topology.conf" || return 1; fi
+  if [ -n "${SLURM_CLI_FILTER:-}" ]; then cp "$SLURM_CLI_FILTER" "$base/etc/cli_filter.lua" || return 1; fi
   printf '%s\n' "${names[@]}" >"$base/run/nodes"
   export SLURM_CONF="$conf"
 

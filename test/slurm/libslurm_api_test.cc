@@ -3,7 +3,8 @@
 //   slurm_api_live [--conf PATH] load                 one Load, the records as recorded-state JSON
 //   slurm_api_live [--conf PATH] bench N              N Loads; per-load times as one JSON line
 //   slurm_api_live [--conf PATH] release JOB NODES COMMENT   (NODES: comma list, "" = leave as is)
-//   slurm_api_live [--conf PATH] hold JOB COMMENT | comment JOB COMMENT | requeue JOB
+//   slurm_api_live [--conf PATH] hold JOB COMMENT | hold_requeued JOB COMMENT | comment JOB COMMENT
+//   slurm_api_live [--conf PATH] requeue JOB | signal JOB SIGNUM batch|steps
 //   slurm_api_live [--conf PATH] drain NODE REASON | undrain NODE
 // Exit 0 on success, 1 with the Status on stderr on failure, 2 on bad usage.
 //
@@ -26,7 +27,8 @@ using tidal::slurm::LibslurmApi;
 int Usage() {
   std::fprintf(stderr,
                "usage: slurm_api_live [--conf PATH] load | bench N | release JOB NODES COMMENT | hold JOB COMMENT |\n"
-               "       comment JOB COMMENT | requeue JOB | drain NODE REASON | undrain NODE\n");
+               "       hold_requeued JOB COMMENT | comment JOB COMMENT | requeue JOB | signal JOB SIGNUM batch|steps |\n"
+               "       drain NODE REASON | undrain NODE\n");
   return 2;
 }
 
@@ -82,6 +84,10 @@ int main(int argc, char** argv) {
   if (cmd == "hold" && need(2)) return Report((*api)->Hold(args[1], args[2]));
   if (cmd == "comment" && need(2)) return Report((*api)->SetComment(args[1], args[2]));
   if (cmd == "requeue" && need(1)) return Report((*api)->Requeue(args[1]));
+  if (cmd == "hold_requeued" && need(2)) return Report((*api)->HoldRequeued(args[1], args[2]));
+  if (cmd == "signal" && need(3) && (args[3] == "batch" || args[3] == "steps")) {
+    return Report((*api)->Signal(args[1], std::atoi(args[2].c_str()), args[3] == "batch"));
+  }
   if (cmd == "drain" && need(2)) return Report((*api)->Drain(args[1], args[2]));
   if (cmd == "undrain" && need(1)) return Report((*api)->Undrain(args[1]));
   return Usage();

@@ -271,6 +271,24 @@ TEST_F(DisruptionTest, ADroppedHoldCancelsItsNoticeAndTheVictimKeepsRunning) {
   EXPECT_EQ(Disrupted("preemption"), 0);
 }
 
+// Bug: once the poll had answered EVICT, a PDB refusal could not call the preemption off (the
+// record counted as evicted), so the shim retried the eviction every poll after its hold was gone.
+TEST_F(DisruptionTest, APdbRefusalAfterTheNoticeCallsThePreemptionOff) {
+  ASSERT_TRUE(Add(RunningGang("ckpt", 0, 1000, "30s")).ok());
+  FillSecondLeaf();
+  AddPending("high", 4, 100);
+  ASSERT_TRUE(engine_->Preempt("uid-high0").status.ok());
+  now_ += 30;
+  ASSERT_EQ(Poll().at(0).kind, DisruptionAction::Kind::kEvict);
+  EvictionReport rep;
+  rep.protected_gangs = {"team/ckpt"};
+  rep.disruption = "team/ckpt";
+  ASSERT_TRUE(engine_->Evicted(rep).ok());
+  EXPECT_TRUE(Poll().empty()) << "the victim keeps running; the preemptor chooses again";
+  EXPECT_EQ(CensusOf("disruptions"), 0u);
+  EXPECT_EQ(CensusOf("preempt_holds"), 0u);
+}
+
 TEST_F(DisruptionTest, ARuntimeLimitTakesTheWholeGang) {
   EngineConfig cfg;
   cfg.runtime_limit_grace_s = 10;

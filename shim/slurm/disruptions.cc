@@ -1,0 +1,159 @@
+// DisruptionHandler (see disruptions.h). Threading: the reconciler's loop thread only.
+#include "shim/slurm/disruptions.h"
+
+#include <csignal>
+#include <ctime>
+#include <set>
+#include <vector>
+
+#include "shim/slurm/job_fields.h"
+#include "shim/slurm/reconciler.h"
+#include "shim/slurm/to_engine.h"
+
+namespace tidal::slurm {
+
+namespace {
+
+// A problem of the pass: the first makes the pass's status an error (logged by the adapter).
+void Problem(ReconcileStats& st, const std::string& what) {
+  if (st.status.ok()) {
+    st.status = Status::Error(what);
+  } else {
+    st.status.AddReason(what);
+  }
+}
+
+bool Running(const JobRecord* j) { return j != nullptr && j->state == JobState::kRunning && !j->completing; }
+
+// The Slurm jobs an action names, in the order of its members, each with its members.
+std::vector<std::pair<std::string, std::vector<const v1::PodRef*>>> JobsOf(const v1::Disruption& d) {
+  std::vector<std::pair<std::string, std::vector<const v1::PodRef*>>> out;
+  for (const auto& p : d.pods()) {
+    const std::string id = DisruptionHandler::JobOfMember(p.uid());
+    if (id.empty()) continue;  // not a Slurm member (another door's pod in the same workload)
+    auto it = out.begin();
+    while (it != out.end() && it->first != id) ++it;
+    if (it == out.end()) it = out.insert(out.end(), {id, {}});
+    it->second.push_back(&p);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DisruptionHandler::JobOfMember(const std::string& uid) {
+  if (uid.rfind("slurm/", 0) != 0) return "";
+  const size_t hash = uid.find('#', 6);
+  if (hash == std::string::npos || hash == 6) return "";
+  return uid.substr(6, hash - 6);
+}
+
+std::string DisruptionHandler::Rfc3339(int64_t unix_s) {
+  const auto t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void DisruptionHandler::KeepAcrossRequeues(std::vector<JobRecord>& jobs) {
+  std::unordered_map<std::string, Known> now;
+  for (JobRecord& j : jobs) {
+    auto it = known_.empty() ? known_.end() : known_.find(j.id);
+    bool same = false;  // the job known under this id (not another one after a state reset)
+    if (it != known_.end()) {
+      const Known& k = it->second;
+      if (j.restart_cnt > k.restart_cnt && j.submit_time >= k.submit_time) j.submit_time = k.submit_time;  // requeued since
+      same = j.submit_time == k.submit_time;
+      if (same && j.warn_signal == 0 && k.signal > 0 && j.comment.find(kSignalKey) == std::string::npos) {
+        j.warn_signal = k.signal;
+        j.warn_time_s = k.time_s;
+        j.warn_batch_only = k.batch_only;
+      }
+    }
+    if (same || j.warn_signal > 0 || StanceOf(j) == JobStance::kActive) {
+      now[j.id] = Known{j.submit_time, j.restart_cnt, j.warn_signal, j.warn_time_s, j.warn_batch_only};
+    }
+  }
+  known_.swap(now);
+}
+
+void DisruptionHandler::Run(const ReadFn& read, const CommentFn& comment, ReconcileStats& st) {
+  v1::DisruptionsRequest req;
+  req.set_door(v1::SLURM);
+  v1::DisruptionsResponse resp;
+  if (Status s = engine_->Disruptions(req, &resp); !s.ok()) {
+    Problem(st, s.ToString());
+    return;  // unknown: nothing forgotten, nothing done
+  }
+  int writes = kMaxActionsPerPass, reports = kMaxActionsPerPass;
+  std::set<std::string> noticed, evicting;  // jobs the engine names now, by action
+  // Evictions first: the engine holds the capacity they free for others.
+  for (const auto& d : resp.disruptions()) {
+    if (d.action() != v1::Disruption::EVICT) continue;
+    for (const auto& [id, members] : JobsOf(d)) {
+      evicting.insert(id);
+      const JobRecord* j = read(id);
+      if (!Running(j)) continue;  // ending, requeued already, or gone: the next Sync tells the engine
+      auto done = requeued_.find(id);
+      if (done != requeued_.end() && done->second.start_time == j->start_time) continue;  // this run is requeued
+      if (writes <= 0) continue;  // the next pass
+      --writes;
+      if (Status s = slurm_->Requeue(id); !s.ok()) {
+        ++st.apply_errors;
+        Problem(st, s.ToString());
+        continue;
+      }
+      ++st.disruption_requeues;
+      Requeued& r = requeued_[id];
+      r = Requeued{};
+      r.start_time = j->start_time;
+      for (const v1::PodRef* p : members) *r.report.add_pods() = *p;
+      r.report.set_disruption(d.id());
+      r.report.set_reason(d.cause());
+    }
+  }
+  for (const auto& d : resp.disruptions()) {
+    if (d.action() != v1::Disruption::NOTICE) continue;
+    for (const auto& [id, members] : JobsOf(d)) {
+      noticed.insert(id);
+      const JobRecord* j = read(id);
+      if (!Running(j)) continue;
+      const int64_t deadline = d.deadline_unix();
+      if (auto sent = signalled_.find(id); sent == signalled_.end() || sent->second != deadline) {
+        if (writes <= 0) continue;
+        --writes;
+        // Declared none (checkpoint-on-notice from its comment alone): SIGUSR1 to its steps.
+        const bool declared = j->warn_signal > 0;
+        if (Status s = slurm_->Signal(id, declared ? j->warn_signal : SIGUSR1, declared && j->warn_batch_only); !s.ok()) {
+          ++st.apply_errors;
+          Problem(st, s.ToString());
+          continue;
+        }
+        signalled_[id] = deadline;
+        ++st.notices;
+      }
+      comment(*j, id, "notice (" + d.cause() + "): " + d.reason() + "; requeued at " + Rfc3339(deadline) + " at the latest");
+    }
+  }
+  // Reports of requeued jobs the engine does not have yet; entries go once reported and no longer
+  // named (while the engine still asks to evict a job, its entry keeps it from a second requeue).
+  for (auto it = requeued_.begin(); it != requeued_.end();) {
+    Requeued& r = it->second;
+    if (!r.reported && reports > 0) {
+      --reports;
+      if (Status s = engine_->Evicted(r.report); s.ok()) {
+        r.reported = true;
+      } else {
+        Problem(st, s.ToString());
+      }
+    }
+    it = r.reported && !evicting.count(it->first) ? requeued_.erase(it) : std::next(it);
+  }
+  for (auto it = signalled_.begin(); it != signalled_.end();) {
+    it = noticed.count(it->first) || evicting.count(it->first) ? std::next(it) : signalled_.erase(it);
+  }
+}
+
+}  // namespace tidal::slurm
