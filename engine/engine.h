@@ -514,6 +514,9 @@ class Engine {
   void NoteMemberLostLocked(const PodInfo& p);  // a bound member is deleted or failed
   // Our bound pods (Tidal's and Slurm's) by node, for the named nodes.
   std::map<std::string, std::vector<const PodInfo*>> OurPodsOnLocked(const std::set<std::string>& nodes) const;
+  // The pods of workload `id` a disruption for `nodes` takes: all of a rigid gang's, or of an
+  // elastic one that would fall below its gang-min; else only its members on those nodes.
+  std::vector<std::string> VictimPodsLocked(const std::string& id, const std::set<std::string>& nodes) const;
   // When a bound pod is expected to end by its declared runtime limit (0 = unknown).
   int64_t ExpectedEndLocked(const PodInfo& p) const;
   std::vector<NodeDrainInfo> DrainReportLocked(int64_t now) const;

@@ -3,15 +3,19 @@
 // Disruptions poll):
 //   unhealthy-node  a node unhealthy (not Ready, Slurm DOWN / NOT_RESPONDING, or a nodeHealth rule:
 //                   engine/node_health.h) for unhealthyAfterSeconds: every gang with a member there
-//                   is disrupted whole (a flapping node costs nothing before that);
+//                   is disrupted whole, an elastic one that keeps its gang-min elsewhere only its
+//                   members there (a flapping node costs nothing before that);
 //   member-lost     a rigid gang (gang-min = gang-size) of the Kubernetes door lost a bound member
-//                   (deleted or failed while running): the rest goes too, so the gang is requeued
+//                   (it failed, or was deleted while running: the engine saw it terminating; a pod
+//                   that only vanished, e.g. from a resync, or whose completion the engine missed,
+//                   is not counted as lost): the rest goes too, so the gang is requeued
 //                   whole instead of holding GPUs half-running; an elastic gang only when fewer than
 //                   its minimum are left;
 //   drain           tidalctl drain NODE... --by T (Drain): the nodes take no new work (kDraining in
 //                   ToNode); a workload whose declared runtime limit ends by T finishes; any other is
 //                   disrupted at T - its notice - kDrainSlackS (as late as its notice allows; at once
-//                   when that is past), its gang whole; at T whatever is left goes. The drains are
+//                   when that is past), its gang whole (an elastic gang keeping its gang-min off the
+//                   drained nodes: only its members there); at T whatever is left goes. The drains are
 //                   kept in the state file ("drains") until cancelled.
 // Threading and ownership: as engine.cc: Drain takes mu_, the *Locked functions run under it.
 // drains_, unhealthy_since_ and lost_members_ are the Engine's (engine.h).
@@ -58,6 +62,27 @@ int64_t Engine::ExpectedEndLocked(const PodInfo& p) const {
   return b->second.since_s + b->second.runtime_limit_s;
 }
 
+std::vector<std::string> Engine::VictimPodsLocked(const std::string& id, const std::set<std::string>& nodes) const {
+  auto g = gangs_.find(id);  // every pod of ours is in a gang (a lone pod in one of its own)
+  if (g == gangs_.end()) return {};
+  std::vector<std::string> all, there;
+  int32_t min = 0, size = 0;
+  for (const auto& uid : g->second.pods) {
+    auto p = pods_.find(uid);
+    if (p == pods_.end() || !p->second.UsesCapacity() || p->second.terminating) continue;
+    all.push_back(uid);
+    if (nodes.count(p->second.node_name)) there.push_back(uid);
+    if (const auto& spec = SpecLocked(p->second); spec.ok()) {
+      min = spec->gang_min;
+      size = spec->gang_size;
+    }
+  }
+  // An elastic gang that keeps at least its minimum elsewhere gives back only those members.
+  const bool elastic = min < size;
+  if (elastic && static_cast<int32_t>(all.size() - there.size()) >= min) return there;
+  return all;
+}
+
 // --- unhealthy nodes ---------------------------------------------------------------------------------
 
 void Engine::OpenUnhealthyLocked(int64_t now) {
@@ -72,9 +97,7 @@ void Engine::OpenUnhealthyLocked(int64_t now) {
     for (const PodInfo* p : pods) {
       const std::string id = WorkloadIdLocked(*p);
       if (p->terminating || disruptions_.Find(id) != nullptr) continue;
-      std::vector<std::string> uids = {p->uid};
-      if (auto g = gangs_.find(id); g != gangs_.end()) uids.assign(g->second.pods.begin(), g->second.pods.end());
-      OpenDisruptionLocked(id, DisruptionCause::kUnhealthyNode, uids,
+      OpenDisruptionLocked(id, DisruptionCause::kUnhealthyNode, VictimPodsLocked(id, due),
                            "node " + node + " is unhealthy (" + why + ") since " + FormatUnixTime(unhealthy_since_[node]));
     }
   }
@@ -133,9 +156,7 @@ void Engine::OpenDrainsLocked(int64_t now) {
       int64_t notice = 0;
       if (const auto& spec = SpecLocked(*p); spec.ok()) notice = std::min(spec->checkpoint_on_notice_s, cfg_.max_notice_s);
       if (now < by - notice - kDrainSlackS) continue;  // not yet: it runs as long as its notice allows
-      std::vector<std::string> uids = {p->uid};
-      if (auto g = gangs_.find(id); g != gangs_.end()) uids.assign(g->second.pods.begin(), g->second.pods.end());
-      OpenDisruptionLocked(id, DisruptionCause::kDrain, uids,
+      OpenDisruptionLocked(id, DisruptionCause::kDrain, VictimPodsLocked(id, names),
                            "node " + node + " is drained by " + FormatUnixTime(by) +
                                (end > 0 ? " and the job ends after that" : "; the job declares no runtime limit ending before"),
                            std::max<int64_t>(0, by - now - kDrainSlackS));

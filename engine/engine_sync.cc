@@ -319,7 +319,12 @@ Status Engine::UpsertPodLocked(PodInfo in) {
     return Status::Ok();
   }
   PodInfo& p = pods_[in.uid];
+  const bool was_going = p.terminating;  // false for a pod new to the engine
   p = std::move(in);
+  // Someone deleted a running member (its kubelet is terminating it), or it failed: its gang may
+  // be left half-running (engine_health.cc). Not a pod that merely vanished from a resync or a
+  // delete the engine never saw Succeed first: unknown is never "lost".
+  if (p.UsesCapacity() && p.terminating && !was_going) NoteMemberLostLocked(p);
   if (p.UsesCapacity()) {
     if (charged == charged_.end() || charged->second.first != p.node_name || !(charged->second.second == p.request)) {
       ReleaseBoundLocked(p.uid);
@@ -372,7 +377,6 @@ Status Engine::UpsertPodLocked(PodInfo in) {
 
 void Engine::DeletePodLocked(const std::string& uid) {
   bound_by_queue_door_.reset();
-  if (auto p = pods_.find(uid); p != pods_.end()) NoteMemberLostLocked(p->second);  // before the book forgets it
   DisruptionGoneLocked(uid);
   ReleaseBoundLocked(uid);
   if (auto it = pod_gang_.find(uid); it != pod_gang_.end()) {

@@ -128,6 +128,20 @@ TEST_F(HealthTest, AnUnhealthyNodeDisruptsEveryGangWithAMemberThereWholeAfterThe
   EXPECT_EQ(metrics_.gangs_requeued_whole.With({"unhealthy-node"}).Value(), 1);
 }
 
+TEST_F(HealthTest, AnElasticGangOnAnUnhealthyNodeGivesBackOnlyItsMembersThere) {
+  ASSERT_TRUE(Add(Running("el", 4, 0, 2)).ok());
+  NodeInfo bad = Node(0);
+  bad.labels["tidal.dev/health"] = "unhealthy";
+  ASSERT_TRUE(UpdateNode(bad).ok());
+  now_ += 60;
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(a[0].pods.size(), 1u) << "three of four stay, gang-min 2: it shrinks";
+  EXPECT_EQ(a[0].pods[0].name, "el0");
+  ASSERT_TRUE(Delete({"uid-el0"}).ok());
+  EXPECT_EQ(metrics_.gangs_requeued_whole.With({"unhealthy-node"}).Value(), 0);
+}
+
 TEST_F(HealthTest, ANodeThatRecoversWithinTheGraceDisruptsNothing) {
   ASSERT_TRUE(Add(Running("job", 2, 0)).ok());
   NodeInfo n = Node(0);
@@ -156,8 +170,11 @@ TEST_F(HealthTest, DegradedNodesTakeSingleMemberWorkButNoGangs) {
 }
 
 TEST_F(HealthTest, ARigidGangThatLosesAMemberIsRequeuedWhole) {
-  ASSERT_TRUE(Add(Running("rigid", 3, 0)).ok());
-  ASSERT_TRUE(Delete({"uid-rigid1"}).ok());  // deleted while it ran
+  std::vector<PodInfo> pods = Running("rigid", 3, 0);
+  ASSERT_TRUE(Add(pods).ok());
+  pods[1].terminating = true;  // deleted while it ran: its kubelet terminates it
+  ASSERT_TRUE(Add({pods[1]}).ok());
+  ASSERT_TRUE(Delete({"uid-rigid1"}).ok());
   auto a = Poll();
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].cause, "member-lost");
@@ -185,10 +202,29 @@ TEST_F(HealthTest, AFailedMemberCountsAsLostACompletedOneDoesNot) {
   EXPECT_EQ(a[0].id, "team/other");
 }
 
+// Bug (seen in the soak): a member whose completion the engine never saw (Succeeded and reaped
+// while a door resynced) counted as lost, and the rest of its gang was evicted.
+TEST_F(HealthTest, AMemberThatOnlyVanishesIsNotLost) {
+  ASSERT_TRUE(Add(Running("rigid", 3, 0)).ok());
+  ASSERT_TRUE(Delete({"uid-rigid1"}).ok());  // gone without the engine seeing it terminate
+  EXPECT_TRUE(Poll().empty()) << "unknown is never lost";
+  SyncBatch resync;  // a door's snapshot that no longer names rigid2
+  resync.resync = true;
+  for (int i = 0; i < 8; ++i) resync.upsert_nodes.push_back(Node(i));
+  std::vector<PodInfo> left = Running("rigid", 3, 0);
+  resync.upsert_pods = {left[0]};
+  ASSERT_TRUE(Sync(resync).ok());
+  EXPECT_TRUE(Poll().empty());
+}
+
 TEST_F(HealthTest, AnElasticGangShrinksUntilBelowItsMinimum) {
-  ASSERT_TRUE(Add(Running("elastic", 3, 0, 2)).ok());
+  std::vector<PodInfo> pods = Running("elastic", 3, 0, 2);
+  ASSERT_TRUE(Add(pods).ok());
+  for (int i : {0, 1}) pods[i].terminating = true;
+  ASSERT_TRUE(Add({pods[0]}).ok());
   ASSERT_TRUE(Delete({"uid-elastic0"}).ok());
   EXPECT_TRUE(Poll().empty()) << "two of three left, gang-min 2: it keeps running";
+  ASSERT_TRUE(Add({pods[1]}).ok());
   ASSERT_TRUE(Delete({"uid-elastic1"}).ok());
   auto a = Poll();
   ASSERT_EQ(a.size(), 1u);
