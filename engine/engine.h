@@ -241,7 +241,8 @@ class Engine {
   Status BuildSchedulerLocked();
   void ChargePodLocked(const PodInfo& p, bool borrowed);
   Status UpsertPodLocked(PodInfo p);
-  void DeletePodLocked(const std::string& uid);
+  // observed: the door reported the delete (false: a resync that no longer names the pod).
+  void DeletePodLocked(const std::string& uid, bool observed = true);
   std::string GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const;
   void EnsureStateLocked();
   // A copy of state_ in which every bound pod is a running allocation ("pod:<uid>") from its

@@ -6,9 +6,9 @@
 //                   is disrupted whole, an elastic one that keeps its gang-min elsewhere only its
 //                   members there (a flapping node costs nothing before that);
 //   member-lost     a rigid gang (gang-min = gang-size) of the Kubernetes door lost a bound member
-//                   (it failed, or was deleted while running: the engine saw it terminating; a pod
-//                   that only vanished, e.g. from a resync, or whose completion the engine missed,
-//                   is not counted as lost): the rest goes too, so the gang is requeued
+//                   (it failed, or was deleted while running: the engine saw it terminating, or
+//                   the door reported its delete; a pod that only vanished from a resync is not
+//                   counted as lost): the rest goes too, so the gang is requeued
 //                   whole instead of holding GPUs half-running; an elastic gang only when fewer than
 //                   its minimum are left;
 //   drain           tidalctl drain NODE... --by T (Drain): the nodes take no new work (kDraining in

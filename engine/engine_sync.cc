@@ -375,8 +375,11 @@ Status Engine::UpsertPodLocked(PodInfo in) {
   return Status::Ok();
 }
 
-void Engine::DeletePodLocked(const std::string& uid) {
+void Engine::DeletePodLocked(const std::string& uid, bool observed) {
   bound_by_queue_door_.reset();
+  // A delete the door saw of a pod the engine last knew running: a member lost (its gang may be
+  // left half-running, engine_health.cc). A pod a resync no longer names only vanished: unknown.
+  if (auto p = pods_.find(uid); observed && p != pods_.end()) NoteMemberLostLocked(p->second);
   DisruptionGoneLocked(uid);
   ReleaseBoundLocked(uid);
   if (auto it = pod_gang_.find(uid); it != pod_gang_.end()) {
@@ -470,7 +473,7 @@ void Engine::EndResyncLocked(FrontDoor door) {
   for (const auto& [uid, p] : pods_) {
     if (p.door == door && !snap->pods.count(uid)) gone.push_back(uid);
   }
-  for (const auto& uid : gone) DeletePodLocked(uid);
+  for (const auto& uid : gone) DeletePodLocked(uid, /*observed=*/false);
   std::vector<std::string> names;
   for (auto& [name, recs] : node_doors_) {
     if (recs[static_cast<int>(door)] && !snap->nodes.count(name)) names.push_back(name);
