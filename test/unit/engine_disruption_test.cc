@@ -10,43 +10,15 @@
 
 #include <gtest/gtest.h>
 
-#include "test/support/engine_objects.h"
+#include "test/support/engine_fixture.h"
 
 namespace tidal {
 namespace {
 
 using testing::GangPod;
-using testing::GpuNode;
 
-class DisruptionTest : public ::testing::Test {
+class DisruptionTest : public testing::EngineFixture {
  protected:
-  void SetUp() override { Make(EngineConfig{}); }
-  void Make(const EngineConfig& cfg) {
-    auto e = Engine::Create(cfg, [this] { return now_; });
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    engine_ = std::move(e).value();
-    engine_->SetObservability(&metrics_, nullptr);
-    SyncBatch b;
-    b.resync = true;
-    for (int i = 0; i < 8; ++i) {
-      b.upsert_nodes.push_back(GpuNode("n" + std::to_string(i), "l" + std::to_string(i / 4), "v" + std::to_string(i / 2)));
-    }
-    ASSERT_TRUE(Sync(b).ok());
-  }
-  Status Sync(const SyncBatch& b) {
-    uint64_t gen = 0;
-    return engine_->Sync(b, &gen);
-  }
-  Status Add(std::vector<PodInfo> pods) {
-    SyncBatch b;
-    b.upsert_pods = std::move(pods);
-    return Sync(b);
-  }
-  Status Delete(std::vector<std::string> uids) {
-    SyncBatch b;
-    b.delete_pods = std::move(uids);
-    return Sync(b);
-  }
   // A running preemptible 4-pod gang on nodes first..first+3, started at `start`; `notice`
   // ("" = none) is its tidal.dev/checkpoint-on-notice.
   std::vector<PodInfo> RunningGang(const std::string& gang, int first, int64_t start, const std::string& notice = "") {
@@ -80,7 +52,6 @@ class DisruptionTest : public ::testing::Test {
     }
     ASSERT_TRUE(Add(pods).ok());
   }
-  std::vector<DisruptionAction> Poll() { return engine_->Disruptions(FrontDoor::kKubernetes); }
   double Disrupted(const std::string& cause) { return metrics_.disruptions.With({cause}).Value(); }
   uint64_t NoticeCount(const std::string& cause) {
     return metrics_.disruption_notice.With({cause}).Collect().histogram.sample_count;
@@ -91,11 +62,6 @@ class DisruptionTest : public ::testing::Test {
     }
     return SIZE_MAX;
   }
-
-  int64_t now_ = 10000;
-  metrics::Registry registry_;
-  EngineMetrics metrics_{registry_};
-  std::unique_ptr<Engine> engine_;
 };
 
 TEST(CheckpointTime, ReadsRfc3339AndUnixSecondsAndNamesTheKeyOtherwise) {

@@ -6,42 +6,15 @@
 
 #include <gtest/gtest.h>
 
-#include "test/support/engine_objects.h"
+#include "test/support/engine_fixture.h"
 
 namespace tidal {
 namespace {
 
 using testing::GangPod;
-using testing::GpuNode;
 
-class HealthTest : public ::testing::Test {
+class HealthTest : public testing::EngineFixture {
  protected:
-  void SetUp() override { Make(EngineConfig{}); }
-  void Make(const EngineConfig& cfg) {
-    auto e = Engine::Create(cfg, [this] { return now_; });
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    engine_ = std::move(e).value();
-    engine_->SetObservability(&metrics_, nullptr);
-    SyncBatch b;
-    b.resync = true;
-    for (int i = 0; i < 8; ++i) b.upsert_nodes.push_back(Node(i));
-    ASSERT_TRUE(Sync(b).ok());
-  }
-  static NodeInfo Node(int i) { return GpuNode("n" + std::to_string(i), "l" + std::to_string(i / 4), "v" + std::to_string(i / 2)); }
-  Status Sync(const SyncBatch& b) {
-    uint64_t gen = 0;
-    return engine_->Sync(b, &gen);
-  }
-  Status Add(std::vector<PodInfo> pods) {
-    SyncBatch b;
-    b.upsert_pods = std::move(pods);
-    return Sync(b);
-  }
-  Status Delete(std::vector<std::string> uids) {
-    SyncBatch b;
-    b.delete_pods = std::move(uids);
-    return Sync(b);
-  }
   Status UpdateNode(const NodeInfo& n) {
     SyncBatch b;
     b.upsert_nodes = {n};
@@ -60,18 +33,12 @@ class HealthTest : public ::testing::Test {
     }
     return pods;
   }
-  std::vector<DisruptionAction> Poll() { return engine_->Disruptions(FrontDoor::kKubernetes); }
   double Gauge(const std::vector<EngineGauges::Row>& rows, const std::string& label) {
     for (const auto& r : rows) {
       if (r.labels.size() == 1 && r.labels[0] == label) return r.value;
     }
     return -1;
   }
-
-  int64_t now_ = 10000;
-  metrics::Registry registry_;
-  EngineMetrics metrics_{registry_};
-  std::unique_ptr<Engine> engine_;
 };
 
 TEST(NodeHealthRules, DefaultsReadConditionsAndLabelsTheWorstWins) {
