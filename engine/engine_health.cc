@@ -87,8 +87,10 @@ std::vector<std::string> Engine::VictimPodsLocked(const std::string& id, const s
 
 void Engine::OpenUnhealthyLocked(int64_t now) {
   std::set<std::string> due;
+  // The clock counts whole seconds and a node may have turned unhealthy late in its second:
+  // strictly more than the grace, so the grace is never cut short (it may run up to 1 s long).
   for (const auto& [node, since] : unhealthy_since_) {
-    if (now - since >= cfg_.node_health.unhealthy_after_s) due.insert(node);
+    if (now - since > cfg_.node_health.unhealthy_after_s) due.insert(node);
   }
   for (const auto& [node, pods] : OurPodsOnLocked(due)) {
     auto n = nodes_.find(node);

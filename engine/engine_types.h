@@ -93,6 +93,8 @@ struct SyncBatch {
   std::vector<std::string> delete_nodes;
   std::vector<PodInfo> upsert_pods;
   std::vector<std::string> delete_pods;
+  // Gone while the door was not watching (SyncRequest.vanished_pods): removed, never a lost member.
+  std::vector<std::string> vanished_pods;
 };
 
 struct EngineConfig {

@@ -176,6 +176,7 @@ SyncBatch FromProto(const v1::SyncRequest& req, FrontDoor door) {
     b.upsert_pods.back().door = door;
   }
   b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
+  b.vanished_pods.assign(req.vanished_pods().begin(), req.vanished_pods().end());
   for (const auto& f : req.finished()) {
     b.finished.push_back({f.gang(), f.start_unix(), f.end_unix(), f.members(), f.gpus_per_member()});
   }

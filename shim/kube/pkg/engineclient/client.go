@@ -177,10 +177,16 @@ type Hooks struct {
 }
 
 type podOp struct {
-	pod     *tidalv1.Pod // nil: delete
-	freed   bool         // this change frees capacity (a bound pod deleted)
-	pending bool         // an unbound pod upserted
-	ns      string
+	pod *tidalv1.Pod // nil: delete
+	// For a delete: the pod's final state when it ended Succeeded or Failed, sent before the delete
+	// in the same message. Coalescing (a slow ack, a busy engine) may have swallowed the update that
+	// said so, and a member deleted while the engine thinks it runs is a lost member: its gang
+	// would be requeued whole although it finished.
+	final    *tidalv1.Pod
+	vanished bool // for a delete: a tombstone (gone on a relist, unseen), so how it ended is unknown
+	freed    bool // this change frees capacity (a bound pod deleted)
+	pending  bool // an unbound pod upserted
+	ns       string
 }
 
 type inflight struct {
@@ -340,11 +346,12 @@ func (c *Client) Watch(nodes, pods cache.SharedIndexInformer) error {
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
+			tombstone := false
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
+				obj, tombstone = d.Obj, true
 			}
 			if p, ok := obj.(*v1.Pod); ok {
-				c.deletePod(p)
+				c.deletePod(p, tombstone)
 			}
 		},
 	})
@@ -390,11 +397,17 @@ func (c *Client) upsertPod(old, p *v1.Pod) {
 	c.mu.Unlock()
 }
 
-func (c *Client) deletePod(p *v1.Pod) {
+// deletePod records a delete. p is the pod's final state (for a tombstone, the last one the
+// informer saw).
+func (c *Client) deletePod(p *v1.Pod, tombstone bool) {
 	uid := string(p.UID)
+	var final *tidalv1.Pod
+	if !tombstone && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) {
+		final = convert.Pod(p)
+	}
 	c.mu.Lock()
 	prev := c.pendingPods[uid]
-	c.pendingPods[uid] = podOp{freed: p.Spec.NodeName != "" || prev.freed, ns: p.Namespace}
+	c.pendingPods[uid] = podOp{final: final, vanished: tombstone, freed: p.Spec.NodeName != "" || prev.freed, ns: p.Namespace}
 	c.afterChangeLocked()
 	c.mu.Unlock()
 }

@@ -408,16 +408,27 @@ func (c *Client) takePending() ([]*tidalv1.SyncRequest, []*SyncedInfo) {
 		info.NodesChanged = true
 	}
 	for uid, op := range pods {
-		if op.pod == nil {
-			next(len(uid))
-		} else {
+		switch {
+		case op.pod != nil:
 			c.logOversize(op.pod, nil)
 			next(proto.Size(op.pod))
-		}
-		if op.pod == nil {
-			cur.DeletePods = append(cur.DeletePods, uid)
-		} else {
 			cur.UpsertPods = append(cur.UpsertPods, op.pod)
+		case op.vanished:
+			next(len(uid))
+			cur.VanishedPods = append(cur.VanishedPods, uid)
+		default:
+			// A final state travels in the same message as its delete (the engine applies a
+			// message's upserts before its deletes).
+			sz := len(uid)
+			if op.final != nil {
+				c.logOversize(op.final, nil)
+				sz += proto.Size(op.final) + 8
+			}
+			next(sz)
+			if op.final != nil {
+				cur.UpsertPods = append(cur.UpsertPods, op.final)
+			}
+			cur.DeletePods = append(cur.DeletePods, uid)
 		}
 		if op.freed {
 			info.CapacityFreed = true
