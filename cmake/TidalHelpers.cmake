@@ -29,6 +29,13 @@ function(tidal_add_plugin name)
   endif()
 endfunction()
 
+# tidal_test_opt(TARGET): test sources at TIDAL_FUZZ_TEST_OPT in the sanitizer build (TidalFuzz.cmake).
+function(tidal_test_opt target)
+  if(TIDAL_FUZZ AND TIDAL_FUZZ_TEST_OPT)
+    target_compile_options(${target} PRIVATE ${TIDAL_FUZZ_TEST_OPT})
+  endif()
+endfunction()
+
 # tidal_test(NAME SOURCES... DEPS...): a gtest binary registered with ctest.
 function(tidal_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
@@ -37,5 +44,6 @@ function(tidal_test name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest_main GTest::gmock)
   target_compile_definitions(${name} PRIVATE TIDAL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   tidal_warnings(${name})
+  tidal_test_opt(${name})
   gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 endfunction()
