@@ -70,9 +70,6 @@ unit: build
 # in build-asan, instead of twice: the normal build's test binaries cost half its compile time.
 # make unit runs the whole suite on the normal build; make test-all adds the five long
 # simulator tests under ASan and a 10 s fuzz pass.
-# hack/test.sh: unit-ci, e2e, test-sanitize-ci, with the sanitizer builds in the background.
-test: deps $(BUILD_ASAN)/build.ninja $(BUILD_TSAN)/build.ninja
-	MAKE="$(MAKE)" JOBS=$(JOBS) BUILD_ASAN=$(BUILD_ASAN) BUILD_TSAN=$(BUILD_TSAN) TSAN_TESTS="$(TSAN_TESTS)" hack/test.sh
 
 # Every program, benchmark and test helper of the normal build, without the gtest binaries (what
 # e2e, the demo and the benchmarks run).
@@ -127,6 +124,10 @@ $(BUILD_ASAN)/build.ninja: CMakeLists.txt
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_ASAN) -G Ninja $(SAN_CMAKE_FLAGS) -DTIDAL_FUZZ=ON -DTIDAL_FUZZ_OPT=$(FUZZ_OPT)
 $(BUILD_TSAN)/build.ninja: CMakeLists.txt
 	cmake -S . -B $(BUILD_TSAN) -G Ninja $(SAN_CMAKE_FLAGS) -DTIDAL_SANITIZE=thread
+
+# hack/test.sh: unit-ci, e2e, test-sanitize-ci, with the sanitizer builds in the background.
+test: deps $(BUILD_ASAN)/build.ninja $(BUILD_TSAN)/build.ninja
+	MAKE="$(MAKE)" JOBS=$(JOBS) BUILD_ASAN=$(BUILD_ASAN) BUILD_TSAN=$(BUILD_TSAN) TSAN_TESTS="$(TSAN_TESTS)" hack/test.sh
 
 fuzz-build: deps $(BUILD_FUZZ)/build.ninja
 	cmake --build $(BUILD_FUZZ) --target tidal_fuzzers -j $(JOBS)
