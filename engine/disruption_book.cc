@@ -92,6 +92,13 @@ bool DisruptionBook::Cancel(const std::string& id) {
   return true;
 }
 
+std::vector<const DisruptionRecord*> DisruptionBook::All() const {
+  std::vector<const DisruptionRecord*> out;
+  out.reserve(open_.size());
+  for (const auto& [id, r] : open_) out.push_back(&r);
+  return out;
+}
+
 const DisruptionRecord* DisruptionBook::Find(const std::string& id) const {
   auto r = open_.find(id);
   return r == open_.end() ? nullptr : &r->second;

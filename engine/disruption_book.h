@@ -72,6 +72,8 @@ class DisruptionBook {
   // not evict it (PodDisruptionBudgets refuse a preemption victim whole).
   bool Cancel(const std::string& id);
   const DisruptionRecord* Find(const std::string& id) const;
+  // Every open record, by id.
+  std::vector<const DisruptionRecord*> All() const;
   const DisruptionRecord* ForPod(const std::string& uid) const;
   size_t size() const { return open_.size(); }
   size_t pod_index_size() const { return by_pod_.size(); }

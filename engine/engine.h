@@ -102,11 +102,13 @@ class Engine {
   // checkpoint) or EVICT (every pod, whole). Opens the disruptions due at this call first: pods
   // of this scheduler over their runtime limit (their whole gang). Preempt opens its victims'.
   std::vector<DisruptionAction> Disruptions(FrontDoor door);
-  // Gang-aware drain (engine_health.cc): the nodes take no new work until cancelled; work that
-  // ends by `by_s` (its declared runtime limit) finishes, the rest is disrupted (cause drain, its
-  // gang whole) so that its notice ends by then. Kept in the state file. Reports every drain
-  // (nodes empty, cancel false: only that); an unknown node is reported "unknown-node", not drained.
-  std::vector<NodeDrainInfo> Drain(const std::vector<std::string>& nodes, int64_t by_s, bool cancel);
+  // Gang-aware drain (engine_closes.cc): until `by_s` the nodes take only work expected to end by
+  // then, from `by_s` none, until cancelled (decommission: or until the node leaves for good);
+  // work that ends by `by_s` (its declared runtime limit) finishes, the rest is disrupted (cause
+  // drain or decommission, its gang whole) so that its notice ends by then. Kept in the state
+  // file. Reports every drain and maintenance window's node (nodes empty, cancel false: only
+  // that); an unknown node is reported "unknown-node", not drained.
+  std::vector<NodeDrainInfo> Drain(const std::vector<std::string>& nodes, int64_t by_s, bool cancel, bool decommission = false);
   // --- end disruption path
   // The front door's own filters (kube-scheduler's NodePorts, InterPodAffinity, VolumeBinding,
   // ...) refused the node planned for this pod: the node is excluded for the pod's gang for
@@ -270,6 +272,7 @@ class Engine {
   // reserved nodes once due (filled in place: the view points into the struct).
   struct ReservationView {
     std::vector<int64_t> from, gpus;
+    std::vector<uint8_t> closing;  // per node: 1 = a drain or maintenance window closes it at `from`
     BackfillView view;
     const std::vector<MemberAssignment>* at = nullptr;
     int32_t yielded = 0;  // reservations left out because their queue ranks behind the planner's
@@ -505,7 +508,17 @@ class Engine {
   // The workload a bound pod belongs to for disruptions: its gang key, or "pod:<ns>/<name>".
   std::string WorkloadIdLocked(const PodInfo& p) const;
   // --- node health, lost members and drains (engine_health.cc)
-  std::map<std::string, int64_t> drains_;                      // node -> deadline (s); state file "drains"
+  std::map<std::string, NodeClose> drains_;  // node -> its drain (cause drain or decommission); state file "drains"
+  // --- node closes (engine_closes.cc): computed with state_ (EnsureStateLocked) from drains_ and
+  // cfg_.maintenance; valid until state_valid_until_ (the next close's start or end).
+  std::map<std::string, NodeClose> closes_;     // node -> its current or upcoming close
+  std::vector<int64_t> close_from_, close_gpus_;  // per NodeId of state_: an upcoming close's start, the node's GPUs (empty: none)
+  int64_t state_valid_until_ = INT64_MAX;
+  bool CloseOfLocked(const std::string& node, int64_t now, NodeClose* out) const;
+  void ComputeClosesLocked(int64_t now);
+  void LayClosesLocked(ClusterState& timeline) const;       // dry cycles: closing nodes take no reservation
+  void ForgetDecommissionedLocked(const std::string& node);  // its last door deleted it
+  void CancelCalledOffClosesLocked();  // after a drain is cancelled: its victims still in notice keep running
   std::unordered_map<std::string, int64_t> unhealthy_since_;   // node -> unhealthy since (s)
   std::map<std::string, std::string> lost_members_;            // gang -> the member it lost (since the last poll)
   void TrackHealthLocked(const std::string& node);             // after nodes_[node] changed or went

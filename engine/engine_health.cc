@@ -11,14 +11,9 @@
 //                   counted as lost): the rest goes too, so the gang is requeued
 //                   whole instead of holding GPUs half-running; an elastic gang only when fewer than
 //                   its minimum are left;
-//   drain           tidalctl drain NODE... --by T (Drain): the nodes take no new work (kDraining in
-//                   ToNode); a workload whose declared runtime limit ends by T finishes; any other is
-//                   disrupted at T - its notice - kDrainSlackS (as late as its notice allows; at once
-//                   when that is past), its gang whole (an elastic gang keeping its gang-min off the
-//                   drained nodes: only its members there); at T whatever is left goes. The drains are
-//                   kept in the state file ("drains") until cancelled.
+// Drains and maintenance windows (node closes) are engine_closes.cc's.
 // Threading and ownership: as engine.cc: Drain takes mu_, the *Locked functions run under it.
-// drains_, unhealthy_since_ and lost_members_ are the Engine's (engine.h).
+// unhealthy_since_ and lost_members_ are the Engine's (engine.h).
 #include <algorithm>
 #include <set>
 
@@ -26,11 +21,6 @@
 #include "engine/engine.h"
 
 namespace tidal {
-
-namespace {
-// Time a drained workload's eviction needs beyond its notice (termination grace, the shim's poll).
-constexpr int64_t kDrainSlackS = 30;
-}  // namespace
 
 void Engine::TrackHealthLocked(const std::string& node) {
   auto n = nodes_.find(node);
@@ -140,124 +130,6 @@ void Engine::OpenMemberLostLocked() {
                                       : "; a rigid gang is requeued whole, never left half-running"));
   }
   lost_members_.clear();
-}
-
-// --- drains ------------------------------------------------------------------------------------------
-
-void Engine::OpenDrainsLocked(int64_t now) {
-  if (drains_.empty()) return;
-  std::set<std::string> names;
-  for (const auto& [node, by] : drains_) names.insert(node);
-  for (const auto& [node, pods] : OurPodsOnLocked(names)) {
-    const int64_t by = drains_.at(node);
-    for (const PodInfo* p : pods) {
-      const std::string id = WorkloadIdLocked(*p);
-      if (p->terminating || disruptions_.Find(id) != nullptr) continue;
-      const int64_t end = ExpectedEndLocked(*p);
-      if (end > 0 && end <= by && now < by) continue;  // it ends in time: let it finish
-      int64_t notice = 0;
-      if (const auto& spec = SpecLocked(*p); spec.ok()) notice = std::min(spec->checkpoint_on_notice_s, cfg_.max_notice_s);
-      if (now < by - notice - kDrainSlackS) continue;  // not yet: it runs as long as its notice allows
-      OpenDisruptionLocked(id, DisruptionCause::kDrain, VictimPodsLocked(id, names),
-                           "node " + node + " is drained by " + FormatUnixTime(by) +
-                               (end > 0 ? " and the job ends after that" : "; the job declares no runtime limit ending before"),
-                           std::max<int64_t>(0, by - now - kDrainSlackS));
-    }
-  }
-}
-
-std::vector<NodeDrainInfo> Engine::Drain(const std::vector<std::string>& nodes, int64_t by_s, bool cancel) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_();
-  bool changed = false;
-  std::vector<NodeDrainInfo> unknown;
-  for (const auto& n : nodes) {
-    if (cancel) {
-      changed = drains_.erase(n) > 0 || changed;
-    } else if (!nodes_.count(n)) {
-      unknown.push_back({n, by_s, "unknown-node", 0, 0, "no front door reports this node"});
-    } else {
-      drains_[n] = std::max(by_s, now);
-      changed = true;
-    }
-  }
-  if (changed) {
-    state_.reset();  // the nodes' health (kDraining) changes
-    // kube-scheduler sees no event when a drain ends: hand its pending pods back for another try.
-    if (cancel) ActivateKubernetesPendingLocked();
-    door_memory_version_.fetch_add(1, std::memory_order_relaxed);  // save the state file soon
-    if (decision_log_ != nullptr) {
-      decision_log_->Write({{"ts", now}, {"outcome", cancel ? "drain-cancelled" : "drain"}, {"nodes", nodes}, {"by", by_s}});
-    }
-  }
-  if (!cancel) OpenDrainsLocked(now);
-  std::vector<NodeDrainInfo> out = DrainReportLocked(now);
-  out.insert(out.end(), unknown.begin(), unknown.end());
-  return out;
-}
-
-std::vector<NodeDrainInfo> Engine::DrainReportLocked(int64_t now) const {
-  std::set<std::string> names;
-  for (const auto& [node, by] : drains_) names.insert(node);
-  const auto on = OurPodsOnLocked(names);
-  std::vector<NodeDrainInfo> out;
-  for (const auto& [node, by] : drains_) {
-    NodeDrainInfo d{node, by, "drained", 0, 0, ""};
-    std::set<std::string> seen;
-    if (auto it = on.find(node); it != on.end()) {
-      for (const PodInfo* p : it->second) {
-        const std::string id = WorkloadIdLocked(*p);
-        if (!seen.insert(id).second) continue;
-        const int64_t end = ExpectedEndLocked(*p);
-        const DisruptionRecord* r = disruptions_.Find(id);
-        int64_t free_at = by;
-        std::string what;
-        if (r != nullptr) {
-          free_at = std::max(now, r->deadline_s);
-          what = id + " is being evicted (" + std::string(DisruptionCauseName(r->cause)) + ")";
-        } else if (end > 0 && end <= by) {
-          free_at = end;
-          what = id + " ends at " + FormatUnixTime(end);
-        } else {
-          what = id + " is evicted before " + FormatUnixTime(by);
-        }
-        d.free_at_unix = std::max(d.free_at_unix, free_at);
-        d.note += (d.note.empty() ? "" : "; ") + what;
-      }
-    }
-    d.workloads_left = static_cast<int32_t>(seen.size());
-    if (d.workloads_left > 0) d.state = "draining";
-    out.push_back(std::move(d));
-  }
-  return out;
-}
-
-void Engine::SaveDrainsLocked(nlohmann::json& state) const {
-  if (drains_.empty()) return;
-  nlohmann::json d = nlohmann::json::object();
-  for (const auto& [node, by] : drains_) d[node] = by;
-  state["drains"] = std::move(d);
-}
-
-Status Engine::LoadDrainsLocked(const nlohmann::json& state) {
-  if (!state.contains("drains")) return Status::Ok();
-  const auto& d = state.at("drains");
-  if (!d.is_object()) return Status::Error("drains: must be a mapping of node to deadline (unix s)");
-  Status s;
-  for (const auto& [node, by] : d.items()) {
-    if (!by.is_number_integer() || node.empty() || node.size() > 253) {
-      const std::string why = "drains." + node.substr(0, 100) + ": must be a unix time in seconds";
-      if (s.ok()) {
-        s = Status::Error(why);
-      } else {
-        s.AddReason(why);
-      }
-      continue;
-    }
-    drains_[node] = by.get<int64_t>();
-  }
-  state_.reset();
-  return s;
 }
 
 }  // namespace tidal

@@ -145,7 +145,8 @@ ClusterState Engine::TimelineLocked() {
     t.Release(n, c.second);
     if (!t.AddRunning(std::move(a)).ok()) t.Allocate(n, c.second);
   }
-  LayHoldsLocked(t);  // preemption holds keep their nodes (engine_preempt.cc)
+  LayHoldsLocked(t);   // preemption holds keep their nodes (engine_preempt.cc)
+  LayClosesLocked(t);  // closing nodes take no reservation (engine_closes.cc)
   return t;
 }
 
@@ -197,6 +198,23 @@ void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, 
       rv.gpus[static_cast<size_t>(a.node)] += res.per_member.gpus * a.members;
     }
     rv.view.latest_start = std::max(rv.view.latest_start, res.start_s);
+  }
+  // Drains and maintenance windows (engine_closes.cc): a closing node's GPUs are all taken from
+  // its close, like a reservation's.
+  if (!close_from_.empty()) {
+    if (rv.from.empty()) {
+      rv.from.assign(static_cast<size_t>(state_->node_count()), INT64_MAX);
+      rv.gpus.assign(static_cast<size_t>(state_->node_count()), 0);
+    }
+    rv.closing.assign(static_cast<size_t>(state_->node_count()), 0);
+    for (size_t i = 0; i < close_from_.size() && i < rv.from.size(); ++i) {
+      if (close_from_[i] == INT64_MAX) continue;
+      rv.from[i] = std::min(rv.from[i], close_from_[i]);
+      rv.gpus[i] = close_gpus_[i];
+      rv.closing[i] = 1;
+      rv.view.latest_start = std::max(rv.view.latest_start, close_from_[i]);
+    }
+    rv.view.closing = &rv.closing;
   }
   if (!rv.from.empty()) {
     rv.view.reserved_from = &rv.from;

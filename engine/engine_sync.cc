@@ -70,7 +70,10 @@ Node Engine::ToNode(const NodeInfo& in) const {
   n.health = !in.ready || verdict.health == NodeHealth::kUnhealthy ? NodeHealth::kUnhealthy
              : in.unschedulable                                    ? NodeHealth::kCordoned
                                                                    : verdict.health;
-  if (n.health != NodeHealth::kUnhealthy && drains_.count(in.name)) n.health = NodeHealth::kDraining;  // tidalctl drain
+  // A drain or a maintenance window has closed it (engine_closes.cc).
+  if (NodeClose c; n.health != NodeHealth::kUnhealthy && CloseOfLocked(in.name, clock_(), &c) && c.Closed(clock_())) {
+    n.health = NodeHealth::kDraining;
+  }
   // The doors that may use it: those reporting it ready and schedulable, narrowed by its pool
   // label (an admin's choice); a label naming a door that cannot use it leaves it to none.
   uint8_t usable = 1u << static_cast<int>(FrontDoor::kKubernetes);
@@ -90,7 +93,12 @@ Node Engine::ToNode(const NodeInfo& in) const {
 }
 
 void Engine::EnsureStateLocked() {
-  if (state_) return;
+  const int64_t now = clock_();
+  if (state_ && now < state_valid_until_) return;
+  // A close started or ended since state_ was built: the nodes' health changes; kube-scheduler
+  // sees no event for it, so its pending pods get another try.
+  const bool close_turned = state_.has_value();
+  state_.reset();
   std::vector<Node> nodes;
   nodes.reserve(nodes_.size());
   for (const auto& [name, n] : nodes_) nodes.push_back(ToNode(n));
@@ -139,6 +147,8 @@ void Engine::EnsureStateLocked() {
     }
     if (!a.assignments.empty()) (void)state_->AddRunning(std::move(a));
   }
+  ComputeClosesLocked(now);
+  if (close_turned) ActivateKubernetesPendingLocked();
 }
 
 void Engine::ChargePodLocked(const PodInfo& p, bool borrowed) {
@@ -427,6 +437,7 @@ void Engine::MergeNodeLocked(const std::string& name) {
     node_usable_.erase(name);
     if (nodes_.erase(name) > 0) state_.reset();
     TrackHealthLocked(name);
+    ForgetDecommissionedLocked(name);
     return;
   }
   // Kubernetes' record first (labels, taints, model); Slurm adds labels Kubernetes lacks. When both

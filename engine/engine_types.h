@@ -17,6 +17,7 @@
 #include "core/api/workload.h"
 #include "core/framework/profile.h"
 #include "core/io/queue_config.h"
+#include "engine/maintenance.h"
 #include "engine/node_health.h"
 #include "engine/pod_spec.h"
 
@@ -115,6 +116,8 @@ struct EngineConfig {
   // How node conditions and labels become degraded / unhealthy, and how long a node is unhealthy
   // before the gangs running there are disrupted (nodeHealth: engine/node_health.h).
   NodeHealthConfig node_health;
+  // Maintenance windows (maintenance: {windows}; engine/maintenance.h): their nodes close.
+  std::vector<MaintenanceWindow> maintenance;
   // How long a node the front door's filters refused stays excluded for that gang.
   int64_t exclusion_ttl_s = 120;
   // Explain's dry run considers at most this many pending gangs ahead of the asked one.
@@ -125,7 +128,7 @@ struct EngineConfig {
 };
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
 // poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds},
-// disruption: {maxNoticeSeconds}, topology: {levels}, profile, resources,
+// disruption: {maxNoticeSeconds}, nodeHealth, maintenance: {windows}, topology: {levels}, profile, resources,
 // usageHalfLife, queues, frontDoors: [kubernetes, slurm]}. Every problem is one
 // reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);

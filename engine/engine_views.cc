@@ -377,7 +377,15 @@ EngineGauges Engine::Gauges() {
   }
   for (NodeId n = 0; n < state_->node_count(); ++n) {
     const Node& node = state_->node(n);
-    health[std::string(NodeHealthName(node.health))] += 1;
+    // A node an admin drains counts as draining from the drain on, while it still takes work that
+    // ends in time (engine_closes.cc); a maintenance window's nodes count once it has started.
+    NodeHealth shown = node.health;
+    if (shown == NodeHealth::kReady || shown == NodeHealth::kDegraded) {
+      if (auto c = closes_.find(node.name); c != closes_.end() && c->second.cause != DisruptionCause::kMaintenance) {
+        shown = NodeHealth::kDraining;
+      }
+    }
+    health[std::string(NodeHealthName(shown))] += 1;
     const std::string pool(PoolName(node.pool));
     if (!node.Schedulable()) {
       gpus[{"unhealthy", pool}] += static_cast<double>(node.capacity.gpus);

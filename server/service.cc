@@ -421,7 +421,7 @@ grpc::Status EngineService::Drain(grpc::ServerContext*, const v1::DrainRequest* 
     }
     if (req->cancel() && nodes.empty()) return Invalid("nodes", "name the nodes whose drain ends");
     if (req->by_unix() < 0) return Invalid("by_unix", "must not be negative");
-    for (const auto& d : engine_.Drain(nodes, req->by_unix(), req->cancel())) {
+    for (const auto& d : engine_.Drain(nodes, req->by_unix(), req->cancel(), req->decommission())) {
       v1::NodeDrain* n = resp->add_nodes();
       n->set_node(d.node);
       n->set_by_unix(d.by_unix);

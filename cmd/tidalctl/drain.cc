@@ -16,9 +16,10 @@ namespace tidal::cli {
 namespace {
 
 constexpr const char* kDrainUsage =
-    "usage: tidalctl drain NODE... --by TIME [--engine unix:///tmp/tidal-engine.sock] [TLS flags]\n"
+    "usage: tidalctl drain NODE... --by TIME [--decommission] [--engine unix:///tmp/tidal-engine.sock] [TLS flags]\n"
     "       tidalctl drain --cancel NODE... [--engine ...]\n"
-    "       tidalctl drain [--engine ...]                (every drain: when each node will be free)\n"
+    "       tidalctl drain [--engine ...]                (every drain and maintenance window: when each node will be free)\n"
+    "  --decommission: the node leaves for good; the drain ends when its last front door deletes it\n"
     "  TIME: RFC 3339 (2026-12-02T18:00:00Z), unix seconds, now, or +DURATION (+30m, +2h)\n"
     "  TLS:  --tls-ca FILE --tls-cert FILE --tls-key FILE [--tls-server-name NAME], --insecure true\n";
 
@@ -49,7 +50,7 @@ void Print(const v1::DrainResponse& resp) {
 
 int Drain(const Args& in) {
   Args args;
-  bool cancel = false;
+  bool cancel = false, decommission = false;
   for (const auto& a : in) {
     if (a == "--help" || a == "-h") {
       std::cout << kDrainUsage;
@@ -57,6 +58,8 @@ int Drain(const Args& in) {
     }
     if (a == "--cancel") {
       cancel = true;
+    } else if (a == "--decommission") {
+      decommission = true;
     } else {
       args.push_back(a);
     }
@@ -69,13 +72,14 @@ int Drain(const Args& in) {
   const auto& nodes = flags.positional();
   const std::string by_text = flags.Get("--by");
   if ((cancel && (nodes.empty() || !by_text.empty())) || (!cancel && !nodes.empty() && by_text.empty()) ||
-      (nodes.empty() && !by_text.empty())) {
+      (nodes.empty() && !by_text.empty()) || (decommission && (cancel || nodes.empty()))) {
     std::cerr << kDrainUsage;
     return 2;
   }
   v1::DrainRequest req;
   for (const auto& n : nodes) req.add_nodes(n);
   req.set_cancel(cancel);
+  req.set_decommission(decommission);
   if (!by_text.empty()) {
     auto by = ParseBy(by_text);
     if (!by.ok()) {

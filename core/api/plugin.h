@@ -61,6 +61,9 @@ struct PlacementConstraints {
   // GPUs those reservations need on each node: a workload that would run past a reservation's
   // start may still use a reserved node's GPUs beyond that amount (the reservation keeps its share).
   const std::vector<int64_t>* reserved_gpus = nullptr;
+  // Per node (optional): 1 = its reserved_from is a close (a drain or maintenance window) rather
+  // than a reservation; a node refused for it is counted as closing in the explanation.
+  const std::vector<uint8_t>* closing = nullptr;
   int64_t ends_at = 0;       // expected end of this workload if it started now
   // Per-model quota of a workload that takes any GPU model: at most `members` members on nodes of
   // that GPU model (the queue's gpus.<model> quota admits no more), sorted by model; a model not

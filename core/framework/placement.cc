@@ -15,7 +15,8 @@ struct PlacementSearch::Ctx {
   size_t limit = 1;     // candidates wanted
   std::vector<Candidate>* out = nullptr;
   // Why visited nodes were refused, for the explanation when nothing fits.
-  int64_t refused_pool = 0, refused_model = 0, refused_degraded = 0, refused_health = 0, refused_resources = 0, refused_filter = 0, refused_reserved = 0;
+  int64_t refused_pool = 0, refused_model = 0, refused_degraded = 0, refused_health = 0, refused_resources = 0, refused_filter = 0, refused_reserved = 0,
+          refused_closing = 0;
   int64_t refused_constraints = 0;
   const PlacementConstraints* c = nullptr;
   Status first_filter_refusal;
@@ -60,7 +61,10 @@ int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   if (ctx.c->reserved_from != nullptr && ctx.c->ends_at > (*ctx.c->reserved_from)[static_cast<size_t>(n)]) {
     // It would still run when a reservation on this node starts: leave the reserved GPUs free.
     free.gpus -= ctx.c->reserved_gpus != nullptr ? (*ctx.c->reserved_gpus)[static_cast<size_t>(n)] : free.gpus;
-    if (free.CopiesOf(ctx.w.per_member) <= 0) return refuse(ctx.refused_reserved);
+    if (free.CopiesOf(ctx.w.per_member) <= 0) {
+      const bool closing = ctx.c->closing != nullptr && (*ctx.c->closing)[static_cast<size_t>(n)] != 0;
+      return refuse(closing ? ctx.refused_closing : ctx.refused_reserved);
+    }
   }
   int64_t fit = free.CopiesOf(ctx.w.per_member);
   if (fit <= 0) return refuse(ctx.refused_resources);
@@ -246,7 +250,7 @@ void PlacementSearch::Dfs(VertexId v, Ctx& ctx) const {
 Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const PlacementConstraints& c,
                              std::vector<Candidate>& out) const {
   out.clear();
-  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}, false, {}, 0, {}};
+  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}, false, {}, 0, {}};
   ctx.cordoned = w.constraints != nullptr && w.constraints->ToleratesUnschedulable();
   ctx.g = w.per_member.gpus;
   ctx.need = c.members;
@@ -355,6 +359,11 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
   if (ctx.refused_resources) st.AddReason(std::to_string(ctx.refused_resources) + " node(s) lack CPU or memory for a member");
   if (ctx.refused_reserved) {
     st.AddReason(std::to_string(ctx.refused_reserved) + " node(s) held for earlier reservations this workload would delay");
+  }
+  if (ctx.refused_closing) {
+    st.AddReason(std::to_string(ctx.refused_closing) +
+                 " node(s) close for a drain or maintenance window before this workload would end (its runtime limit, "
+                 "else its class's default runtime)");
   }
   if (ctx.refused_filter) {
     st.AddReason(std::to_string(ctx.refused_filter) + " node(s) refused by filters, first: " +

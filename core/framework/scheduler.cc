@@ -199,6 +199,7 @@ Status Scheduler::Resolve(Attempt& a) const {
   if (a.bf != nullptr && a.bf->reserved_from != nullptr) {
     a.c.reserved_from = a.bf->reserved_from;
     a.c.reserved_gpus = a.bf->reserved_gpus;
+    a.c.closing = a.bf->closing;
     ends_bucket = a.c.ends_at > a.bf->latest_start ? INT64_MAX : a.c.ends_at;
   }
   a.d.constraints = a.c;

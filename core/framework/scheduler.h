@@ -136,6 +136,9 @@ class ShapeCache {
 struct BackfillView {
   const std::vector<int64_t>* reserved_from = nullptr;  // per node; INT64_MAX = free
   const std::vector<int64_t>* reserved_gpus = nullptr;  // per node: GPUs the reservations need
+  // per node (optional): 1 = its reserved_from is a close (a drain or maintenance window), not a
+  // reservation: only the explanation differs (refused_closing).
+  const std::vector<uint8_t>* closing = nullptr;
   int64_t latest_start = INT64_MIN;                       // latest reservation start so far
 };
 

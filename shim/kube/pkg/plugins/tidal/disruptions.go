@@ -17,6 +17,9 @@ package tidal
 // once per pod and action (p.event drops repeats). The poller asks only while the Sync stream is
 // synced (a refused scheduler must not act on the holder's disruptions) and only on the leader.
 //
+// A disruption the engine called off while in notice is simply no longer answered: after each
+// successful answer the poller withdraws the notice of the pods it no longer names (withdraw.go).
+//
 // An engine without the RPC (older: it answers Unimplemented) still gets runtime limits enforced:
 // the poller falls back to Overdue (overdue.go), at most every overdueIntervalMs.
 //
@@ -59,6 +62,8 @@ type disruptionPoller struct {
 	plugins     []*Plugin
 	legacy      bool      // the engine's last answer was Unimplemented (logged once per change)
 	lastOverdue time.Time // the fallback's last Overdue round
+
+	notices noticeBook // for withdrawing called-off notices (withdraw.go); its own mu
 }
 
 // disruptionPollers: the one poller per engine client.
@@ -94,9 +99,11 @@ func (dp *disruptionPoller) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// once asks the engine once and carries out its actions; it returns the pods it gave notice to or
-// evicted ("ns/name"). A failed call is logged at V(2); the next tick asks again.
+// once asks the engine once and carries out its actions; it returns the pods it gave notice to,
+// evicted, or withdrew a called-off notice from ("ns/name"). A failed call is logged at V(2); the
+// next tick asks again.
 func (dp *disruptionPoller) once(ctx context.Context) []string {
+	asked, synced, epoch := time.Now(), dp.client.Synced(), dp.client.Epoch()
 	resp, err := dp.client.Disruptions(ctx, tidalv1.FrontDoor_KUBERNETES)
 	if status.Code(err) == codes.Unimplemented {
 		return dp.overdue(ctx)
@@ -120,6 +127,11 @@ func (dp *disruptionPoller) once(ctx context.Context) []string {
 		default:
 			dp.logger.V(2).Info("disruptions: unknown action ignored", "id", d.GetId(), "action", d.GetAction())
 		}
+	}
+	// The answer is the whole current set only if it came from the engine this stream synced with
+	// (an engine that restarted under the call knows nothing yet): else nothing is withdrawn.
+	if synced && dp.client.Synced() && dp.client.Epoch() == epoch {
+		out = append(out, dp.withdraw(ctx, resp, asked)...)
 	}
 	return out
 }

@@ -18,7 +18,9 @@ package tidal
 //
 // A pod that carries the same notice (deadline and cause) is not patched again, so the notice
 // repeats harmlessly at every poll; its event (TidalDisruptionNotice, Warning) is written once
-// per notice.
+// per notice. A notice the engine calls off is withdrawn by the disruption poller (withdraw.go:
+// the condition turns False, reason TidalNoticeWithdrawn, the annotations go); notice records
+// each notice it writes there (noticeWritten), so a poll in flight meanwhile does not withdraw it.
 //
 // Threading: called from the scheduling cycle (PostFilter) and the disruption poller's goroutine;
 // both may patch one pod at once (the patch is idempotent). p.event takes p.mu.
@@ -52,7 +54,11 @@ func (p *Plugin) notice(ctx context.Context, refs []*tidalv1.PodRef, cause, reas
 	var out []string
 	for _, r := range refs {
 		pod := p.livePod(r)
-		if pod == nil || hasNotice(pod, at, cause) {
+		if pod == nil {
+			continue
+		}
+		p.disruptions.noticeWritten(pod.UID) // even if it carries this notice: it stands anew
+		if hasNotice(pod, at, cause) {
 			continue
 		}
 		patch, err := noticePatch(pod, at, cause, msg, time.Now())
