@@ -520,12 +520,14 @@ class Engine {
   void ForgetDecommissionedLocked(const std::string& node);  // its last door deleted it
   void CancelCalledOffClosesLocked();  // after a drain is cancelled: its victims still in notice keep running
   std::unordered_map<std::string, int64_t> unhealthy_since_;   // node -> unhealthy since (s)
-  std::map<std::string, std::string> lost_members_;            // gang -> the member it lost (since the last poll)
+  std::map<std::string, std::string> lost_members_;            // gang -> "<member> <how>" it lost (since the last poll)
   void TrackHealthLocked(const std::string& node);             // after nodes_[node] changed or went
   void OpenUnhealthyLocked(int64_t now);
   void OpenMemberLostLocked();
   void OpenDrainsLocked(int64_t now);
-  void NoteMemberLostLocked(const PodInfo& p);  // a bound member is deleted or failed
+  // A bound member is deleted or failed; `how` ("failed", "was deleted", "is being deleted") goes
+  // into the disruption's reason.
+  void NoteMemberLostLocked(const PodInfo& p, const char* how);
   // Our bound pods (Tidal's and Slurm's) by node, for the named nodes.
   std::map<std::string, std::vector<const PodInfo*>> OurPodsOnLocked(const std::set<std::string>& nodes) const;
   // The pods of workload `id` a disruption for `nodes` takes: all of a rigid gang's, or of an

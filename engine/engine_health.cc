@@ -97,13 +97,13 @@ void Engine::OpenUnhealthyLocked(int64_t now) {
 
 // --- lost members ------------------------------------------------------------------------------------
 
-void Engine::NoteMemberLostLocked(const PodInfo& p) {
+void Engine::NoteMemberLostLocked(const PodInfo& p, const char* how) {
   if (p.door != FrontDoor::kKubernetes || !charged_.count(p.uid) || disruptions_.ForPod(p.uid) != nullptr) return;
   auto g = pod_gang_.find(p.uid);
   if (g == pod_gang_.end()) return;
   const auto& spec = SpecLocked(p);
   if (!spec.ok() || spec->gang.empty() || spec->gang_size <= 1) return;
-  lost_members_[g->second] = p.name;
+  lost_members_[g->second] = p.name + " " + how + (p.phase == PodPhase::kRunning ? " while running" : "");
 }
 
 void Engine::OpenMemberLostLocked() {
@@ -125,7 +125,7 @@ void Engine::OpenMemberLostLocked() {
     const bool elastic = min < size;
     if (elastic && static_cast<int32_t>(running.size()) >= min) continue;  // it shrinks, and grows back later
     OpenDisruptionLocked(key, DisruptionCause::kMemberLost, running,
-                         "member " + lost + " was lost while the gang ran" +
+                         "member " + lost +
                              (elastic ? " and fewer than its gang-min " + std::to_string(min) + " are left"
                                       : "; a rigid gang is requeued whole, never left half-running"));
   }

@@ -334,7 +334,7 @@ Status Engine::UpsertPodLocked(PodInfo in) {
   // Someone deleted a running member (its kubelet is terminating it), or it failed: its gang may
   // be left half-running (engine_health.cc). Not a pod that merely vanished from a resync or a
   // delete the engine never saw Succeed first: unknown is never "lost".
-  if (p.UsesCapacity() && p.terminating && !was_going) NoteMemberLostLocked(p);
+  if (p.UsesCapacity() && p.terminating && !was_going) NoteMemberLostLocked(p, "is being deleted");
   if (p.UsesCapacity()) {
     if (charged == charged_.end() || charged->second.first != p.node_name || !(charged->second.second == p.request)) {
       ReleaseBoundLocked(p.uid);
@@ -344,7 +344,7 @@ Status Engine::UpsertPodLocked(PodInfo in) {
     // run time), also for pods the engine first sees after a restart.
     if (auto b = bound_since_.find(p.uid); b != bound_since_.end() && p.start_unix > 0) b->second.since_s = p.start_unix;
   } else if (charged != charged_.end()) {
-    if (p.phase == PodPhase::kFailed) NoteMemberLostLocked(p);  // its gang may be left half-running
+    if (p.phase == PodPhase::kFailed) NoteMemberLostLocked(p, "failed");  // its gang may be left half-running
     ReleaseBoundLocked(p.uid);
   }
   MarkPreemptViewLocked(p.uid);  // start time, terminating, labels of a bound pod (engine_preempt.cc)
@@ -389,7 +389,7 @@ void Engine::DeletePodLocked(const std::string& uid, bool observed) {
   bound_by_queue_door_.reset();
   // A delete the door saw of a pod the engine last knew running: a member lost (its gang may be
   // left half-running, engine_health.cc). A pod a resync no longer names only vanished: unknown.
-  if (auto p = pods_.find(uid); observed && p != pods_.end()) NoteMemberLostLocked(p->second);
+  if (auto p = pods_.find(uid); observed && p != pods_.end()) NoteMemberLostLocked(p->second, "was deleted");
   DisruptionGoneLocked(uid);
   ReleaseBoundLocked(uid);
   if (auto it = pod_gang_.find(uid); it != pod_gang_.end()) {

@@ -204,6 +204,7 @@ type Client struct {
 
 	mu           sync.Mutex
 	pendingPods  map[string]podOp         // uid -> latest change
+	lookup       PodLookup                // ambiguous deletes (ended.go); nil: none
 	pendingNodes map[string]*tidalv1.Node // name -> latest (nil: delete)
 	nodeStore    cache.Store              // informer stores, for snapshots
 	podStore     cache.Store
@@ -401,13 +402,10 @@ func (c *Client) upsertPod(old, p *v1.Pod) {
 // informer saw).
 func (c *Client) deletePod(p *v1.Pod, tombstone bool) {
 	uid := string(p.UID)
-	var final *tidalv1.Pod
-	if !tombstone && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) {
-		final = convert.Pod(p)
-	}
+	final, vanished := c.howItEnded(p, tombstone)
 	c.mu.Lock()
 	prev := c.pendingPods[uid]
-	c.pendingPods[uid] = podOp{final: final, vanished: tombstone, freed: p.Spec.NodeName != "" || prev.freed, ns: p.Namespace}
+	c.pendingPods[uid] = podOp{final: final, vanished: vanished, freed: p.Spec.NodeName != "" || prev.freed, ns: p.Namespace}
 	c.afterChangeLocked()
 	c.mu.Unlock()
 }

@@ -110,7 +110,7 @@ func countObjects(msgs []*tidalv1.SyncRequest) (pods, nodes, deletes int) {
 	for _, m := range msgs {
 		pods += len(m.UpsertPods)
 		nodes += len(m.UpsertNodes)
-		deletes += len(m.DeletePods) + len(m.DeleteNodes)
+		deletes += len(m.DeletePods) + len(m.VanishedPods) + len(m.DeleteNodes)
 	}
 	return
 }

@@ -8,9 +8,12 @@ package engineclient
 // Threading: single goroutine; the client is never started, takePending is called directly.
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	tidalv1 "github.com/tidal-sched/tidal/shim/kube/gen/tidal/v1"
@@ -68,12 +71,65 @@ func TestAFailedPodsFinalStateTravelsWithItsDelete(t *testing.T) {
 	}
 }
 
-func TestARunningPodsDeleteIsABareDelete(t *testing.T) {
+func TestATerminatingRunningPodsDeleteIsABareDelete(t *testing.T) {
 	c := unstartedClient(t)
-	c.deletePod(withPhase(pod("ns", "r", "n0"), v1.PodRunning), false)
+	looked := false
+	c.SetPodLookup(func(context.Context, string, string) (*v1.Pod, error) { looked = true; return nil, nil })
+	p := withPhase(pod("ns", "r", "n0"), v1.PodRunning)
+	now := metav1.Now()
+	p.DeletionTimestamp = &now // deleted while running: the informer saw it terminate
+	c.deletePod(p, false)
 	m := onlyMessage(t, c)
 	if len(m.UpsertPods) != 0 || len(m.DeletePods) != 1 || len(m.VanishedPods) != 0 {
 		t.Fatalf("upserts %v deletes %v vanished %v: want one delete", m.UpsertPods, m.DeletePods, m.VanishedPods)
+	}
+	if looked {
+		t.Errorf("a delete seen coming needs no lookup")
+	}
+}
+
+// Bug (the soak, issue 14): kube-scheduler's informer filters out Succeeded and Failed pods, so a
+// member that finished reached the shim as a delete of a Running pod and the engine evicted the
+// rest of its gang as "member lost". The client looks such a delete up.
+func TestADeleteOfARunningPodWithoutDeletionIsLookedUp(t *testing.T) {
+	running := withPhase(pod("ns", "m", "n0"), v1.PodRunning)
+	for _, tc := range []struct {
+		name  string
+		found *v1.Pod
+		err   error
+		phase tidalv1.Pod_Phase // the final state sent; -1: vanished
+	}{
+		{"finished", withPhase(running, v1.PodSucceeded), nil, tidalv1.Pod_SUCCEEDED},
+		{"failed", withPhase(running, v1.PodFailed), nil, tidalv1.Pod_FAILED},
+		{"gone", nil, nil, -1},
+		{"unreadable", nil, errors.New("timeout"), -1},
+		{"replaced under its name", func() *v1.Pod { q := withPhase(running, v1.PodSucceeded); q.UID = "other"; return q }(), nil, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := unstartedClient(t)
+			c.SetPodLookup(func(_ context.Context, ns, name string) (*v1.Pod, error) {
+				if ns != "ns" || name != "m" {
+					t.Errorf("looked up %s/%s", ns, name)
+				}
+				return tc.found, tc.err
+			})
+			c.deletePod(running, false)
+			m := onlyMessage(t, c)
+			if tc.phase < 0 {
+				if len(m.VanishedPods) != 1 || len(m.DeletePods) != 0 || len(m.UpsertPods) != 0 {
+					t.Fatalf("upserts %v deletes %v vanished %v: want vanished (unknown is never lost)", m.UpsertPods, m.DeletePods, m.VanishedPods)
+				}
+				return
+			}
+			if len(m.UpsertPods) != 1 || m.UpsertPods[0].Phase != tc.phase || len(m.DeletePods) != 1 {
+				t.Fatalf("upserts %v deletes %v: want the %v state, then the delete", m.UpsertPods, m.DeletePods, tc.phase)
+			}
+		})
+	}
+	c := unstartedClient(t) // no lookup installed: unknown
+	c.deletePod(running, false)
+	if m := onlyMessage(t, c); len(m.VanishedPods) != 1 {
+		t.Fatalf("without a lookup: vanished %v", m.VanishedPods)
 	}
 }
 

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -153,6 +154,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			podInf := f.Core().V1().Pods()
 			p.pods = podInf.Lister()
 			p.nodes = f.Core().V1().Nodes().Lister()
+			if cs := h.ClientSet(); cs != nil {
+				// kube-scheduler's informer hides finished pods: a finish looks like a delete of a
+				// running pod, which the client looks up (engineclient/ended.go).
+				client.SetPodLookup(func(ctx context.Context, ns, name string) (*v1.Pod, error) {
+					return cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+				})
+			}
 			if err := client.Watch(f.Core().V1().Nodes().Informer(), podInf.Informer()); err != nil {
 				return nil, err
 			}
