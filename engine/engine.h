@@ -55,6 +55,7 @@
 #include "engine/disruption_book.h"
 #include "engine/observability.h"
 #include "engine/pod_spec.h"
+#include "engine/waves.h"
 #include "core/framework/scheduler.h"
 #include "core/state/cluster_state.h"
 #include "core/state/queues.h"
@@ -109,6 +110,9 @@ class Engine {
   // file. Reports every drain and maintenance window's node (nodes empty, cancel false: only
   // that); an unknown node is reported "unknown-node", not drained.
   std::vector<NodeDrainInfo> Drain(const std::vector<std::string>& nodes, int64_t by_s, bool cancel, bool decommission = false);
+  // Rolling upgrades (engine_waves.cc, engine/waves.h): `nodes` (empty: all) in waves of at most
+  // `max_nodes`, or one domain of level `domain` each; each running rigid gang's nodes in one wave.
+  StatusOr<WavePlan> PlanWaves(const std::vector<std::string>& nodes, int32_t max_nodes, const std::string& domain);
   // --- end disruption path
   // The front door's own filters (kube-scheduler's NodePorts, InterPodAffinity, VolumeBinding,
   // ...) refused the node planned for this pod: the node is excluded for the pod's gang for

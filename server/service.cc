@@ -435,6 +435,29 @@ grpc::Status EngineService::Drain(grpc::ServerContext*, const v1::DrainRequest* 
   });
 }
 
+grpc::Status EngineService::PlanWaves(grpc::ServerContext*, const v1::WavesRequest* req, v1::WavesResponse* resp) {
+  return Observe("PlanWaves", [&]() -> grpc::Status {
+    if (req->nodes_size() > 100000) return Invalid("nodes", "at most 100000 per call");
+    if (req->max_nodes() < 0) return Invalid("max_nodes", "must not be negative");
+    if ((req->max_nodes() > 0) == !req->domain().empty()) return Invalid("max_nodes", "give max_nodes or domain, not both");
+    std::vector<std::string> nodes(req->nodes().begin(), req->nodes().end());
+    auto plan = engine_.PlanWaves(nodes, req->max_nodes(), req->domain());
+    if (!plan.ok()) {
+      ToProto(plan.status(), resp->mutable_status());
+      return grpc::Status::OK;
+    }
+    for (const auto& w : plan->waves) {
+      v1::Wave* out = resp->add_waves();
+      for (const auto& n : w.nodes) out->add_nodes(n);
+      for (const auto& g : w.gangs) out->add_gangs(g);
+      out->set_why(w.why);
+    }
+    for (const auto& n : plan->notes) resp->add_notes(n);
+    ToProto(Status::Ok(), resp->mutable_status());
+    return grpc::Status::OK;
+  });
+}
+
 }  // namespace tidal
 
 namespace tidal {

@@ -44,6 +44,8 @@ class EngineService final : public v1::Engine::Service {
                            v1::DisruptionsResponse* resp) override;
   // Gang-aware drains (tidalctl drain).
   grpc::Status Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req, v1::DrainResponse* resp) override;
+  // Rolling-upgrade waves (tidalctl waves).
+  grpc::Status PlanWaves(grpc::ServerContext* ctx, const v1::WavesRequest* req, v1::WavesResponse* resp) override;
   DoorLeases& leases() { return leases_; }
 
  private:

@@ -16,6 +16,7 @@ int Explain(const Args& args);
 int Queues(const Args& args);
 int Sim(const Args& args);
 int Drain(const Args& args);
+int Waves(const Args& args);
 
 
 }  // namespace tidal::cli

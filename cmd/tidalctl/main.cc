@@ -24,10 +24,14 @@ Usage:
       start, quota state; read from tidal-engine's explain API.
   tidalctl queues [--engine http://127.0.0.1:8081] [-o table|json]
       Queue usage, nominal quota, borrowed GPUs, fair share and pending workloads.
-  tidalctl drain NODE... --by TIME [--engine unix:///tmp/tidal-engine.sock]
-      Gang-aware drain: the nodes take no new work; work whose runtime limit ends by TIME
-      finishes, the rest is given notice and moved as whole gangs before it; prints when each
-      node will be free. --cancel NODE... ends a drain; no arguments: every drain.
+  tidalctl drain NODE... --by TIME [--decommission] [--engine unix:///tmp/tidal-engine.sock]
+      Gang-aware drain: until TIME the nodes take only work that ends by then; work whose runtime
+      limit ends by TIME finishes, the rest is given notice and moved as whole gangs before it;
+      prints when each node will be free. --cancel NODE... ends a drain; no arguments: every
+      drain and maintenance window.
+  tidalctl waves [NODE...] --max-nodes N | --domain LEVEL [--engine unix:///tmp/tidal-engine.sock]
+      Rolling upgrades: the nodes (default: all) in waves of at most N nodes, or one topology
+      domain each, the nodes of every running rigid gang in one wave; drain them wave by wave.
   tidalctl help
 )";
 
@@ -47,6 +51,7 @@ int main(int argc, char** argv) {
   if (cmd == "queues") return tidal::cli::Queues(args);
   if (cmd == "sim") return tidal::cli::Sim(args);
   if (cmd == "drain") return tidal::cli::Drain(args);
+  if (cmd == "waves") return tidal::cli::Waves(args);
   std::cerr << "tidalctl: unknown command \"" << cmd << "\"\n" << kUsage;
   return 2;
 }

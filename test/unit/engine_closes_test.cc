@@ -208,5 +208,47 @@ TEST_F(ClosesTest, APlainDrainOutlivesTheNodeLeavingAndComingBack) {
   EXPECT_FALSE(Plan(Pod("p", "1m"), &node).ok()) << "reimaged under a drain: still drained until cancelled";
 }
 
+// Rolling upgrades: the engine plans waves from the running gangs (engine_waves.cc).
+TEST_F(ClosesTest, WavesKeepEachRunningRigidGangsNodesTogether) {
+  auto running = [](const std::string& name, const std::string& gang, int size, const std::string& node, int min) {
+    PodInfo p = GangPod(name, gang, size);
+    if (min > 0) p.labels[kLabelGangMin] = std::to_string(min);
+    p.node_name = node;
+    p.phase = PodPhase::kRunning;
+    p.start_unix = 9000;
+    return p;
+  };
+  ASSERT_TRUE(Add({running("r0", "rigid", 2, "n0", 0), running("r1", "rigid", 2, "n4", 0),
+                   running("e0", "elastic", 2, "n1", 1), running("e1", "elastic", 2, "n5", 1)})
+                  .ok());
+  auto plan = engine_->PlanWaves({}, 2, "");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  size_t nodes = 0;
+  bool together = false;
+  for (const auto& w : plan->waves) {
+    nodes += w.nodes.size();
+    EXPECT_LE(w.nodes.size(), 2u);
+    const bool has0 = std::find(w.nodes.begin(), w.nodes.end(), "n0") != w.nodes.end();
+    const bool has4 = std::find(w.nodes.begin(), w.nodes.end(), "n4") != w.nodes.end();
+    EXPECT_EQ(has0, has4) << "the rigid gang's two nodes are in one wave";
+    if (has0) {
+      together = true;
+      EXPECT_EQ(w.gangs, std::vector<std::string>{"team/rigid"});
+    }
+  }
+  EXPECT_TRUE(together);
+  EXPECT_EQ(nodes, 8u) << "every node once";
+  auto leaves = engine_->PlanWaves({"n0", "n1", "n4", "n5"}, 0, "leaf");
+  ASSERT_TRUE(leaves.ok()) << leaves.status().ToString();
+  ASSERT_EQ(leaves->waves.size(), 1u) << "the rigid gang spans both leaves: one wave";
+  EXPECT_FALSE(leaves->notes.empty());
+  auto bad = engine_->PlanWaves({"n0", "nope"}, 2, "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("nodes[1]"), std::string::npos) << bad.status().ToString();
+  bad = engine_->PlanWaves({}, 0, "rack");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("domain: unknown topology level \"rack\""), std::string::npos) << bad.status().ToString();
+}
+
 }  // namespace
 }  // namespace tidal

@@ -13,7 +13,8 @@
 # Succeeded, no TidalDisrupted or TidalRuntimeLimitExceeded); a 4-GPU pod pinned to A, created
 # after the drain, is not bound while A is drained; once both nodes are empty the status says
 # drained for both, and the pinned pod is still not bound; `--cancel A B` lets it bind within 15 s
-# and the status no longer lists them. The drain is cancelled at the end in any case (the engine
+# and the status no longer lists them; `tidalctl waves --domain nvlink` puts A and B in one wave and
+# without --max-nodes / --domain exits 2. The drain is cancelled at the end in any case (the engine
 # keeps drains until cancelled). About 30 s.
 MORE_CASES+=(drain)
 
@@ -73,6 +74,15 @@ case_drain() {
   timings+=("drain-both-drained=$(ms_since "$t0")ms")
   sleep 2
   check "the pod pinned to $a is still not bound (the node is empty but drained)" test -z "$(pod_field $ns pinned-0 '{.spec.nodeName}')"
+  # Rolling-upgrade waves (tidalctl waves) over the same engine: one wave per NVLink domain.
+  local waves
+  waves=$("$TIDAL_E2E_BIN/tidalctl" waves --engine "unix://$BASE/run/engine.sock" --domain nvlink 2>&1 || echo "exit $?")
+  check "tidalctl waves --domain nvlink lists the waves, $a and $b in one (their NVLink domain)" \
+    eval "grep -q '^wave 1: domain ' <<<\"\$waves\" && grep '  nodes:' <<<\"\$waves\" | grep -q \" $a .*$b\\| $b .*$a\""
+  grep -c '^wave ' <<<"$waves" | sed 's/^/    waves: /' >&2
+  local rc=0
+  "$TIDAL_E2E_BIN/tidalctl" waves --engine "unix://$BASE/run/engine.sock" >/dev/null 2>&1 || rc=$?
+  check "tidalctl waves with neither --max-nodes nor --domain exits 2 (got $rc)" test "$rc" = 2
   events $ns FailedScheduling | grep pinned-0 | tail -n 1 | cut -f3 | cut -c1-220 | sed 's/^/    event: /' >&2
 
   if out=$(drain_ctl --cancel "$a" "$b" 2>&1); then

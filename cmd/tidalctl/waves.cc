@@ -1,0 +1,96 @@
+// tidalctl waves: rolling-upgrade waves through tidal-engine's PlanWaves RPC (gRPC, the same
+// address and mutual TLS options as tidalctl drain). Threading: single-threaded.
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+#include <grpcpp/grpcpp.h>
+
+#include "cmd/tidalctl/commands.h"
+#include "server/grpc_client_tls.h"
+#include "tidal/v1/engine.grpc.pb.h"
+
+namespace tidal::cli {
+namespace {
+
+constexpr const char* kWavesUsage =
+    "usage: tidalctl waves [NODE...] --max-nodes N | --domain LEVEL [--engine unix:///tmp/tidal-engine.sock] [TLS flags]\n"
+    "  NODE...: the nodes to upgrade (default: every node the engine knows)\n"
+    "  --max-nodes N: at most N nodes per wave; --domain LEVEL: one topology domain (leaf, nvlink, ...) per wave\n"
+    "  The nodes of each running rigid gang are in one wave, so it is disrupted once.\n"
+    "  TLS:  --tls-ca FILE --tls-cert FILE --tls-key FILE [--tls-server-name NAME], --insecure true\n";
+
+}  // namespace
+
+int Waves(const Args& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kWavesUsage;
+      return 0;
+    }
+  }
+  Flags flags(args);
+  if (!flags.Parse({"--engine", "--max-nodes", "--domain", "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name", "--insecure"})) {
+    std::cerr << kWavesUsage;
+    return 2;
+  }
+  v1::WavesRequest req;
+  for (const auto& n : flags.positional()) req.add_nodes(n);
+  const std::string max_text = flags.Get("--max-nodes");
+  req.set_domain(flags.Get("--domain"));
+  if (!max_text.empty()) {
+    char* end = nullptr;
+    const long v = std::strtol(max_text.c_str(), &end, 10);
+    if (end == max_text.c_str() || *end != '\0' || v <= 0 || v > 1000000) {
+      std::cerr << "tidalctl waves: --max-nodes: must be a whole number 1..1000000, got \"" << max_text << "\"\n";
+      return 2;
+    }
+    req.set_max_nodes(static_cast<int32_t>(v));
+  }
+  if ((req.max_nodes() > 0) == !req.domain().empty()) {
+    std::cerr << "tidalctl waves: give --max-nodes or --domain (one of them)\n" << kWavesUsage;
+    return 2;
+  }
+  ClientTlsOptions tls;
+  tls.ca = flags.Get("--tls-ca");
+  tls.cert = flags.Get("--tls-cert");
+  tls.key = flags.Get("--tls-key");
+  tls.server_name = flags.Get("--tls-server-name");
+  tls.insecure = flags.Get("--insecure", "false") == "true";
+  const std::string address = flags.Get("--engine", "unix:///tmp/tidal-engine.sock");
+  auto channel = DialEngine(address, tls, "--tls-", "--insecure");
+  if (!channel.ok()) {
+    std::cerr << "tidalctl waves: " << channel.status().Message() << "\n";
+    return 2;
+  }
+  auto stub = v1::Engine::NewStub(*channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::WavesResponse resp;
+  grpc::Status st = stub->PlanWaves(&ctx, req, &resp);
+  if (!st.ok()) {
+    std::cerr << "tidalctl waves: " << address << ": " << st.error_message() << "\n";
+    return 1;
+  }
+  if (resp.status().code() != v1::Status::SUCCESS) {
+    std::cerr << "tidalctl waves:";
+    for (const auto& r : resp.status().reasons()) std::cerr << " " << r;
+    std::cerr << "\n";
+    return 1;
+  }
+  for (int i = 0; i < resp.waves_size(); ++i) {
+    const auto& w = resp.waves(i);
+    std::cout << "wave " << (i + 1) << ": " << w.why() << "\n  nodes:";
+    for (const auto& n : w.nodes()) std::cout << " " << n;
+    std::cout << "\n";
+    if (w.gangs_size() > 0) {
+      std::cout << "  rigid gangs taken down:";
+      for (const auto& g : w.gangs()) std::cout << " " << g;
+      std::cout << "\n";
+    }
+  }
+  for (const auto& n : resp.notes()) std::cout << "note: " << n << "\n";
+  return 0;
+}
+
+}  // namespace tidal::cli
