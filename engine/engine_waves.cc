@@ -11,7 +11,10 @@ StatusOr<WavePlan> Engine::PlanWaves(const std::vector<std::string>& nodes, int3
   if (!domain.empty()) {
     opt.domain_level = cfg_.levels.Find(domain);
     if (opt.domain_level < 0 || opt.domain_level >= cfg_.levels.node_level()) {
-      return Status::Error("domain: unknown topology level \"" + domain.substr(0, 64) + "\" (accepted: " + cfg_.levels.Accepted() + ")");
+      std::string accepted;
+      for (const auto& l : cfg_.levels.levels) accepted += (accepted.empty() ? "" : ", ") + l.name;
+      return Status::Error("domain: unknown topology level \"" + domain.substr(0, 64) + "\" (accepted: " + accepted +
+                           "; one node per wave is --max-nodes 1)");
     }
   }
   std::vector<WaveNode> in;
