@@ -80,7 +80,7 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
     }
   }
   const bool levels_changed = cfg.levels.Accepted() != cfg_.levels.Accepted();
-  const bool windows_changed = cfg.maintenance.size() != cfg_.maintenance.size() || !cfg.maintenance.empty();
+  const bool windows_changed = !cfg.maintenance.empty() || !cfg_.maintenance.empty();
   cfg_ = cfg;
   if (windows_changed) state_.reset();  // the nodes' closes (engine_closes.cc) are computed with it
   ledger_.Reconfigure(*tree);

@@ -8,8 +8,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "cmd/tidalctl/commands.h"
+#include "cmd/tidalctl/grpc_engine.h"
 #include "core/api/duration.h"
-#include "server/grpc_client_tls.h"
 #include "tidal/v1/engine.grpc.pb.h"
 
 namespace tidal::cli {
@@ -65,7 +65,9 @@ int Drain(const Args& in) {
     }
   }
   Flags flags(args);
-  if (!flags.Parse({"--engine", "--by", "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name", "--insecure"})) {
+  std::vector<std::string> known = EngineFlagNames();
+  known.insert(known.end(), {"--by"});
+  if (!flags.Parse(known)) {
     std::cerr << kDrainUsage;
     return 2;
   }
@@ -88,23 +90,16 @@ int Drain(const Args& in) {
     }
     req.set_by_unix(*by);
   }
-  ClientTlsOptions tls;
-  tls.ca = flags.Get("--tls-ca");
-  tls.cert = flags.Get("--tls-cert");
-  tls.key = flags.Get("--tls-key");
-  tls.server_name = flags.Get("--tls-server-name");
-  tls.insecure = flags.Get("--insecure", "false") == "true";
-  const std::string address = flags.Get("--engine", "unix:///tmp/tidal-engine.sock");
-  auto channel = DialEngine(address, tls, "--tls-", "--insecure");
-  if (!channel.ok()) {
-    std::cerr << "tidalctl drain: " << channel.status().Message() << "\n";
+  const std::string address = EngineAddress(flags);
+  auto stub = EngineStub(flags);
+  if (!stub.ok()) {
+    std::cerr << "tidalctl drain: " << stub.status().Message() << "\n";
     return 2;
   }
-  auto stub = v1::Engine::NewStub(*channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   v1::DrainResponse resp;
-  grpc::Status st = stub->Drain(&ctx, req, &resp);
+  grpc::Status st = (*stub)->Drain(&ctx, req, &resp);
   if (!st.ok()) {
     std::cerr << "tidalctl drain: " << address << ": " << st.error_message() << "\n";
     return 1;

@@ -7,7 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "cmd/tidalctl/commands.h"
-#include "server/grpc_client_tls.h"
+#include "cmd/tidalctl/grpc_engine.h"
 #include "tidal/v1/engine.grpc.pb.h"
 
 namespace tidal::cli {
@@ -30,7 +30,9 @@ int Waves(const Args& args) {
     }
   }
   Flags flags(args);
-  if (!flags.Parse({"--engine", "--max-nodes", "--domain", "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name", "--insecure"})) {
+  std::vector<std::string> known = EngineFlagNames();
+  known.insert(known.end(), {"--max-nodes", "--domain"});
+  if (!flags.Parse(known)) {
     std::cerr << kWavesUsage;
     return 2;
   }
@@ -51,23 +53,16 @@ int Waves(const Args& args) {
     std::cerr << "tidalctl waves: give --max-nodes or --domain (one of them)\n" << kWavesUsage;
     return 2;
   }
-  ClientTlsOptions tls;
-  tls.ca = flags.Get("--tls-ca");
-  tls.cert = flags.Get("--tls-cert");
-  tls.key = flags.Get("--tls-key");
-  tls.server_name = flags.Get("--tls-server-name");
-  tls.insecure = flags.Get("--insecure", "false") == "true";
-  const std::string address = flags.Get("--engine", "unix:///tmp/tidal-engine.sock");
-  auto channel = DialEngine(address, tls, "--tls-", "--insecure");
-  if (!channel.ok()) {
-    std::cerr << "tidalctl waves: " << channel.status().Message() << "\n";
+  const std::string address = EngineAddress(flags);
+  auto stub = EngineStub(flags);
+  if (!stub.ok()) {
+    std::cerr << "tidalctl waves: " << stub.status().Message() << "\n";
     return 2;
   }
-  auto stub = v1::Engine::NewStub(*channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   v1::WavesResponse resp;
-  grpc::Status st = stub->PlanWaves(&ctx, req, &resp);
+  grpc::Status st = (*stub)->PlanWaves(&ctx, req, &resp);
   if (!st.ok()) {
     std::cerr << "tidalctl waves: " << address << ": " << st.error_message() << "\n";
     return 1;
