@@ -110,7 +110,7 @@ func (dp *disruptionPoller) withdraw(ctx context.Context, resp *tidalv1.Disrupti
 	if err != nil {
 		return nil
 	}
-	var todo []*v1.Pod
+	var stale []*v1.Pod
 	seen := map[types.UID]string{} // candidates still showing the resourceVersion they were withdrawn from
 	b := &dp.notices
 	b.mu.Lock()
@@ -125,7 +125,7 @@ func (dp *disruptionPoller) withdraw(ctx context.Context, resp *tidalv1.Disrupti
 			seen[pod.UID] = rv // patched already; the lister has not seen it yet
 			continue
 		}
-		todo = append(todo, pod)
+		stale = append(stale, pod)
 	}
 	for uid, at := range b.written {
 		if at.Before(asked) {
@@ -136,7 +136,7 @@ func (dp *disruptionPoller) withdraw(ctx context.Context, resp *tidalv1.Disrupti
 	b.mu.Unlock()
 
 	var out []string
-	for _, pod := range todo {
+	for _, pod := range stale {
 		p := owners[pod.Spec.SchedulerName]
 		if p.withdrawNotice(ctx, pod) {
 			b.mu.Lock()
