@@ -210,6 +210,7 @@ std::vector<std::pair<std::string, size_t>> Engine::Census() {
       {"ledger_charges", ledger_.charges().size()},
       {"reservations", book_->size()},
       {"preempt_holds", holds_.size()},
+      {"grow_waits", grow_waits_.size()},
       {"pdb_protected", pdb_protected_.size()},
       {"preempt_groups", pgroups_.size()},
       {"preempt_group_of", pgroup_of_.size()},

@@ -323,6 +323,20 @@ class Engine {
   // --- planning and fair-share order (engine_plan.cc)
   // Schedules gang g now (reservations honoured); on success g.plan holds the placement.
   Decision ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Workload w);
+  // Its search: w placed on state_ honouring the book (on kPlaced: in state_ and charged);
+  // *yielded gets the reservations left out for fair share.
+  Decision PlaceLocked(const Workload& w, int32_t* yielded);
+  // --- elastic gangs growing back (engine_elastic.cc): a running elastic gang's waiting members
+  // are placed only once room for them has stayed free for elastic_grow_after_s (probed when the
+  // wait starts and again when it ends; a probe without room restarts it). gang -> wait.
+  struct GrowWait {
+    int64_t since_s = 0;
+    bool activated = false;  // its pods were handed to TakeActivations when the wait ended
+  };
+  std::map<std::string, GrowWait> grow_waits_;
+  // "" when gang g (workload w) may be planned now; else why its growth waits.
+  std::string GrowWaitLocked(const Gang& g, const PodSchedulingSpec& spec, const Workload& w);
+  void DueGrowthsLocked(int64_t now);  // ended waits: the gangs' pending pods to activations_
   // Plans the heads of queues further below their fair share than w's (their pods into
   // *activate); returns a note naming the first, or "".
   std::string PlanAheadLocked(const Workload& w, std::vector<PodRefInfo>* activate);

@@ -75,6 +75,14 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     df.Int("maxNoticeSeconds", &cfg.max_notice_s, 0, 86400);
     if (Status s = df.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
+  if (const auto* e = f.Get("elastic")) {
+    Fields ef(*e, "elastic");
+    ef.Int("growAfterSeconds", &cfg.elastic_grow_after_s, 0, 86400);
+    int64_t min_members = cfg.elastic_grow_min_members;
+    ef.Int("growMinMembers", &min_members, 1, 100000);
+    cfg.elastic_grow_min_members = static_cast<int32_t>(min_members);
+    if (Status s = ef.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
   if (const auto* t = f.Get("topology")) {
     Fields tf(*t, "topology");
     if (const auto* l = tf.Get("levels")) {

@@ -173,7 +173,10 @@ std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSched
   w.queue_id = ledger_.tree().Find(spec.queue);
   w.workload_class = spec.workload_class;
   w.members = need;
-  w.min_members = std::clamp(spec.gang_min - bound, 1, need);
+  // An elastic gang at or above its minimum grows by at least elastic_grow_min_members at once
+  // (fewer only when fewer complete it): each growth restarts its workers.
+  w.min_members = bound >= spec.gang_min ? std::min(need, std::max<int32_t>(1, cfg_.elastic_grow_min_members))
+                                         : std::clamp(spec.gang_min - bound, 1, need);
   w.arrived_members = pending;
   w.per_member = s.per_member;
   w.priority = s.priority;

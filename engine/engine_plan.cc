@@ -107,10 +107,7 @@ void Engine::FlushReindexLocked() {
   for (const auto& k : keys) ReindexGangLocked(k);
 }
 
-Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Workload w) {
-  const Resources per_member = w.per_member;
-  const int64_t submitted = w.submit_time_s;
-  const auto t0 = std::chrono::steady_clock::now();
+Decision Engine::PlaceLocked(const Workload& w, int32_t* yielded) {
   // Honour the reservations of other gangs (start now only where none is delayed); a gang whose
   // own reservation is due starts on its reserved nodes when they hold it.
   ReservationView rv;
@@ -126,9 +123,27 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   Decision d;
   if (auto preferred = WithPreferredRequired(w)) d = sched_->ScheduleOne(*state_, *preferred, clock_(), nullptr, rv.get(), rv.at);
   if (d.outcome != Outcome::kPlaced) d = sched_->ScheduleOne(*state_, w, clock_(), nullptr, rv.get(), rv.at);
+  if (yielded != nullptr) *yielded = rv.yielded;
+  return d;
+}
+
+Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Workload w) {
+  const Resources per_member = w.per_member;
+  const int64_t submitted = w.submit_time_s;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (std::string wait = GrowWaitLocked(g, spec, w); !wait.empty()) {
+    Decision d;
+    d.outcome = Outcome::kPending;
+    d.explanation = wait;
+    d.status = Status::Unschedulable(std::move(wait), "elastic");
+    g.last_reason = d.explanation;
+    return d;
+  }
+  int32_t yielded = 0;
+  Decision d = PlaceLocked(w, &yielded);
   if (d.outcome == Outcome::kPlaced) {
     book_->erase(w.id);
-    if (rv.yielded > 0) book_stale_ = true;  // a yielded reservation may have lost its nodes
+    if (yielded > 0) book_stale_ = true;  // a yielded reservation may have lost its nodes
   } else if (d.outcome == Outcome::kPending && d.placement_failed) {
     RefreshReservationsLocked();
     if (std::string when = ReservedStartLocked(w.id); !when.empty()) {

@@ -367,6 +367,7 @@ Status Engine::UpsertPodLocked(PodInfo in) {
       DropPlanLocked(g->second);
       if (g->second.pods.empty()) {
         UnindexGangLocked(g->second);
+        grow_waits_.erase(g->first);
         gangs_.erase(g);
       } else {
         QueueReindexLocked(old->second);
@@ -409,6 +410,7 @@ void Engine::DeletePodLocked(const std::string& uid, bool observed) {
         DropPlanLocked(g->second);
         UnindexGangLocked(g->second);
         lost_members_.erase(g->first);
+        grow_waits_.erase(g->first);
         gangs_.erase(g);
       } else {
         QueueReindexLocked(it->second);

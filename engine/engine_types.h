@@ -113,6 +113,11 @@ struct EngineConfig {
   // The most notice a disruption gives (tidal.dev/checkpoint-on-notice asks for up to this;
   // disruption: {maxNoticeSeconds}).
   int64_t max_notice_s = 600;
+  // Elastic gangs growing back (elastic: {growAfterSeconds, growMinMembers}): a running elastic
+  // gang's waiting members are placed only once room for them has stayed free this long, and
+  // only at least this many at once (fewer only when fewer complete the gang).
+  int64_t elastic_grow_after_s = 30;
+  int32_t elastic_grow_min_members = 1;
   // How node conditions and labels become degraded / unhealthy, and how long a node is unhealthy
   // before the gangs running there are disrupted (nodeHealth: engine/node_health.h).
   NodeHealthConfig node_health;
@@ -128,7 +133,7 @@ struct EngineConfig {
 };
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
 // poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds},
-// disruption: {maxNoticeSeconds}, nodeHealth, maintenance: {windows}, topology: {levels}, profile, resources,
+// disruption: {maxNoticeSeconds}, elastic: {growAfterSeconds, growMinMembers}, nodeHealth, maintenance: {windows}, topology: {levels}, profile, resources,
 // usageHalfLife, queues, frontDoors: [kubernetes, slurm]}. Every problem is one
 // reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);

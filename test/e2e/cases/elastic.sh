@@ -14,9 +14,10 @@
 # runs whole, tidal_disruptions_total{cause="preemption"} grew by exactly 1 and
 # tidal_gangs_requeued_whole_total{cause="preemption"} did not grow. Grow back: two new members
 # (same labels and annotations, new names, as a Job controller would create them) wait while hi
-# runs; once hi's pods are gone they bind within 60 s and el runs 4 members again (the time is
-# printed: "elastic: grew back in N s"). preemption.minRuntime is 1 s in the e2e engine config.
-# About 25 s.
+# runs; once hi's pods are gone they still wait 3 s later (hysteresis: the room must stay free for
+# elastic.growAfterSeconds, 5 s in the e2e engine config, so a restart is not paid for every bit of
+# room), then bind within 60 s and el runs 4 members again (the time is printed: "elastic: grew back
+# in N s"). preemption.minRuntime is 1 s in the e2e engine config. About 30 s.
 MORE_CASES+=(elastic)
 
 elastic_metric() {  # elastic_metric NAME CAUSE: the engine's counter NAME{cause=CAUSE} (0 if none)
@@ -133,6 +134,11 @@ case_elastic() {
   k delete pods -n $ns -l tidal.dev/gang=hi --wait=false >/dev/null
   check "hi's pods are gone" until_true 15 eval "[ -z \"\$(k get pods -n $ns -l tidal.dev/gang=hi -o name)\" ]"
   gone_at=$(e2e_now_ms)
+  sleep 3
+  check "el-4 and el-5 still wait 3 s after hi is gone (the room must stay free 5 s first)" \
+    test "$(bound $ns tidal.dev/gang=el)" -eq 2
+  check "the engine says why: the elastic gang grows once the room stays free" \
+    until_true 5 has_event $ns FailedScheduling el-4 "once the room stays free"
   check "el-4 and el-5 bind within 60 s of hi being gone" until_true 60 elastic_alive $ns el-4 el-5
   ms=$(ms_since "$gone_at")
   grown=$(awk -v m="$ms" 'BEGIN {printf "%.1f", m / 1000}')
