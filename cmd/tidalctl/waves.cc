@@ -8,6 +8,8 @@
 
 #include "cmd/tidalctl/commands.h"
 #include "cmd/tidalctl/grpc_engine.h"
+#include "cmd/tidalctl/waves_run.h"
+#include "core/api/duration.h"
 #include "tidal/v1/engine.grpc.pb.h"
 
 namespace tidal::cli {
@@ -18,24 +20,61 @@ constexpr const char* kWavesUsage =
     "  NODE...: the nodes to upgrade (default: every node the engine knows)\n"
     "  --max-nodes N: at most N nodes per wave; --domain LEVEL: one topology domain (leaf, nvlink, ...) per wave\n"
     "  The nodes of each running rigid gang are in one wave, so it is disrupted once.\n"
+    "  --run [--by DURATION] [--exec CMD] [--wave-timeout DURATION]: run the waves one at a time: drain\n"
+    "    the wave's nodes by --by (default 30m: work that ends by then finishes, the rest is disrupted\n"
+    "    whole), wait until they are drained, run CMD NODE... (the upgrade; it returns once the nodes\n"
+    "    are back), cancel the drain, plan the rest again, next wave. A wave not drained within --wave-timeout (default\n"
+    "    --by + 5m) or whose CMD fails stops the run; its nodes stay drained. Exit 1 then.\n"
     "  TLS:  --tls-ca FILE --tls-cert FILE --tls-key FILE [--tls-server-name NAME], --insecure true\n";
 
 }  // namespace
 
-int Waves(const Args& args) {
-  for (const auto& a : args) {
+int Waves(const Args& in) {
+  Args args;
+  bool run = false;
+  for (const auto& a : in) {
     if (a == "--help" || a == "-h") {
       std::cout << kWavesUsage;
       return 0;
     }
+    if (a == "--run") {
+      run = true;
+    } else {
+      args.push_back(a);
+    }
   }
   Flags flags(args);
   std::vector<std::string> known = EngineFlagNames();
-  known.insert(known.end(), {"--max-nodes", "--domain"});
+  known.insert(known.end(), {"--max-nodes", "--domain", "--by", "--exec", "--wave-timeout"});
   if (!flags.Parse(known)) {
     std::cerr << kWavesUsage;
     return 2;
   }
+  WaveRunOptions opts;
+  for (const char* f : {"--by", "--exec", "--wave-timeout"}) {
+    if (!run && !flags.Get(f).empty()) {
+      std::cerr << "tidalctl waves: " << f << " needs --run\n" << kWavesUsage;
+      return 2;
+    }
+  }
+  if (!flags.Get("--by").empty()) {
+    auto by = ParseDurationSeconds(flags.Get("--by"), "--by");
+    if (!by.ok() || *by <= 0) {
+      std::cerr << "tidalctl waves: " << (by.ok() ? "--by: must be positive" : by.status().Message()) << "\n";
+      return 2;
+    }
+    opts.by_s = *by;
+  }
+  opts.wave_timeout_s = opts.by_s + 300;
+  if (!flags.Get("--wave-timeout").empty()) {
+    auto t = ParseDurationSeconds(flags.Get("--wave-timeout"), "--wave-timeout");
+    if (!t.ok() || *t <= 0) {
+      std::cerr << "tidalctl waves: " << (t.ok() ? "--wave-timeout: must be positive" : t.status().Message()) << "\n";
+      return 2;
+    }
+    opts.wave_timeout_s = *t;
+  }
+  opts.exec = flags.Get("--exec");
   v1::WavesRequest req;
   for (const auto& n : flags.positional()) req.add_nodes(n);
   const std::string max_text = flags.Get("--max-nodes");
@@ -85,7 +124,9 @@ int Waves(const Args& args) {
     }
   }
   for (const auto& n : resp.notes()) std::cout << "note: " << n << "\n";
-  return 0;
+  if (!run) return 0;
+  std::cout.flush();
+  return RunWaves(**stub, req, resp, opts);
 }
 
 }  // namespace tidal::cli

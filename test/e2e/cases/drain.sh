@@ -14,8 +14,12 @@
 # after the drain, is not bound while A is drained; once both nodes are empty the status says
 # drained for both, and the pinned pod is still not bound; `--cancel A B` lets it bind within 15 s
 # and the status no longer lists them; `tidalctl waves --domain nvlink` puts A and B in one wave and
-# without --max-nodes / --domain exits 2. The drain is cancelled at the end in any case (the engine
-# keeps drains until cancelled). About 30 s.
+# without --max-nodes / --domain exits 2. Then `tidalctl waves A B --max-nodes 1 --run --by 5s --exec
+# HOOK` runs two waves: HOOK (the "upgrade") runs once per wave with that wave's node, which the
+# status reports drained while it runs; pinned-0 (now on A, no runtime limit) is disrupted for its
+# wave (TidalDisrupted naming drain); the run exits 0 and leaves no drain; with `--exec false` it exits 1
+# and leaves the wave drained. The drain is cancelled at
+# the end in any case (the engine keeps drains until cancelled). About 45 s.
 MORE_CASES+=(drain)
 
 drain_ctl() { "$TIDAL_E2E_BIN/tidalctl" drain --engine "unix://$BASE/run/engine.sock" "$@"; }
@@ -94,6 +98,39 @@ case_drain() {
   check "after the cancel the pinned pod binds on $a within 15 s" until_true 15 pod_field_is $ns pinned-0 '{.status.phase}' Running
   timings+=("drain-cancel-to-bound=$(ms_since "$t0")ms")
   check "the status no longer lists $a or $b" eval "[ -z \"\$(drain_state $a)\$(drain_state $b)\" ]"
+  # Running the waves (tidalctl waves --run): one node per wave, pinned-0 (no runtime limit) on $a.
+  local hook=$BASE/waves-hook.sh hooklog=$BASE/waves-hook.log want got
+  rm -f "$hooklog"
+  {
+    echo '#!/bin/bash'
+    echo '# the "upgrade": records each node it is given and its drain state while it runs'
+    echo "for n in \"\$@\"; do"
+    echo "  echo \"\$n \$('$TIDAL_E2E_BIN/tidalctl' drain --engine 'unix://$BASE/run/engine.sock' | awk -v n=\"\$n\" '\$1 == n {print \$2}')\""
+    echo "done >>'$hooklog'"
+  } >"$hook"
+  chmod +x "$hook"
+  rc=0
+  t0=$(e2e_now_ms)
+  waves=$("$TIDAL_E2E_BIN/tidalctl" waves --engine "unix://$BASE/run/engine.sock" "$a" "$b" --max-nodes 1 --run --by 5s \
+    --exec "$hook" 2>&1) || rc=$?
+  sed 's/^/    waves --run: /' <<<"$waves" >&2
+  timings+=("waves-run=$(ms_since "$t0")ms")
+  check "tidalctl waves --run over $a and $b exits 0 (got $rc)" test "$rc" = 0
+  want=$(printf '%s drained\n' "$a" "$b" | sort | tr '\n' ' ')
+  got=$(sort "$hooklog" 2>/dev/null | tr '\n' ' ')
+  check "  the upgrade ran once per wave, on one node each, while it was drained ($got)" test "$got" = "$want"
+  check "  pinned-0 on $a was taken off for its wave (TidalDisrupted naming drain)" \
+    until_true 5 has_event $ns TidalDisrupted pinned-0 ': drain: '
+  check "  no drain is left on $a or $b" eval "[ -z \"\$(drain_state $a)\$(drain_state $b)\" ]"
+  rc=0
+  "$TIDAL_E2E_BIN/tidalctl" waves --engine "unix://$BASE/run/engine.sock" "$b" --max-nodes 1 --run --by 5s --exec false \
+    >/dev/null 2>&1 || rc=$?
+  check "a wave whose upgrade fails stops the run (exit 1, got $rc) and leaves $b drained" \
+    eval "[ $rc = 1 ] && drain_state_is $b drained"
+  drain_ctl --cancel "$b" >/dev/null 2>&1 || true
+  rc=0
+  "$TIDAL_E2E_BIN/tidalctl" waves --engine "unix://$BASE/run/engine.sock" --max-nodes 1 --exec true >/dev/null 2>&1 || rc=$?
+  check "tidalctl waves --exec without --run exits 2 (got $rc)" test "$rc" = 2
   for p in "$a" "$b"; do drain_ctl --cancel "$p" >/dev/null 2>&1 || true; done  # whatever failed above
   cleanup_ns $ns
 }
