@@ -57,23 +57,17 @@ int Waves(const Args& in) {
       return 2;
     }
   }
-  if (!flags.Get("--by").empty()) {
-    auto by = ParseDurationSeconds(flags.Get("--by"), "--by");
-    if (!by.ok() || *by <= 0) {
-      std::cerr << "tidalctl waves: " << (by.ok() ? "--by: must be positive" : by.status().Message()) << "\n";
-      return 2;
-    }
-    opts.by_s = *by;
-  }
+  // A positive duration flag into *out (left as is when the flag is not given); false: said why.
+  auto duration = [&flags](const char* flag, int64_t* out) {
+    if (flags.Get(flag).empty()) return true;
+    auto d = ParseDurationSeconds(flags.Get(flag), flag);
+    if (d.ok() && *d > 0) return *out = *d, true;
+    std::cerr << "tidalctl waves: " << (d.ok() ? std::string(flag) + ": must be positive" : d.status().Message()) << "\n";
+    return false;
+  };
+  if (!duration("--by", &opts.by_s)) return 2;
   opts.wave_timeout_s = opts.by_s + 300;
-  if (!flags.Get("--wave-timeout").empty()) {
-    auto t = ParseDurationSeconds(flags.Get("--wave-timeout"), "--wave-timeout");
-    if (!t.ok() || *t <= 0) {
-      std::cerr << "tidalctl waves: " << (t.ok() ? "--wave-timeout: must be positive" : t.status().Message()) << "\n";
-      return 2;
-    }
-    opts.wave_timeout_s = *t;
-  }
+  if (!duration("--wave-timeout", &opts.wave_timeout_s)) return 2;
   opts.exec = flags.Get("--exec");
   v1::WavesRequest req;
   for (const auto& n : flags.positional()) req.add_nodes(n);
