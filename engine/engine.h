@@ -334,8 +334,9 @@ class Engine {
     bool activated = false;  // its pods were handed to TakeActivations when the wait ended
   };
   std::map<std::string, GrowWait> grow_waits_;
-  // "" when gang g (workload w) may be planned now; else why its growth waits.
-  std::string GrowWaitLocked(const Gang& g, const PodSchedulingSpec& spec, const Workload& w);
+  // "" when gang g (workload w) may be planned now; else why its growth waits. A probe that found
+  // no room is left in *probe (the plan's own answer: not searched twice).
+  std::string GrowWaitLocked(const Gang& g, const PodSchedulingSpec& spec, const Workload& w, std::optional<Decision>* probe);
   void DueGrowthsLocked(int64_t now);  // ended waits: the gangs' pending pods to activations_
   // Plans the heads of queues further below their fair share than w's (their pods into
   // *activate); returns a note naming the first, or "".
@@ -579,6 +580,7 @@ class Engine {
   // Every pending Kubernetes pod of a Tidal gang, for TakeActivations: capacity came back that
   // kube-scheduler sees no event for (a door's gate lifted, a drain cancelled).
   void ActivateKubernetesPendingLocked();
+  void ActivatePendingLocked(const Gang& g);  // its pending pods, to activations_ (Kubernetes)
   void SaveDoorMemoryLocked(nlohmann::json& state) const;
   Status LoadDoorMemoryLocked(const nlohmann::json& state);
   std::vector<std::string> AwaitedDoorNamesLocked() const;

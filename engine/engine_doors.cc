@@ -122,15 +122,18 @@ void Engine::LiftDoorGateLocked(FrontDoor door) {
 }
 
 void Engine::ActivateKubernetesPendingLocked() {
-  auto& out = activations_[static_cast<int>(FrontDoor::kKubernetes)];
   for (const auto& [queue, heads] : pending_by_queue_) {
     for (const auto& h : heads) {
-      if (h.ptr->door != FrontDoor::kKubernetes) continue;
-      for (const auto& uid : h.ptr->pods) {
-        const PodInfo& p = pods_.at(uid);
-        if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending) out.push_back({p.uid, p.ns, p.name});
-      }
+      if (h.ptr->door == FrontDoor::kKubernetes) ActivatePendingLocked(*h.ptr);
     }
+  }
+}
+
+void Engine::ActivatePendingLocked(const Gang& g) {
+  auto& out = activations_[static_cast<int>(FrontDoor::kKubernetes)];
+  for (const auto& uid : g.pods) {
+    const PodInfo& p = pods_.at(uid);
+    if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending) out.push_back({p.uid, p.ns, p.name});
   }
 }
 

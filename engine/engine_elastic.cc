@@ -16,6 +16,7 @@
 // 0 s turns the wait off. Only Kubernetes gangs are elastic (a Slurm job's node count is fixed).
 //
 // Threading: under mu_ (the *Locked convention); grow_waits_ is the Engine's (engine.h).
+#include <optional>
 #include <string>
 
 #include "core/api/duration.h"
@@ -23,7 +24,8 @@
 
 namespace tidal {
 
-std::string Engine::GrowWaitLocked(const Gang& g, const PodSchedulingSpec& spec, const Workload& w) {
+std::string Engine::GrowWaitLocked(const Gang& g, const PodSchedulingSpec& spec, const Workload& w,
+                                   std::optional<Decision>* probe_out) {
   const int64_t after = cfg_.elastic_grow_after_s;
   const int32_t bound = g.summary.bound;
   if (after <= 0 || spec.gang_min >= spec.gang_size || bound < spec.gang_min) {
@@ -40,7 +42,8 @@ std::string Engine::GrowWaitLocked(const Gang& g, const PodSchedulingSpec& spec,
   const bool room = probe.outcome == Outcome::kPlaced || probe.outcome == Outcome::kWaiting;
   if (!room) {
     if (it != grow_waits_.end()) grow_waits_.erase(it);  // the room went: the wait starts again
-    return {};  // the plan says why it does not fit
+    *probe_out = std::move(probe);  // the plan's answer: why it does not fit
+    return {};
   }
   (void)state_->RemoveRunning(w.id);  // a probe only
   ledger_.Uncharge(w.id);
@@ -54,7 +57,6 @@ std::string Engine::GrowWaitLocked(const Gang& g, const PodSchedulingSpec& spec,
 }
 
 void Engine::DueGrowthsLocked(int64_t now) {
-  auto& out = activations_[static_cast<int>(FrontDoor::kKubernetes)];
   for (auto it = grow_waits_.begin(); it != grow_waits_.end();) {
     auto g = gangs_.find(it->first);
     if (g == gangs_.end() || g->second.summary.pending == 0 || g->second.plan) {
@@ -63,10 +65,7 @@ void Engine::DueGrowthsLocked(int64_t now) {
     }
     if (!it->second.activated && now - it->second.since_s >= cfg_.elastic_grow_after_s) {
       it->second.activated = true;
-      for (const auto& uid : g->second.pods) {
-        const PodInfo& p = pods_.at(uid);
-        if (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending) out.push_back({p.uid, p.ns, p.name});
-      }
+      ActivatePendingLocked(g->second);
     }
     ++it;
   }

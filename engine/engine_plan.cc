@@ -131,7 +131,8 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   const Resources per_member = w.per_member;
   const int64_t submitted = w.submit_time_s;
   const auto t0 = std::chrono::steady_clock::now();
-  if (std::string wait = GrowWaitLocked(g, spec, w); !wait.empty()) {
+  std::optional<Decision> probe;  // a growth probe that found no room is the plan's answer
+  if (std::string wait = GrowWaitLocked(g, spec, w, &probe); !wait.empty()) {
     Decision d;
     d.outcome = Outcome::kPending;
     d.explanation = wait;
@@ -140,7 +141,7 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
     return d;
   }
   int32_t yielded = 0;
-  Decision d = PlaceLocked(w, &yielded);
+  Decision d = probe ? std::move(*probe) : PlaceLocked(w, &yielded);
   if (d.outcome == Outcome::kPlaced) {
     book_->erase(w.id);
     if (yielded > 0) book_stale_ = true;  // a yielded reservation may have lost its nodes

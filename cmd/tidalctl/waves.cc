@@ -1,6 +1,5 @@
 // tidalctl waves: rolling-upgrade waves through tidal-engine's PlanWaves RPC (gRPC, the same
 // address and mutual TLS options as tidalctl drain). Threading: single-threaded.
-#include <chrono>
 #include <cstdlib>
 #include <iostream>
 
@@ -92,20 +91,8 @@ int Waves(const Args& in) {
     std::cerr << "tidalctl waves: " << stub.status().Message() << "\n";
     return 2;
   }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   v1::WavesResponse resp;
-  grpc::Status st = (*stub)->PlanWaves(&ctx, req, &resp);
-  if (!st.ok()) {
-    std::cerr << "tidalctl waves: " << address << ": " << st.error_message() << "\n";
-    return 1;
-  }
-  if (resp.status().code() != v1::Status::SUCCESS) {
-    std::cerr << "tidalctl waves:";
-    for (const auto& r : resp.status().reasons()) std::cerr << " " << r;
-    std::cerr << "\n";
-    return 1;
-  }
+  if (!CallPlanWaves(**stub, req, &resp, "tidalctl waves", address)) return 1;
   for (int i = 0; i < resp.waves_size(); ++i) {
     const auto& w = resp.waves(i);
     std::cout << "wave " << (i + 1) << ": " << w.why() << "\n  nodes:";

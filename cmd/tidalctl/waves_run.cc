@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <vector>
 #include <thread>
 
 #include <sys/wait.h>
@@ -66,21 +65,18 @@ std::string ShellQuote(const std::string& s) {
 
 }  // namespace
 
-// The waves of `nodes` (the rest of the run), planned again: gangs placed meanwhile change them.
-static bool Replan(v1::Engine::Stub& stub, const v1::WavesRequest& base, const std::vector<std::string>& nodes, v1::WavesResponse* out) {
-  v1::WavesRequest req = base;
-  req.clear_nodes();
-  for (const auto& n : nodes) req.add_nodes(n);
+bool CallPlanWaves(v1::Engine::Stub& stub, const v1::WavesRequest& req, v1::WavesResponse* resp, const std::string& who,
+                   const std::string& address) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  grpc::Status st = stub.PlanWaves(&ctx, req, out);
+  grpc::Status st = stub.PlanWaves(&ctx, req, resp);
   if (!st.ok()) {
-    std::cerr << "tidalctl waves --run: PlanWaves: " << st.error_message() << "\n";
+    std::cerr << who << ": " << address << ": " << st.error_message() << "\n";
     return false;
   }
-  if (out->status().code() != v1::Status::SUCCESS) {
-    std::cerr << "tidalctl waves --run: PlanWaves:";
-    for (const auto& r : out->status().reasons()) std::cerr << " " << r;
+  if (resp->status().code() != v1::Status::SUCCESS) {
+    std::cerr << who << ":";
+    for (const auto& r : resp->status().reasons()) std::cerr << " " << r;
     std::cerr << "\n";
     return false;
   }
@@ -101,11 +97,11 @@ int RunWaves(v1::Engine::Stub& stub, const v1::WavesRequest& req, v1::WavesRespo
       }
     }
     std::cout << name << ": draining " << w.nodes_size() << " node(s) by " << FormatUnixTime(start + o.by_s) << std::endl;
-    std::string left = "?", said;
+    std::string said;
     while (true) {
       v1::DrainResponse status;
       if (!Call(stub, v1::DrainRequest{}, &status)) return 1;
-      left = Left(w, status);
+      const std::string left = Left(w, status);
       if (left.empty()) break;
       if (left != said) std::cout << name << ": waiting: " << left << std::endl;
       said = left;
@@ -134,10 +130,14 @@ int RunWaves(v1::Engine::Stub& stub, const v1::WavesRequest& req, v1::WavesRespo
     std::cout << name << ": done in " << FormatDurationSeconds(Now() - start) << "; nodes:";
     for (const auto& n : w.nodes()) std::cout << " " << n;
     std::cout << std::endl;
-    std::vector<std::string> rest;
-    for (int k = 1; k < plan.waves_size(); ++k) rest.insert(rest.end(), plan.waves(k).nodes().begin(), plan.waves(k).nodes().end());
-    if (rest.empty()) break;
-    if (!Replan(stub, req, rest, &plan)) return 1;
+    // The waves of the nodes still to do, planned again: gangs placed meanwhile change them.
+    v1::WavesRequest rest = req;
+    rest.clear_nodes();
+    for (int k = 1; k < plan.waves_size(); ++k) {
+      for (const auto& n : plan.waves(k).nodes()) rest.add_nodes(n);
+    }
+    if (rest.nodes_size() == 0) break;
+    if (!CallPlanWaves(stub, rest, &plan, "tidalctl waves --run: PlanWaves", "the engine")) return 1;
   }
   return 0;
 }

@@ -16,6 +16,11 @@ struct WaveRunOptions {
   int64_t poll_ms = 1000;
 };
 
+// One PlanWaves call; false when it failed or the engine refused (said on stderr: "WHO: ADDRESS:
+// <rpc error>", "WHO: <reasons>").
+bool CallPlanWaves(v1::Engine::Stub& stub, const v1::WavesRequest& req, v1::WavesResponse* resp, const std::string& who,
+                   const std::string& address);
+
 // Runs `plan` (PlanWaves' answer to `req`) wave by wave, planning the rest again after each.
 // 0 when every wave ran; 1 when one failed (its nodes stay drained; said on stderr).
 int RunWaves(v1::Engine::Stub& stub, const v1::WavesRequest& req, v1::WavesResponse plan, const WaveRunOptions& o);
