@@ -55,6 +55,7 @@
 #include "engine/disruption_book.h"
 #include "engine/observability.h"
 #include "engine/pod_spec.h"
+#include "engine/preempt_hold.h"
 #include "engine/waves.h"
 #include "core/framework/scheduler.h"
 #include "core/state/cluster_state.h"
@@ -468,24 +469,10 @@ class Engine {
     pgroup_of_.clear();
     pview_dirty_.clear();
   }
-  // Capacity freed for a preemptor: its reservation is book_[plan id] (start = when chosen); this
-  // records what it waits for. Dropped with the reservation (planned, gang gone, plan_ttl_s).
-  struct PreemptHold {
-    struct Victim {
-      std::string id;
-      std::vector<std::string> uids;
-      double lost_gpu_seconds = 0;
-      bool counted = false;  // reported evicted (metrics count each victim once)
-    };
-    std::vector<Victim> victims;
-    std::string reason;
-    int64_t created_s = 0;
-    bool evicted = false;  // the front door reported evictions for it
-    // The longest notice a victim got (checkpoint on notice): the gang waits for it, and the hold
-    // lasts plan_ttl_s beyond it.
-    int64_t notice_s = 0;
-  };
+  // Capacity freed for a preemptor (engine/preempt_hold.h).
   std::map<std::string, PreemptHold> holds_;          // plan id -> hold
+  // Holds whose victims have all gone: their preemptor's pending pods go to TakeActivations.
+  void ActivateHeldLocked();
   std::map<std::string, int64_t> pdb_protected_;      // allocation id -> protected until (s)
   void EnsurePreemptViewLocked();
   void RegroupLocked(const std::string& id);
@@ -538,6 +525,11 @@ class Engine {
   void LayClosesLocked(ClusterState& timeline) const;       // dry cycles: closing nodes take no reservation
   void ForgetDecommissionedLocked(const std::string& node);  // its last door deleted it
   void CancelCalledOffClosesLocked();  // after a drain is cancelled: its victims still in notice keep running
+  // A Kubernetes node's tidal.dev/drain-by annotation (nullptr: its Kubernetes record is gone):
+  // the drain every replica sees; a bad value is a warning on the node and changes nothing.
+  void AnnotatedDrainLocked(const std::string& node, const std::map<std::string, std::string>* annotations,
+                            std::vector<NodeWarningInfo>* warnings);
+  bool closes_called_off_ = false;  // an annotated drain went: CancelCalledOffClosesLocked at the next poll
   std::unordered_map<std::string, int64_t> unhealthy_since_;   // node -> unhealthy since (s)
   std::map<std::string, std::string> lost_members_;            // gang -> "<member> <how>" it lost (since the last poll)
   void TrackHealthLocked(const std::string& node);             // after nodes_[node] changed or went

@@ -157,7 +157,10 @@ AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
 std::vector<PodRefInfo> Engine::TakeActivations(FrontDoor door) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<PodRefInfo> out;
-  if (door == FrontDoor::kKubernetes) DueGrowthsLocked(clock_());  // elastic gangs whose wait ended
+  if (door == FrontDoor::kKubernetes) {
+    DueGrowthsLocked(clock_());  // elastic gangs whose wait ended
+    ActivateHeldLocked();        // preemptors whose Slurm victims were requeued
+  }
   out.swap(activations_[static_cast<int>(door)]);
   // Only pods still pending and known (a pod may have bound or gone since it was queued).
   std::set<std::string> seen;

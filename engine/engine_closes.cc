@@ -2,7 +2,10 @@
 // has the rule):
 //   drain         tidalctl drain NODE... --by T (Drain), kept in the state file ("drains") until
 //                 cancelled; with --decommission (cause decommission) also until the node leaves
-//                 for good (its last door deletes it);
+//                 for good (its last door deletes it); or the Kubernetes node's annotation
+//                 tidal.dev/drain-by: T (AnnotatedDrainLocked; tidal.dev/decommission: "true"),
+//                 which every replica's engine reads from its own shim, so a failover keeps it:
+//                 it lasts as long as the annotation, and the RPC neither cancels nor changes it;
 //   maintenance   the config's maintenance.windows: its nodes close at start and take work again
 //                 at end.
 // Before T a closing node takes only work expected to end by T (ReservationViewLocked lays the
@@ -16,6 +19,7 @@
 // Threading and ownership: as engine.cc: Drain takes mu_, the *Locked functions run under it.
 // drains_, closes_, close_* and state_valid_until_ are the Engine's (engine.h).
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "core/api/duration.h"
@@ -87,6 +91,10 @@ void Engine::LayClosesLocked(ClusterState& timeline) const {
 
 void Engine::OpenDrainsLocked(int64_t now) {
   EnsureStateLocked();
+  if (closes_called_off_) {  // an annotated drain went since the last poll
+    closes_called_off_ = false;
+    CancelCalledOffClosesLocked();
+  }
   if (closes_.empty()) return;
   std::set<std::string> names;
   for (const auto& [node, c] : closes_) names.insert(node);
@@ -115,7 +123,11 @@ std::vector<NodeDrainInfo> Engine::Drain(const std::vector<std::string>& nodes, 
   bool changed = false;
   std::vector<NodeDrainInfo> unknown;
   for (const auto& n : nodes) {
-    if (cancel) {
+    if (auto d = drains_.find(n); d != drains_.end() && d->second.from_node) {
+      unknown.push_back({n, d->second.by, "annotated", 0, 0,
+                         "drained by its tidal.dev/drain-by annotation: change or remove that instead (kubectl annotate node " +
+                             n + " tidal.dev/drain-by-)"});
+    } else if (cancel) {
       changed = drains_.erase(n) > 0 || changed;
     } else if (!nodes_.count(n)) {
       unknown.push_back({n, by_s, "unknown-node", 0, 0, "no front door reports this node"});
@@ -146,6 +158,47 @@ std::vector<NodeDrainInfo> Engine::Drain(const std::vector<std::string>& nodes, 
   std::vector<NodeDrainInfo> out = DrainReportLocked(now);
   out.insert(out.end(), unknown.begin(), unknown.end());
   return out;
+}
+
+void Engine::AnnotatedDrainLocked(const std::string& node, const std::map<std::string, std::string>* annotations,
+                                  std::vector<NodeWarningInfo>* warnings) {
+  auto d = drains_.find(node);
+  const bool had = d != drains_.end() && d->second.from_node;
+  const std::string* value = nullptr;
+  if (annotations != nullptr) {
+    if (auto it = annotations->find(kAnnotationDrainBy); it != annotations->end()) value = &it->second;
+  }
+  std::optional<NodeClose> want;
+  if (value != nullptr) {
+    auto by = ParseUnixTime(*value, std::string("node ") + node + ": annotation " + kAnnotationDrainBy);
+    if (!by.ok()) {
+      // Unreadable: nothing changes (a drain it had stays), and the node says why.
+      if (warnings != nullptr) warnings->push_back({node, "TidalDrainAnnotationInvalid", by.status().Message()});
+      return;
+    }
+    auto dec = annotations->find(kAnnotationDecommission);
+    const bool decommission = dec != annotations->end() && dec->second == "true";
+    want = NodeClose{*by, INT64_MAX, decommission ? DisruptionCause::kDecommission : DisruptionCause::kDrain,
+                     decommission ? "decommission" : "drain", /*from_node=*/true};
+  }
+  if (!want && !had) return;
+  if (want && had && d->second.by == want->by && d->second.cause == want->cause) return;
+  if (want) {
+    drains_[node] = *want;  // replaces a drain the RPC set: the annotation owns it now
+  } else {
+    drains_.erase(d);
+    closes_called_off_ = true;
+    ActivateKubernetesPendingLocked();  // as a cancelled drain: its pods get another try
+  }
+  state_.reset();
+  door_memory_version_.fetch_add(1, std::memory_order_relaxed);
+  if (decision_log_ != nullptr) {
+    decision_log_->Write({{"ts", clock_()},
+                          {"outcome", !want ? "drain-cancelled" : want->cause == DisruptionCause::kDecommission ? "decommission" : "drain"},
+                          {"nodes", {node}},
+                          {"by", want ? want->by : 0},
+                          {"source", "annotation"}});
+  }
 }
 
 void Engine::CancelCalledOffClosesLocked() {
@@ -217,13 +270,14 @@ void Engine::SaveDrainsLocked(nlohmann::json& state) const {
   if (drains_.empty()) return;
   nlohmann::json d = nlohmann::json::object();
   for (const auto& [node, c] : drains_) {
+    if (c.from_node) continue;  // the node's annotation brings it back
     if (c.cause == DisruptionCause::kDecommission) {
       d[node] = {{"by", c.by}, {"decommission", true}};
     } else {
       d[node] = c.by;  // the format of earlier versions
     }
   }
-  state["drains"] = std::move(d);
+  if (!d.empty()) state["drains"] = std::move(d);
 }
 
 Status Engine::LoadDrainsLocked(const nlohmann::json& state) {

@@ -73,6 +73,7 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
   if (const auto* d = f.Get("disruption")) {
     Fields df(*d, "disruption");
     df.Int("maxNoticeSeconds", &cfg.max_notice_s, 0, 86400);
+    df.Bool("preemptSlurmJobs", &cfg.preempt_slurm_jobs);
     if (Status s = df.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
   if (const auto* e = f.Get("elastic")) {

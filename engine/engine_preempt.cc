@@ -1,4 +1,5 @@
-// Engine: preemption on the Kubernetes path (Preempt, the shim's PostFilter; Evicted, its report).
+// Engine: preemption on the Kubernetes path (Preempt, the shim's PostFilter; what the front doors
+// report back, Evicted, is in engine_victims.cc).
 //
 // Steps of one Preempt call, each a function below:
 //   1. the view (EnsurePreemptViewLocked + the overlays): an INCREMENTALLY MAINTAINED second
@@ -22,6 +23,9 @@
 // workloads the front door reported PDB-protected (for plan_ttl_s). Run time (minRuntime, work
 // lost) counts from the pod's start (PodInfo::start_unix), else from when the engine saw it bound.
 // tidal_preemptions_total counts victims the front door reports evicted (Evicted), not proposals.
+// Victims on the Slurm door (disruption.preemptSlurmJobs, never a job Slurm will not requeue) are
+// returned by workload but not among the pods the shim evicts: tidal-slurm requeues them from its
+// Disruptions poll, and the hold waits for them (PreemptHold::handed_off).
 //
 // Threading and ownership: as engine.cc: every public method takes mu_, the *Locked ones run
 // under it. pview_, pgroups_, pgroup_of_, pview_dirty_, holds_ and pdb_protected_ are the
@@ -39,6 +43,8 @@ namespace tidal {
 namespace {
 
 constexpr int32_t kNeverVictim = INT32_MAX;
+// tidal-slurm's annotation on the members of a job Slurm will not requeue (shim/slurm/to_engine.cc).
+constexpr const char* kSlurmRequeueKey = "slurm.tidal.dev/requeue";
 
 // Allocations laid over the view for one call; taken off again (in reverse) when it goes.
 class Overlay {
@@ -127,7 +133,7 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
   a.workload.priority = kNeverVictim;
   a.workload.members = 0;  // counted below (Workload's default is 1: one member too many)
   a.start_time_s = INT64_MAX;
-  bool ours = false, terminating = false, slurm = false;
+  bool ours = false, terminating = false, slurm = false, no_requeue = false;
   const PodInfo* first = nullptr;
   int32_t priority = INT32_MIN;
   std::map<NodeId, int64_t> newest;  // per node: the latest start of a member there
@@ -153,7 +159,11 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
     latest = std::max(latest, since);
     if (p == pods_.end()) continue;
     terminating = terminating || p->second.terminating;
-    slurm = slurm || p->second.door == FrontDoor::kSlurm;
+    if (p->second.door == FrontDoor::kSlurm) {
+      slurm = true;
+      auto rq = p->second.annotations.find(kSlurmRequeueKey);
+      no_requeue = no_requeue || (rq != p->second.annotations.end() && rq->second == "false");
+    }
     if (pod_gang_.count(uid)) {
       ours = true;
       priority = std::max(priority, p->second.priority);
@@ -188,9 +198,9 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
   a.terminating = terminating;
   // Already going, or the front door cannot evict it whole (PDBs): not a victim, whatever the
   // plugin would say. Its capacity still counts as used until its pods are gone.
-  // A Slurm job is not the Kubernetes shim's to evict (Preempt serves PostFilter; preempting
-  // Slurm work through the adapter's requeue is not built): never a victim here.
-  if (terminating || pdb_protected_.count(id) || slurm) {
+  // A Slurm job is tidal-slurm's to requeue (its Disruptions poll); one Slurm would not requeue
+  // would be lost, and with disruption.preemptSlurmJobs off none is a victim.
+  if (terminating || pdb_protected_.count(id) || (slurm && (no_requeue || !cfg_.preempt_slurm_jobs))) {
     a.workload.priority = kNeverVictim;
     a.workload.preemptible = false;
   }
@@ -236,24 +246,31 @@ PreemptResult Engine::Preempt(const std::string& uid) {
   }
   const auto shrunk = ShrinkPodsLocked(d.preemption.shrinks);
   HoldLocked(*w, d.preemption, shrunk, out);
-  for (const auto& v : d.preemption.victims) {
+  // Each victim workload with its pods and the door that evicts it: the caller evicts the
+  // Kubernetes ones (`victims`), tidal-slurm requeues the Slurm jobs from its Disruptions poll.
+  auto add_victim = [&](const std::string& id, const std::vector<std::string>& uids) {
     std::vector<PodRefInfo> pods;
-    if (auto grp = pgroups_.find(v); grp != pgroups_.end()) {
-      for (const auto& [puid, where] : grp->second.members) {
-        auto p = pods_.find(puid);
-        if (p != pods_.end()) pods.push_back({p->second.uid, p->second.ns, p->second.name});
-      }
-    }
-    out.victims.insert(out.victims.end(), pods.begin(), pods.end());
-    out.victim_gangs.emplace_back(v, std::move(pods));
-  }
-  for (const auto& [id, uids] : shrunk) {  // elastic gangs give back their surplus members only
-    std::vector<PodRefInfo> pods;
+    FrontDoor door = FrontDoor::kKubernetes;
     for (const auto& u : uids) {
-      if (auto p = pods_.find(u); p != pods_.end()) pods.push_back({p->second.uid, p->second.ns, p->second.name});
+      auto p = pods_.find(u);
+      if (p == pods_.end()) continue;
+      pods.push_back({p->second.uid, p->second.ns, p->second.name});
+      if (p->second.door == FrontDoor::kSlurm) door = FrontDoor::kSlurm;
     }
-    out.victims.insert(out.victims.end(), pods.begin(), pods.end());
+    if (door == FrontDoor::kKubernetes) out.victims.insert(out.victims.end(), pods.begin(), pods.end());
     out.victim_gangs.emplace_back(id, std::move(pods));
+    out.victim_doors.push_back(door);
+  };
+  for (const auto& v : d.preemption.victims) {
+    std::vector<std::string> uids;
+    if (auto grp = pgroups_.find(v); grp != pgroups_.end()) {
+      for (const auto& [puid, where] : grp->second.members) uids.push_back(puid);
+    }
+    add_victim(v, uids);
+  }
+  for (const auto& [id, uids] : shrunk) add_victim(id, uids);  // elastic gangs give back their surplus only
+  if (std::find(out.victim_doors.begin(), out.victim_doors.end(), FrontDoor::kSlurm) != out.victim_doors.end()) {
+    holds_[w->id].handed_off = true;
   }
   out.reason = d.preemption.reason;
   OpenPreemptionDisruptionsLocked(g.key, out);
@@ -446,9 +463,14 @@ std::string Engine::AwaitingVictimsLocked(const std::string& plan_id) const {
       }
     }
   }
-  // Evicted (reported, or seen terminating / gone) and not all gone yet: wait for them; choosing
-  // again now would take more victims for the same room.
-  if (left == 0 || (!h->second.evicted && h->second.notice_s == 0 && going == 0)) return {};
+  // Evicted (reported, or seen terminating / gone), given notice, or handed to tidal-slurm, and
+  // not all gone yet: wait for them; choosing again now would take more victims for the same room.
+  const PreemptHold& hold = h->second;
+  if (left == 0 || (!hold.evicted && hold.notice_s == 0 && going == 0 && !hold.handed_off)) return {};
+  if (hold.handed_off && hold.notice_s == 0) {
+    return "waiting for " + std::to_string(left) + " victim pod(s) to go (Slurm jobs are requeued by tidal-slurm); " +
+           "their capacity is held for the gang";
+  }
   if (!h->second.evicted && going == 0) {
     return "waiting for " + std::to_string(left) + " victim pod(s) given notice to checkpoint (up to " +
            FormatDurationSeconds(h->second.notice_s) + "); their capacity is held for the gang";
@@ -492,87 +514,6 @@ void Engine::ExpireHoldsLocked() {
     }
     it = pdb_protected_.erase(it);
   }
-}
-
-// --- the front door's report -------------------------------------------------------------------------
-
-Status Engine::Evicted(const EvictionReport& report) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_();
-  std::string plan_id;
-  if (auto gk = pod_gang_.find(report.preemptor_uid); gk != pod_gang_.end()) plan_id = "plan:" + gk->second;
-  auto h = plan_id.empty() ? holds_.end() : holds_.find(plan_id);
-  // A disruption the front door polled for (no preemptor): the hold whose victim it is.
-  if (h == holds_.end() && !report.disruption.empty() && !report.protected_gangs.empty()) {
-    for (auto it = holds_.begin(); it != holds_.end(); ++it) {
-      const auto& vs = it->second.victims;
-      if (std::any_of(vs.begin(), vs.end(), [&](const PreemptHold::Victim& v) { return v.id == report.disruption; })) {
-        plan_id = it->first;
-        h = it;
-        break;
-      }
-    }
-  }
-  // PDB-protected victims: never chosen again for a while; a hold that needed them goes (and
-  // with it their preemption disruptions: they keep running).
-  for (const auto& id : report.protected_gangs) {
-    if (id.empty()) continue;
-    if (const DisruptionRecord* r = disruptions_.Find(id);
-        r != nullptr && (r->cause == DisruptionCause::kPreemption || r->cause == DisruptionCause::kReclaim)) {
-      disruptions_.Cancel(id);
-    }
-    pdb_protected_[id] = now + cfg_.plan_ttl_s;
-    if (auto grp = pgroups_.find(id); grp != pgroups_.end()) {
-      for (const auto& [u, where] : grp->second.members) MarkPreemptViewLocked(u);
-    }
-  }
-  if (!report.protected_gangs.empty() && h != holds_.end()) {
-    DropHoldLocked(plan_id);
-    h = holds_.end();
-    if (auto g = gangs_.find(plan_id.substr(5)); g != gangs_.end()) {
-      g->second.last_reason = "preemption skipped " + std::to_string(report.protected_gangs.size()) +
-                              " victim workload(s) that PodDisruptionBudgets protect; choosing again";
-    }
-  }
-  std::set<std::string> evicted;
-  for (const auto& p : report.evicted) {
-    evicted.insert(p.uid);
-    disruptions_.Evicted(p.uid, now);
-  }
-  // Count each victim workload once, when the first of its pods is reported evicted.
-  std::map<std::string, std::pair<double, double>> by_reason;  // reason -> workloads, GPU-seconds lost
-  if (h != holds_.end()) {
-    for (auto& v : h->second.victims) {
-      if (v.counted) continue;
-      if (std::none_of(v.uids.begin(), v.uids.end(), [&](const std::string& u) { return evicted.count(u) > 0; })) continue;
-      v.counted = true;
-      auto& [n, lost] = by_reason[h->second.reason];
-      n += 1;
-      lost += v.lost_gpu_seconds;
-    }
-    h->second.evicted = h->second.evicted || !evicted.empty();
-  } else if (!evicted.empty()) {
-    // No hold (expired, or another front door's eviction): count the workloads the pods belong to.
-    std::set<std::string> ids;
-    for (const auto& u : evicted) {
-      auto pg = pod_gang_.find(u);
-      auto p = pods_.find(u);
-      ids.insert(pg != pod_gang_.end() ? pg->second : p != pods_.end() ? "pod:" + p->second.Key() : "uid:" + u);
-    }
-    by_reason[report.reason.empty() ? "unknown" : report.reason].first += static_cast<double>(ids.size());
-  }
-  for (const auto& [reason, v] : by_reason) {
-    if (metrics_ != nullptr) {
-      const std::string label = PreemptionReasonLabel(reason);
-      metrics_->preemptions.With({label}).Increment(v.first);
-      if (v.second > 0) metrics_->preempted_gpu_seconds.With({label}).Increment(v.second);
-    }
-    if (decision_log_ != nullptr) {
-      decision_log_->Write({{"ts", now}, {"workload", plan_id.empty() ? report.disruption : plan_id.substr(5)}, {"outcome", "evicted"},
-                            {"victims", v.first}, {"pods", evicted.size()}, {"reason", reason}, {"lost_gpu_seconds", v.second}});
-    }
-  }
-  return Status::Ok();
 }
 
 }  // namespace tidal

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/api/status.h"
+#include "core/api/workload.h"
 
 namespace tidal {
 
@@ -61,12 +62,16 @@ struct OverduePod {
 // --- preemption (engine_preempt.cc)
 struct PreemptResult {
   Status status;                  // Success when victims were chosen
-  std::vector<PodRefInfo> victims;  // every pod of every victim gang (gangs are evicted whole)
+  // Every pod of every victim gang the caller (the Kubernetes shim) evicts; gangs go whole.
+  std::vector<PodRefInfo> victims;
   // The same pods by victim workload: id ("ns/gang" for a Tidal gang, "pod:ns/name" for a lone
   // pod of another scheduler) -> its pods. The front door evicts a workload whole or not at all.
   std::vector<std::pair<std::string, std::vector<PodRefInfo>>> victim_gangs;
   // Per victim_gangs entry: the notice it gets (s; 0 = evict now) and its deadline (unix s).
   std::vector<std::pair<int64_t, int64_t>> victim_notice;
+  // Per victim_gangs entry: the front door that evicts it. Slurm jobs are requeued by tidal-slurm
+  // (its Disruptions poll), not by the caller; their pods are not in `victims`.
+  std::vector<FrontDoor> victim_doors;
   // A node name when the preemptor's held capacity is on one node; else the topology domain.
   std::string nominated_domain, reason;
   double lost_gpu_seconds = 0;

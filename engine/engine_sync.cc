@@ -23,7 +23,7 @@ namespace {
 bool SameNode(const NodeInfo& a, const NodeInfo& b) {
   return a.labels == b.labels && a.capacity == b.capacity && a.ready == b.ready &&
          a.unschedulable == b.unschedulable && a.gpu_model == b.gpu_model && a.taints == b.taints &&
-         a.conditions == b.conditions;
+         a.conditions == b.conditions && a.annotations == b.annotations;
 }
 
 // A valid label value that no labelled node has: the node's own domain at a level it lacks.
@@ -44,6 +44,9 @@ Status CheckNodeBounds(const NodeInfo& n) {
   for (const auto& [k, v] : n.labels) {
     if (Status s = limits::CheckSize(k, limits::kMaxLabelKeyBytes, at + ": label key " + k.substr(0, 64)); !s.ok()) return s;
     if (Status s = limits::CheckSize(v, limits::kMaxValueBytes, at + ": label " + k); !s.ok()) return s;
+  }
+  for (const auto& [k, v] : n.annotations) {
+    if (Status s = limits::CheckSize(k + v, limits::kMaxValueBytes, at + ": annotation " + k.substr(0, 64)); !s.ok()) return s;
   }
   return Status::Ok();
 }
@@ -494,6 +497,7 @@ void Engine::EndResyncLocked(FrontDoor door) {
   for (const auto& name : names) {
     node_doors_[name][static_cast<int>(door)].reset();
     MergeNodeLocked(name);
+    if (door == FrontDoor::kKubernetes) AnnotatedDrainLocked(name, nullptr, nullptr);
   }
   snap.reset();
   synced_ = true;
@@ -543,12 +547,14 @@ Status Engine::Sync(SyncBatch&& b, uint64_t* generation, std::vector<NodeWarning
     const std::string name = n.name;
     rec = std::move(n);
     MergeNodeLocked(name);
+    if (b.door == FrontDoor::kKubernetes) AnnotatedDrainLocked(name, &rec->annotations, warnings);
     RememberDoorNodeLocked(b.door, name, true);
   }
   for (const auto& name : b.delete_nodes) {
     if (auto r = node_doors_.find(name); r != node_doors_.end()) {
       r->second[static_cast<int>(b.door)].reset();
       MergeNodeLocked(name);
+      if (b.door == FrontDoor::kKubernetes) AnnotatedDrainLocked(name, nullptr, warnings);
     }
     RememberDoorNodeLocked(b.door, name, false);
   }

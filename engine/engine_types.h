@@ -69,6 +69,9 @@ struct NodeInfo {
   std::string gpu_model;
   std::vector<Taint> taints;
   std::vector<NodeConditionInfo> conditions;  // other than Ready (engine/node_health.h judges them)
+  // Its tidal.dev/drain-by and tidal.dev/decommission annotations (Kubernetes nodes only): a
+  // drain every replica sees (engine_closes.cc, AnnotatedDrainLocked).
+  std::map<std::string, std::string> annotations;
 };
 
 struct NodeWarningInfo {
@@ -113,6 +116,10 @@ struct EngineConfig {
   // The most notice a disruption gives (tidal.dev/checkpoint-on-notice asks for up to this;
   // disruption: {maxNoticeSeconds}).
   int64_t max_notice_s = 600;
+  // Slurm jobs may be preemption victims of Kubernetes gangs (disruption: {preemptSlurmJobs}):
+  // tidal-slurm requeues them. A job Slurm will not requeue (--no-requeue, an salloc/srun
+  // allocation: slurm.tidal.dev/requeue "false") is never one.
+  bool preempt_slurm_jobs = true;
   // Elastic gangs growing back (elastic: {growAfterSeconds, growMinMembers}): a running elastic
   // gang's waiting members are placed only once room for them has stayed free this long, and
   // only at least this many at once (fewer only when fewer complete the gang).

@@ -43,11 +43,19 @@ struct MaintenanceWindow {
 };
 
 // When a node closes: from `by` to `until` (INT64_MAX: until cancelled) it takes no work.
+// A Kubernetes node's own drain (engine_closes.cc, AnnotatedDrainLocked): RFC 3339 or unix s.
+inline constexpr const char* kAnnotationDrainBy = "tidal.dev/drain-by";
+inline constexpr const char* kAnnotationDecommission = "tidal.dev/decommission";  // "true": for good
+
 struct NodeClose {
   int64_t by = 0;
   int64_t until = INT64_MAX;
   DisruptionCause cause = DisruptionCause::kDrain;  // kDrain, kDecommission or kMaintenance
   std::string what;                                 // "maintenance window rack-7-firmware", "drain"
+  // From the node's tidal.dev/drain-by annotation (not the Drain RPC): it goes with the
+  // annotation, is not written to the state file (the node brings it back), and the RPC cannot
+  // cancel or change it.
+  bool from_node = false;
   bool Closed(int64_t now) const { return by <= now && now < until; }
 };
 

@@ -132,6 +132,7 @@ NodeInfo FromProto(const v1::Node& n) {
   o.gpu_model = n.gpu_model();
   for (const auto& t : n.taints()) o.taints.push_back(Taint{t.key(), t.value(), ParseTaintEffect(t.effect())});
   for (const auto& c : n.conditions()) o.conditions.push_back({c.type(), c.status(), c.reason()});
+  o.annotations.insert(n.annotations().begin(), n.annotations().end());
   return o;
 }
 
@@ -321,6 +322,9 @@ grpc::Status EngineService::Preempt(grpc::ServerContext*, const v1::PodRef* req,
       if (size_t i = static_cast<size_t>(resp->victim_gangs_size() - 1); i < r.victim_notice.size()) {
         g->set_notice_seconds(r.victim_notice[i].first);
         g->set_deadline_unix(r.victim_notice[i].second);
+      }
+      if (size_t i = static_cast<size_t>(resp->victim_gangs_size() - 1); i < r.victim_doors.size()) {
+        g->set_door(r.victim_doors[i] == FrontDoor::kSlurm ? v1::SLURM : v1::KUBERNETES);
       }
     }
     resp->set_nominated_node(r.nominated_domain);

@@ -198,6 +198,20 @@ TEST(DisruptionMapping, TheCommentDeclaresTheSignalLikeSlurmsSignalOption) {
   EXPECT_EQ(m[0].annotations().at("tidal.dev/last-checkpoint"), "1764595200");
 }
 
+TEST(DisruptionMapping, AJobSlurmWouldNotRequeueIsMarkedSoItIsNeverAPreemptionVictim) {
+  AdapterConfig cfg;
+  JobRecord j = RunningJob(5);
+  auto m = MembersOf(j, "5", cfg);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].annotations().count("slurm.tidal.dev/requeue"), 0u);
+  const uint64_t requeueable = MembersKey(j);
+  j.requeueable = false;  // --no-requeue, or an salloc allocation
+  m = MembersOf(j, "5", cfg);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].annotations().at("slurm.tidal.dev/requeue"), "false");
+  EXPECT_NE(MembersKey(j), requeueable) << "the engine hears of the change";
+}
+
 TEST(DisruptionMapping, ANewCheckpointReportOrSignalChangesTheMembersKey) {
   JobRecord j = RunningJob(5);
   const uint64_t k0 = MembersKey(j);

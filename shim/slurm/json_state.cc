@@ -72,6 +72,18 @@ class FieldReader {
       out->push_back(e.get<std::string>());
     }
   }
+  // true/false (or 0/1); missing or null -> *out unchanged.
+  void Bool(const char* key, bool* out) {
+    const json* v = Find(key, false);
+    if (v == nullptr || v->is_null()) return;
+    if (v->is_boolean()) {
+      *out = v->get<bool>();
+    } else if (v->is_number_integer() && (v->get<int64_t>() == 0 || v->get<int64_t>() == 1)) {
+      *out = v->get<int64_t>() == 1;
+    } else {
+      Wrong(key, "a boolean", *v);
+    }
+  }
   // Present and not null?
   bool Has(const char* key) const {
     auto it = obj_.find(key);
@@ -189,6 +201,10 @@ JobRecord ReadJob(const json& j, uint32_t job_id) {
   f.Str("dependency", &r.dependency);
   f.Int("node_count", &r.node_count, /*required=*/true, kMaxCount);
   f.Int("restart_cnt", &r.restart_cnt);
+  bool requeue = true, batch = true;
+  f.Bool("requeue", &requeue);
+  f.Bool("batch_flag", &batch);
+  r.requeueable = requeue && batch;
   f.Int("time_limit", &r.time_limit_min, false, kMaxCount);
   f.Int("submit_time", &r.submit_time);
   f.Int("start_time", &r.start_time);

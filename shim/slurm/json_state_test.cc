@@ -180,6 +180,27 @@ TEST(SqueueJson, MissingAndMistypedFieldsNameTheJob) {
   EXPECT_EQ(jobs[5].parse_error, "job 10: array_task_str: truncated list in '1-5...'");
 }
 
+TEST(SqueueJson, RequeueAndBatchFlagsSayWhetherSlurmWouldRequeueTheJob) {
+  std::vector<JobRecord> jobs;
+  ASSERT_TRUE(ParseSqueueJson(R"({"jobs": [
+      {"job_id": 1, "job_state": "RUNNING", "priority": 1, "node_count": 1},
+      {"job_id": 2, "job_state": "RUNNING", "priority": 1, "node_count": 1, "requeue": true, "batch_flag": true},
+      {"job_id": 3, "job_state": "RUNNING", "priority": 1, "node_count": 1, "requeue": false, "batch_flag": true},
+      {"job_id": 4, "job_state": "RUNNING", "priority": 1, "node_count": 1, "requeue": true, "batch_flag": 0},
+      {"job_id": 5, "job_state": "RUNNING", "priority": 1, "node_count": 1, "requeue": "no"}]})",
+                              &jobs)
+                  .ok());
+  ASSERT_EQ(jobs.size(), 5u);
+  EXPECT_TRUE(jobs[0].requeueable) << "not stated: Slurm's default (JobRequeue=1, a batch job)";
+  EXPECT_TRUE(jobs[1].requeueable);
+  EXPECT_FALSE(jobs[2].requeueable) << "--no-requeue";
+  EXPECT_FALSE(jobs[3].requeueable) << "an salloc/srun allocation";
+  EXPECT_EQ(jobs[4].parse_error, "job 5: field 'requeue' should be a boolean, is string");
+  // The real 22.05 output: sbatch jobs, requeueable.
+  ASSERT_TRUE(ParseSqueueJson(Fixture("squeue_22.05.json"), &jobs).ok());
+  for (const JobRecord& r : jobs) EXPECT_TRUE(r.requeueable) << r.id;
+}
+
 TEST(SinfoJson, RealSlurm2205Output) {
   std::vector<NodeRecord> nodes;
   Status st = ParseSinfoJson(Fixture("sinfo_22.05.json"), &nodes);

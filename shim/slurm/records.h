@@ -50,6 +50,11 @@ struct JobRecord {
   int64_t time_limit_min = 0;      // 0 = none (INFINITE / NO_VAL)
   int64_t submit_time = 0, start_time = 0, end_time = 0;  // unix seconds, 0 = unknown
   uint32_t restart_cnt = 0;        // requeues
+  // Slurm would requeue it: a batch job (batch_flag) whose requeue flag is set (--requeue, or
+  // slurm.conf JobRequeue=1 without --no-requeue). One it would not (an salloc/srun allocation,
+  // --no-requeue) is never a preemption victim: requeueing it would cancel it (slurm.tidal.dev/
+  // requeue "false" on its members).
+  bool requeueable = true;
   std::vector<std::string> nodes;           // allocated (expanded hostlist), running/completing
   std::vector<std::string> required_nodes;  // ReqNodeList (expanded)
   std::vector<std::string> excluded_nodes;  // ExcNodeList (expanded)

@@ -200,6 +200,8 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
   a["slurm.tidal.dev/user"] = j.user;
   a["slurm.tidal.dev/account"] = j.account;
   a["slurm.tidal.dev/partition"] = j.partition;
+  // Requeueing it would cancel it: the engine never makes it a preemption victim.
+  if (!j.requeueable) a["slurm.tidal.dev/requeue"] = "false";
   auto* tol = base.add_tolerations();
   tol->set_operator_("Exists");
   base.set_self_anti_affinity_key("kubernetes.io/hostname");
@@ -266,6 +268,7 @@ uint64_t MembersKey(const JobRecord& j) {
   str(j.comment);
   num(j.warn_signal);
   num(j.warn_time_s);
+  num(j.requeueable);
   return h;
 }
 

@@ -115,7 +115,30 @@ func Node(n *v1.Node) *tidalv1.Node {
 		GpuModel:      n.Labels[GPUModelLabel],
 		Taints:        nodeTaints(n),
 		Conditions:    nodeConditions(n),
+		Annotations:   nodeAnnotations(n),
 	}) // over MaxObjectBytes: cordoned, without its labels and taints (limits.go)
+}
+
+// Node annotations the engine reads: a drain set on the Node object itself, which every
+// replica's shim streams to its own engine (a drain through tidalctl lives in one engine only).
+const (
+	DrainByAnnotation      = "tidal.dev/drain-by"     // RFC 3339 or unix seconds
+	DecommissionAnnotation = "tidal.dev/decommission" // "true": the drain is for good
+)
+
+// nodeAnnotations: only DrainByAnnotation and DecommissionAnnotation, each value cut to
+// MaxNameBytes (a longer one is no time anyway; the engine says so on the node).
+func nodeAnnotations(n *v1.Node) map[string]string {
+	var out map[string]string
+	for _, k := range []string{DrainByAnnotation, DecommissionAnnotation} {
+		if v, ok := n.Annotations[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = cutUTF8(v, MaxNameBytes)
+		}
+	}
+	return out
 }
 
 // nodeConditions: the node's conditions other than Ready (GPU health tooling publishes its

@@ -152,6 +152,25 @@ func TestNode(t *testing.T) {
 	}
 }
 
+func TestNodeDrainAnnotations(t *testing.T) {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-7", Annotations: map[string]string{
+		DrainByAnnotation: "2026-12-02T20:00:00Z", DecommissionAnnotation: "true",
+		"kubectl.kubernetes.io/last-applied-configuration": "{...}", "tidal.dev/other": "x"}}}
+	got := Node(n).GetAnnotations()
+	want := map[string]string{DrainByAnnotation: "2026-12-02T20:00:00Z", DecommissionAnnotation: "true"}
+	if len(got) != len(want) || got[DrainByAnnotation] != want[DrainByAnnotation] || got[DecommissionAnnotation] != "true" {
+		t.Errorf("annotations = %v, want only %v", got, want)
+	}
+	if a := Node(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}).GetAnnotations(); a != nil {
+		t.Errorf("a node without them: annotations = %v", a)
+	}
+	long := strings.Repeat("9", 5000)
+	n.Annotations[DrainByAnnotation] = long
+	if v := Node(n).GetAnnotations()[DrainByAnnotation]; len(v) != MaxNameBytes {
+		t.Errorf("a %d-byte value arrives as %d bytes, want cut to %d", len(long), len(v), MaxNameBytes)
+	}
+}
+
 func TestPodRef(t *testing.T) {
 	r := PodRef(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", Namespace: "ns", Name: "n"}})
 	if r.Uid != "u" || r.Namespace != "ns" || r.Name != "n" {

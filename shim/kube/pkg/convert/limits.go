@@ -121,8 +121,9 @@ func boundNode(out *tidalv1.Node) *tidalv1.Node {
 	}
 	return &tidalv1.Node{
 		Name: out.Name, Capacity: out.Capacity, Ready: out.Ready, Unschedulable: true, GpuModel: out.GpuModel,
-		Labels:     map[string]string{HostnameLabel: out.Labels[HostnameLabel], OversizeAnnotation: strconv.Itoa(size)},
-		Conditions: out.Conditions, // bounded (about 25 KB at most): a health verdict still arrives
+		Labels:      map[string]string{HostnameLabel: out.Labels[HostnameLabel], OversizeAnnotation: strconv.Itoa(size)},
+		Conditions:  out.Conditions,  // bounded (about 25 KB at most): a health verdict still arrives
+		Annotations: out.Annotations, // bounded (two keys): a drain still arrives
 	}
 }
 

@@ -36,6 +36,9 @@ type victimGang struct {
 	id                          string
 	pods                        []*tidalv1.PodRef
 	noticeSeconds, deadlineUnix int64
+	// slurm: a Slurm job, requeued by tidal-slurm (the engine hands it the disruption); the shim
+	// neither checks budgets for it nor evicts it.
+	slurm bool
 }
 
 // livePod is the pod a ref names as the pod lister has it; nil when it is gone, replaced (another

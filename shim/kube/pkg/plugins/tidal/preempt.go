@@ -13,6 +13,9 @@ package tidal
 // nominates, the engine holds the capacity for the preemptor, and the disruption poller
 // (disruptions.go) evicts it when the engine says so (a checkpoint reported, or the deadline).
 //
+// Slurm jobs: a victim workload on the Slurm door (VictimGang.door SLURM) is tidal-slurm's to
+// requeue; the shim only names it in the Preempting event, and its pods are not in victims.
+//
 // Threading: runs in kube-scheduler's scheduling cycle (one pod at a time); victim pods come from
 // the shared pod lister. p.event takes p.mu.
 
@@ -20,6 +23,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,7 +46,7 @@ func victimGangs(resp *tidalv1.PreemptResponse) []victimGang {
 	var out []victimGang
 	for _, g := range resp.GetVictimGangs() {
 		out = append(out, victimGang{id: g.GetId(), pods: g.GetPods(),
-			noticeSeconds: g.GetNoticeSeconds(), deadlineUnix: g.GetDeadlineUnix()})
+			noticeSeconds: g.GetNoticeSeconds(), deadlineUnix: g.GetDeadlineUnix(), slurm: g.GetDoor() == tidalv1.FrontDoor_SLURM})
 	}
 	if len(out) == 0 && len(resp.GetVictims()) > 0 {
 		// An engine that does not group its victims: all of them as one (all or nothing).
@@ -61,7 +65,7 @@ func (p *Plugin) preempt(ctx context.Context, pod *v1.Pod) (*fwk.PostFilterResul
 			return nil, fwk.NewStatus(fwk.Unschedulable, p.client.Describe(err))
 		}
 		st := resp.GetStatus()
-		if st.GetCode() != tidalv1.Status_SUCCESS || len(resp.GetVictims()) == 0 {
+		if st.GetCode() != tidalv1.Status_SUCCESS || (len(resp.GetVictims()) == 0 && len(resp.GetVictimGangs()) == 0) {
 			// The engine's reason repeats why the pod does not fit (already in the PreFilter message
 			// of the same FailedScheduling event): log it, keep the event short.
 			p.logger.V(4).Info("no preemption", "pod", klog.KObj(pod), "code", st.GetCode(), "reasons", st.GetReasons())
@@ -72,7 +76,13 @@ func (p *Plugin) preempt(ctx context.Context, pod *v1.Pod) (*fwk.PostFilterResul
 			return nil, fwk.NewStatus(fwk.Unschedulable, msg)
 		}
 		gangs := victimGangs(resp)
-		why, err := p.pdbBlocked(ctx, gangs)
+		var ours []victimGang // the Kubernetes workloads: the Slurm jobs are not the API server's
+		for _, g := range gangs {
+			if !g.slurm {
+				ours = append(ours, g)
+			}
+		}
+		why, err := p.pdbBlocked(ctx, ours)
 		if err != nil {
 			// Unchecked, a gang might be broken by the Eviction API's per-pod checks: evict nothing.
 			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: cannot check PodDisruptionBudgets: "+err.Error())
@@ -104,9 +114,13 @@ func (p *Plugin) preempt(ctx context.Context, pod *v1.Pod) (*fwk.PostFilterResul
 // and reported protected.
 func (p *Plugin) evictGangs(ctx context.Context, pod *v1.Pod, ref *tidalv1.PodRef, resp *tidalv1.PreemptResponse,
 	gangs []victimGang) (*fwk.PostFilterResult, *fwk.Status) {
-	var failed, refused, noticed []string
+	var failed, refused, noticed, requeued []string
 	var evicted []*tidalv1.PodRef
 	for _, g := range gangs {
+		if g.slurm {
+			requeued = append(requeued, orDefault(g.id, joinRefs(g.pods)))
+			continue
+		}
 		if g.noticeSeconds > 0 {
 			deadline := time.Unix(g.deadlineUnix, 0)
 			if g.deadlineUnix <= 0 {
@@ -141,7 +155,14 @@ func (p *Plugin) evictGangs(ctx context.Context, pod *v1.Pod, ref *tidalv1.PodRe
 			nominate = where
 		}
 	}
-	note := fmt.Sprintf("tidal-engine preempts %s for this pod", joinRefs(resp.GetVictims()))
+	var named []string
+	if len(resp.GetVictims()) > 0 {
+		named = append(named, joinRefs(resp.GetVictims()))
+	}
+	if len(requeued) > 0 {
+		named = append(named, "Slurm job(s) "+joinStrings(requeued)+" (tidal-slurm requeues them)")
+	}
+	note := fmt.Sprintf("tidal-engine preempts %s for this pod", strings.Join(named, " and "))
 	if where != "" {
 		note += " (" + where + ")"
 	}
