@@ -23,6 +23,9 @@
 sl_register slurm-preempt
 
 slp_metric() { sl_engine_metric "$1"; }
+slp_running() {  # slp_running JOB...: every one RUNNING (slurmctld)
+  local j; for j in "$@"; do sl_state_is "$j" RUNNING || return 1; done
+}
 slp_requeues() { sl_metric "http://127.0.0.1:$TIDAL_E2E_SLURM_METRICS_PORT" tidal_slurm_disruption_requeues_total; }
 
 case_slurm-preempt() {
@@ -31,13 +34,18 @@ case_slurm-preempt() {
   sl_up || { fail "slurm + tidal-slurm did not come up"; return; }
   k label nodes node-40 node-41 e2e.tidal.dev/victim=requeue --overwrite >/dev/null
   k label nodes node-42 node-43 e2e.tidal.dev/victim=norequeue --overwrite >/dev/null
-  rq+=("$(sl_sbatch team-a victim 8 600 -w node-40 --comment=tidal.dev/preemptible=true)")
-  rq+=("$(sl_sbatch team-a victim 8 600 -w node-41 --comment=tidal.dev/preemptible=true)")
-  norq+=("$(sl_sbatch team-a keep 8 600 -w node-42 --no-requeue --comment=tidal.dev/preemptible=true)")
-  norq+=("$(sl_sbatch team-a keep 8 600 -w node-43 --no-requeue --comment=tidal.dev/preemptible=true)")
+  local n
+  for n in 40 41; do
+    j=$(sl_sbatch team-a victim 8 600 -w node-$n --comment=tidal.dev/preemptible=true 2>"$BASE/sbatch.err") || { j=$(cat "$BASE/sbatch.err"); fail "sbatch refused: $j"; sl_clean $ns; return; }
+    rq+=("$j")
+  done
+  for n in 42 43; do
+    j=$(sl_sbatch team-a keep 8 600 -w node-$n --no-requeue --comment=tidal.dev/preemptible=true 2>"$BASE/sbatch.err") ||
+      { j=$(cat "$BASE/sbatch.err"); fail "sbatch refused: $j"; sl_clean $ns; return; }
+    norq+=("$j")
+  done
   jobs=("${rq[@]}" "${norq[@]}")
-  check "four preemptible sbatch jobs run on node-40..node-43 (slurmctld)" until_true 30 \
-    eval "for j in ${jobs[*]}; do sl_state_is \$j RUNNING || exit 1; done"
+  check "four preemptible sbatch jobs run on node-40..node-43 (slurmctld)" until_true 30 slp_running "${jobs[@]}"
   sleep 1  # 2 adapter passes: the engine has the running jobs
 
   # (1) Only jobs Slurm would not requeue are in the way: no victim.

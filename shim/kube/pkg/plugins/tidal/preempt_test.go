@@ -157,3 +157,47 @@ func TestPostFilterSkipsAGangPDBsProtectAndEvictsTheNextChoiceWhole(t *testing.T
 		}
 	}
 }
+
+// A Slurm job among the victims is tidal-slurm's: no PDB lookup or eviction for it, a PostFilter
+// that succeeds when it is the only victim, and the event names it.
+func TestPostFilterLeavesSlurmVictimsToTidalSlurm(t *testing.T) {
+	a := gangPods("batch", "a", 1)
+	e := newEnv(t, a[0])
+	slurm := []*tidalv1.PodRef{{Uid: "slurm/17#0", Namespace: "slurm", Name: "17#0"}, {Uid: "slurm/17#1", Namespace: "slurm", Name: "17#1"}}
+	kube := []*tidalv1.PodRef{{Uid: string(a[0].UID), Namespace: a[0].Namespace, Name: a[0].Name}}
+	for _, withPod := range []bool{false, true} {
+		e.cs.ClearActions()
+		e.eng.PreemptFn = func(*tidalv1.PodRef) *tidalv1.PreemptResponse {
+			r := &tidalv1.PreemptResponse{Status: &tidalv1.Status{}, Reason: "priority",
+				VictimGangs: []*tidalv1.VictimGang{{Id: "slurm/17", Pods: slurm, Door: tidalv1.FrontDoor_SLURM}}}
+			if withPod {
+				r.Victims = kube
+				r.VictimGangs = append(r.VictimGangs, &tidalv1.VictimGang{Id: "batch/a", Pods: kube})
+			}
+			return r
+		}
+		res, st := e.plugin.PostFilter(context.Background(), framework.NewCycleState(), gpuPod("ml", "w-0", nil), nil)
+		if !st.IsSuccess() || res == nil {
+			t.Fatalf("with pod %v: PostFilter = %+v, %v", withPod, res, st)
+		}
+		var evicted []string
+		for _, act := range e.cs.Actions() {
+			if c, ok := act.(clienttesting.CreateAction); ok && act.GetSubresource() == "eviction" {
+				evicted = append(evicted, c.GetObject().(*policyv1.Eviction).Namespace+"/"+c.GetObject().(*policyv1.Eviction).Name)
+			}
+			if act.GetNamespace() == "slurm" {
+				t.Errorf("with pod %v: an API call for a Slurm member: %v", withPod, act)
+			}
+		}
+		want := ""
+		if withPod {
+			want = "batch/a-0"
+		}
+		if strings.Join(evicted, ",") != want {
+			t.Errorf("with pod %v: evicted %v, want %q", withPod, evicted, want)
+		}
+	}
+	if evs := strings.Join(e.events(), "\n"); !strings.Contains(evs, "Slurm job(s) slurm/17 (tidal-slurm requeues them)") {
+		t.Errorf("events = %s", evs)
+	}
+}
