@@ -67,17 +67,19 @@ class SimSlurm final : public SlurmApi {
     ++writes_;
     return Status::Ok();
   }
-  Status Hold(const std::string& id, const std::string& comment) override {
+  Status Hold(const std::string& id, const std::string& comment, const std::vector<std::string>& pin) override {
     JobRecord* j = Find(id, true);
     if (j == nullptr) return Status::Error("hold " + id + ": no such job");
     j->priority = 0;
-    j->required_nodes.clear();
+    j->required_nodes = pin;
     j->admin_comment = comment;
     j->state_reason = "JobHeldAdmin";
     ++writes_;
     return Status::Ok();
   }
-  Status HoldRequeued(const std::string& id, const std::string& comment) override { return Hold(id, comment); }
+  Status HoldRequeued(const std::string& id, const std::string& comment, const std::vector<std::string>& pin) override {
+    return Hold(id, comment, pin);
+  }
   Status SetComment(const std::string& id, const std::string& comment) override {
     JobRecord* j = Find(id, false);
     if (j == nullptr) return Status::Error("set comment " + id + ": no such job");

@@ -183,14 +183,14 @@ class MemorySlurm : public SlurmApi {
     j->admin_comment = text;
     return Status::Ok();
   }
-  Status Hold(const std::string& id, const std::string& text) override {
+  Status Hold(const std::string& id, const std::string& text, const std::vector<std::string>& pin) override {
     calls.push_back("hold " + id);
-    if (JobRecord* j = Find(id)) j->priority = 0, j->required_nodes.clear(), j->admin_comment = text;
+    if (JobRecord* j = Find(id)) j->priority = 0, j->required_nodes = pin, j->admin_comment = text;
     return Status::Ok();
   }
-  Status HoldRequeued(const std::string& id, const std::string& text) override {
+  Status HoldRequeued(const std::string& id, const std::string& text, const std::vector<std::string>& pin) override {
     calls.push_back("hold_requeued " + id);
-    if (JobRecord* j = Find(id)) j->priority = 0, j->required_nodes.clear(), j->admin_comment = text;
+    if (JobRecord* j = Find(id)) j->priority = 0, j->required_nodes = pin, j->admin_comment = text;
     return Status::Ok();
   }
   Status SetComment(const std::string& id, const std::string& text) override {
@@ -296,6 +296,45 @@ TEST_F(ReconcileTest, APinOnANodeThatWentDownIsHeldAgain) {
   ReconcileStats st = r.ReconcileOnce();
   ASSERT_TRUE(st.admitted) << st.status.ToString();
   EXPECT_EQ(slurm_.calls.at(0), "hold 6");
+}
+
+// Regression: a job's own --nodelist was lost once Tidal had pinned it: after a requeue the
+// pin (Tidal's, so not the user's) was cleared and the job planned anywhere.
+TEST_F(ReconcileTest, AUsersNodelistSurvivesTidalsPinAndARequeue) {
+  JobRecord j = HeldJob(9, 1, 8);
+  j.required_nodes = {"gpu03"};  // sbatch -w gpu03
+  slurm_.state.jobs = {j};
+  Reconciler r(acfg_, &slurm_, link_.get());
+  ASSERT_EQ(r.ReconcileOnce().released, 1);
+  JobRecord* nine = slurm_.Find("9");
+  EXPECT_EQ(nine->required_nodes, std::vector<std::string>{"gpu03"});
+  EXPECT_NE(nine->admin_comment.find(" [nodelist: gpu03]"), std::string::npos) << nine->admin_comment;
+  EXPECT_EQ(UserPin(*nine), std::vector<std::string>{"gpu03"}) << "read back from Tidal's note";
+  nine->state = JobState::kRunning;
+  nine->nodes = {"gpu03"};
+  ASSERT_TRUE(r.ReconcileOnce().admitted);
+  // Requeued (a disruption): pending, held, Tidal's pin and comment still there. Its members ask
+  // for gpu03 (not any node), and the hold puts the user's --nodelist back.
+  nine->state = JobState::kPending;
+  nine->priority = 0;
+  nine->nodes.clear();
+  nine->restart_cnt = 1;
+  auto members = MembersOf(*nine, "9", acfg_);
+  ASSERT_EQ(members.size(), 1u);
+  ASSERT_EQ(members[0].required_node_affinity_size(), 1);
+  bool pinned = false;
+  for (const auto& f : members[0].required_node_affinity(0).match_fields()) {
+    pinned = pinned || (f.operator_() == "In" && f.values_size() == 1 && f.values(0) == "gpu03");
+  }
+  EXPECT_TRUE(pinned) << members[0].DebugString();
+  slurm_.calls.clear();
+  ASSERT_TRUE(r.ReconcileOnce().admitted);
+  ASSERT_FALSE(slurm_.calls.empty());
+  EXPECT_EQ(slurm_.calls[0], "hold_requeued 9");
+  EXPECT_EQ(nine->required_nodes, std::vector<std::string>{"gpu03"}) << "the user's --nodelist, not cleared";
+  // Placed again: on gpu03 only.
+  ASSERT_EQ(r.ReconcileOnce().released, 1);
+  EXPECT_EQ(nine->required_nodes, std::vector<std::string>{"gpu03"});
 }
 
 TEST_F(ReconcileTest, APinOnANodeThatDoesNotRespondIsKept) {

@@ -98,8 +98,8 @@ class StaticSlurm : public SlurmApi {
     return Status::Ok();
   }
   Status Release(const std::string&, const std::vector<std::string>&, const std::string&) override { return Status::Ok(); }
-  Status Hold(const std::string&, const std::string&) override { return Status::Ok(); }
-  Status HoldRequeued(const std::string&, const std::string&) override { return Status::Ok(); }
+  Status Hold(const std::string&, const std::string&, const std::vector<std::string>&) override { return Status::Ok(); }
+  Status HoldRequeued(const std::string&, const std::string&, const std::vector<std::string>&) override { return Status::Ok(); }
   Status SetComment(const std::string&, const std::string&) override { return Status::Ok(); }
   Status Requeue(const std::string&) override { return Status::Ok(); }
   Status Signal(const std::string&, int, bool) override { return Status::Ok(); }

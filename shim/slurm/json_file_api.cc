@@ -43,11 +43,12 @@ Status JsonFileApi::Release(const std::string& job_id, const std::vector<std::st
                             const std::string& comment) {
   return Record({"release", job_id, nodes, comment});
 }
-Status JsonFileApi::Hold(const std::string& job_id, const std::string& comment) {
-  return Record({"hold", job_id, {}, comment});
+Status JsonFileApi::Hold(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) {
+  return Record({"hold", job_id, pin, comment});
 }
-Status JsonFileApi::HoldRequeued(const std::string& job_id, const std::string& comment) {
-  return Record({"hold_requeued", job_id, {}, comment});
+Status JsonFileApi::HoldRequeued(const std::string& job_id, const std::string& comment,
+                                 const std::vector<std::string>& pin) {
+  return Record({"hold_requeued", job_id, pin, comment});
 }
 Status JsonFileApi::SetComment(const std::string& job_id, const std::string& comment) {
   return Record({"set_comment", job_id, {}, comment});

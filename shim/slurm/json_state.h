@@ -56,8 +56,8 @@ class JsonFileApi : public SlurmApi {
   Status Load(ClusterRecords* out) override;
   Status Release(const std::string& job_id, const std::vector<std::string>& nodes,
                  const std::string& comment) override;
-  Status Hold(const std::string& job_id, const std::string& comment) override;
-  Status HoldRequeued(const std::string& job_id, const std::string& comment) override;
+  Status Hold(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) override;
+  Status HoldRequeued(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) override;
   Status SetComment(const std::string& job_id, const std::string& comment) override;
   Status Requeue(const std::string& job_id) override;
   Status Signal(const std::string& job_id, int signal, bool batch_only) override;

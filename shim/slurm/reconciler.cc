@@ -319,7 +319,8 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
 
 void Reconciler::Comment(const JobRecord& j, const std::string& id, const std::string& why, int* budget,
                          ReconcileStats& st) {
-  const std::string text = TidalText(why);
+  // A job on Tidal's pin keeps the note of its user's --nodelist (UserPin) in every comment.
+  const std::string text = TidalText(why) + (TidalPin(j) ? UserPinNote(UserPin(j)) : "");
   // Only Tidal's own words are replaced: an admin's AdminComment is never overwritten.
   if (j.admin_comment == text || (!j.admin_comment.empty() && j.admin_comment.rfind(kTidalPrefix, 0) != 0)) return;
   if (*budget <= 0) return;
@@ -337,7 +338,9 @@ void Reconciler::Apply(const ClusterRecords&, const Desired& d, const v1::AdmitR
   for (const auto& [j, why, requeued] : d.rehold) {
     if (!reheld.insert(j).second) continue;
     const std::string text = TidalText(why);
-    if (Status s = requeued ? slurm_->HoldRequeued(j->id, text) : slurm_->Hold(j->id, text); !s.ok()) {
+    // The user's --nodelist comes back (Tidal's pin goes): the job keeps its constraint.
+    const std::vector<std::string> pin = UserPin(*j);
+    if (Status s = requeued ? slurm_->HoldRequeued(j->id, text, pin) : slurm_->Hold(j->id, text, pin); !s.ok()) {
       ++st.apply_errors;
       st.status.AddReason(s.ToString());
     } else {
@@ -361,7 +364,8 @@ void Reconciler::Apply(const ClusterRecords&, const Desired& d, const v1::AdmitR
     }
     if (!ok) continue;  // never pin to a node Slurm does not offer now; the plan expires
     const std::string text = TidalText(std::string("released to ") + Join(nodes) +
-                                       (a.domain().empty() ? "" : " (" + a.domain() + ")")).substr(0, 250);
+                                       (a.domain().empty() ? "" : " (" + a.domain() + ")")).substr(0, 250) +
+                             UserPinNote(UserPin(j));
     if (Status s = slurm_->Release(id, nodes, text); !s.ok()) {
       ++st.apply_errors;
       st.status.AddReason(s.ToString());

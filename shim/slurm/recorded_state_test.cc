@@ -103,7 +103,7 @@ TEST(JsonFileApi, LoadsAndRecordsWrites) {
   EXPECT_TRUE(api.Load(&r).ok());
 
   EXPECT_TRUE(api.Release("12_3", {"gpu01"}, "tidal: go").ok());
-  EXPECT_TRUE(api.Hold("20", "tidal: wait").ok());
+  EXPECT_TRUE(api.Hold("20", "tidal: wait", {}).ok());
   api.FailNextWrite(Status::Error("down"));
   EXPECT_FALSE(api.Drain("gpu01", "tidal: k8s").ok());
   EXPECT_TRUE(api.Drain("gpu01", "tidal: k8s").ok());

@@ -115,13 +115,15 @@ class SlurmApi {
   // releases it (root's release: the job_submit gate refuses the owner's). job id "123" or "123_7".
   virtual Status Release(const std::string& job_id, const std::vector<std::string>& nodes,
                          const std::string& comment) = 0;
-  // Holds a pending job again and clears a Tidal pin (ReqNodeList = ""), with an AdminComment.
-  virtual Status Hold(const std::string& job_id, const std::string& comment) = 0;
+  // Holds a pending job again and replaces a Tidal pin with `pin` (ReqNodeList: the user's own
+  // --nodelist, "" when none), with an AdminComment.
+  virtual Status Hold(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) = 0;
   // Hold, for a job requeued after it ran (held again since Tidal released it), that also clears
   // its BeginTime (= now): Slurm 22.05 makes a requeued batch job wait 120 s after its requeue
   // completes, which would keep the nodes Tidal releases it to idle that long. It ran, so it has no
   // --begin of its user's still to wait for; it is held: Tidal decides when it starts.
-  virtual Status HoldRequeued(const std::string& job_id, const std::string& comment) = 0;
+  virtual Status HoldRequeued(const std::string& job_id, const std::string& comment,
+                              const std::vector<std::string>& pin) = 0;
   // Sets a job's AdminComment (why Tidal holds it; the caller never overwrites an admin's own).
   virtual Status SetComment(const std::string& job_id, const std::string& comment) = 0;
   // Preempts a running job: requeue-hold it (batch) or cancel it with SIGTERM first.

@@ -299,25 +299,26 @@ Status LibslurmApi::Release(const std::string& job_id, const std::vector<std::st
   return UpdateJob(job_id, &desc);
 }
 
-Status LibslurmApi::Hold(const std::string& job_id, const std::string& comment) {
+Status LibslurmApi::Hold(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) {
   if (Status st = CheckPending(job_id); !st.ok()) return st;
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  std::string empty;
+  std::string nodes = Join(pin, ',');
   std::string text = comment;
-  desc.req_nodes = empty.data();  // "" clears ReqNodeList
+  desc.req_nodes = nodes.data();  // the user's --nodelist again; "" clears ReqNodeList
   desc.admin_comment = text.data();
   desc.priority = 0;
   return UpdateJob(job_id, &desc);
 }
 
-Status LibslurmApi::HoldRequeued(const std::string& job_id, const std::string& comment) {
+Status LibslurmApi::HoldRequeued(const std::string& job_id, const std::string& comment,
+                                 const std::vector<std::string>& pin) {
   if (Status st = CheckPending(job_id); !st.ok()) return st;
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  std::string empty;
+  std::string nodes = Join(pin, ',');
   std::string text = comment;
-  desc.req_nodes = empty.data();
+  desc.req_nodes = nodes.data();
   desc.admin_comment = text.data();
   desc.priority = 0;
   desc.begin_time = std::time(nullptr);  // `scontrol update StartTime=now`

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/api/limits.h"
+#include "shim/slurm/hostlist.h"
 #include "shim/slurm/job_fields.h"
 
 namespace tidal::slurm {
@@ -58,7 +59,8 @@ std::string Constrain(const JobRecord& j, JobStance stance, v1::Pod& p) {
     }
   }
   p.mutable_node_selector()->insert(features.begin(), features.end());
-  const bool user_pin = !j.required_nodes.empty() && stance != JobStance::kReleased && !TidalPin(j);
+  const std::vector<std::string> pin = stance == JobStance::kReleased ? std::vector<std::string>{} : UserPin(j);
+  const bool user_pin = !pin.empty();
   const size_t terms = std::max<size_t>(1, parts.size());
   for (size_t i = 0; i < terms; ++i) {
     if (parts.empty() && j.excluded_nodes.empty() && !user_pin) break;
@@ -70,7 +72,7 @@ std::string Constrain(const JobRecord& j, JobStance stance, v1::Pod& p) {
       r->add_values("true");
     }
     if (!j.excluded_nodes.empty()) AddFieldTerm(t, "NotIn", j.excluded_nodes);
-    if (user_pin) AddFieldTerm(t, "In", j.required_nodes);
+    if (user_pin) AddFieldTerm(t, "In", pin);
   }
   return "";
 }
@@ -79,6 +81,24 @@ std::string Constrain(const JobRecord& j, JobStance stance, v1::Pod& p) {
 
 std::string PartitionLabel(const std::string& p) { return "partition.slurm.tidal.dev/" + LabelName(p); }
 std::string FeatureLabel(const std::string& f) { return "feature.slurm.tidal.dev/" + LabelName(f); }
+
+namespace {
+constexpr std::string_view kPinNote = " [nodelist: ";
+}  // namespace
+
+std::string UserPinNote(const std::vector<std::string>& pin) {
+  return pin.empty() ? "" : std::string(kPinNote) + CompressHostlist(pin) + "]";
+}
+
+std::vector<std::string> UserPin(const JobRecord& j) {
+  if (!TidalPin(j)) return j.required_nodes;
+  const size_t at = j.admin_comment.rfind(kPinNote);
+  if (at == std::string::npos || j.admin_comment.empty() || j.admin_comment.back() != ']') return {};
+  const size_t from = at + kPinNote.size();
+  std::vector<std::string> out;
+  if (!ExpandHostlist(std::string_view(j.admin_comment).substr(from, j.admin_comment.size() - 1 - from), &out).ok()) return {};
+  return out;
+}
 
 bool TidalPin(const JobRecord& j) {
   return StartsWith(j.admin_comment, kReleasedPrefix) || StartsWith(j.admin_comment, kNoticePrefix);
@@ -269,6 +289,7 @@ uint64_t MembersKey(const JobRecord& j) {
   num(j.warn_signal);
   num(j.warn_time_s);
   num(j.requeueable);
+  list(UserPin(j));
   return h;
 }
 

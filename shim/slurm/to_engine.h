@@ -46,6 +46,14 @@ inline constexpr const char* kTidalPrefix = "tidal:";
 // operators can set) says Tidal released it ("tidal: released ...") or gave it notice since.
 bool TidalPin(const JobRecord& j);
 
+// The user's own --nodelist: ReqNodeList while it is not Tidal's pin; once Tidal has pinned it,
+// what Tidal's AdminComment recorded at the release (" [nodelist: gpu[01-02]]", written by
+// UserPinNote). Tidal restores it when it holds the job again (a requeue, a lost pin), so a job
+// keeps its user's constraint across requeues. Empty: none (or a note that cannot be read).
+std::vector<std::string> UserPin(const JobRecord& j);
+// The note the release (and each later Tidal AdminComment of a pinned job) carries: "" when none.
+std::string UserPinNote(const std::vector<std::string>& pin);
+
 // How a job stands towards Tidal.
 enum class JobStance {
   kHeld,          // pending, priority 0: waiting for Tidal

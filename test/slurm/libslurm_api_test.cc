@@ -81,10 +81,10 @@ int main(int argc, char** argv) {
   if (cmd == "release" && need(3)) {
     return Report((*api)->Release(args[1], tidal::slurm::SplitCommaList(args[2]), args[3]));
   }
-  if (cmd == "hold" && need(2)) return Report((*api)->Hold(args[1], args[2]));
+  if (cmd == "hold" && need(2)) return Report((*api)->Hold(args[1], args[2], {}));
   if (cmd == "comment" && need(2)) return Report((*api)->SetComment(args[1], args[2]));
   if (cmd == "requeue" && need(1)) return Report((*api)->Requeue(args[1]));
-  if (cmd == "hold_requeued" && need(2)) return Report((*api)->HoldRequeued(args[1], args[2]));
+  if (cmd == "hold_requeued" && need(2)) return Report((*api)->HoldRequeued(args[1], args[2], {}));
   if (cmd == "signal" && need(3) && (args[3] == "batch" || args[3] == "steps")) {
     return Report((*api)->Signal(args[1], std::atoi(args[2].c_str()), args[3] == "batch"));
   }

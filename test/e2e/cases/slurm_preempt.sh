@@ -17,7 +17,9 @@
 #           node-41 (the time from its creation is printed), its TidalPreempting event names the
 #           Slurm jobs, tidal_preemptions_total{reason="priority"} grows by 2 and
 #           tidal_disruptions_total{cause="preemption"} by 2.
-#       (3) The gang is deleted: both requeued jobs run again (the engine releases them).
+#           While the gang runs the requeued jobs wait: their own -w node is the gang's.
+#       (3) The gang is deleted: both requeued jobs run again (the engine releases them), each on
+#           its -w node (a user's --nodelist survives Tidal's pin and the requeue).
 #       Alone: test/e2e/run.sh slurm-preempt
 [ -n "${SL_SOURCED:-}" ] || source "$E2E_DIR/cases/slurm.sh"
 sl_register slurm-preempt
@@ -76,6 +78,9 @@ case_slurm-preempt() {
     check "job $j was requeued and is held for Tidal ($(sl_field "$j" JobState), Restarts $(sl_field "$j" Restarts), $(sl_field "$j" AdminComment | cut -c1-80))" \
       eval "sl_state_is $j PENDING && [ \"\$(sl_field $j Restarts)\" = 1 ] && sl_field $j AdminComment | grep -q '^tidal:'"
   done
+  sleep 2
+  check "while the gang runs, the requeued jobs wait (their -w node is taken): $(sl_field "${rq[0]}" JobState), $(sl_field "${rq[1]}" JobState)" \
+    eval "sl_state_is ${rq[0]} PENDING && sl_state_is ${rq[1]} PENDING"
   check "the --no-requeue jobs still run" eval "sl_state_is ${norq[0]} RUNNING && sl_state_is ${norq[1]} RUNNING"
   ev=$(events $ns TidalPreempting | head -n 1 | cut -f3)
   e2e_log "    event: ${ev:0:200}"
@@ -91,6 +96,8 @@ case_slurm-preempt() {
   k delete pods -n $ns --all --wait=false >/dev/null
   check "once the gang is gone, both requeued jobs run again" until_true 30 \
     eval "sl_state_is ${rq[0]} RUNNING && sl_state_is ${rq[1]} RUNNING"
+  check "each on its own -w node, kept across the requeue ($(sl_field "${rq[0]}" NodeList), $(sl_field "${rq[1]}" NodeList))" \
+    eval "[ \"\$(sl_field ${rq[0]} NodeList)\" = node-40 ] && [ \"\$(sl_field ${rq[1]} NodeList)\" = node-41 ]"
   k label nodes node-40 node-41 node-42 node-43 e2e.tidal.dev/victim- >/dev/null 2>&1 || true
   sl_clean $ns
 }
