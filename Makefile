@@ -34,7 +34,8 @@ SHELL := /bin/bash
 BUILD ?= build
 # Build jobs: the machine's cores, at most 4 (a clang ASan compile takes up to 1 GiB).
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
-CMAKE_FLAGS ?= -DTIDAL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# -g1 (line tables: file:line in backtraces and profiles): a quarter less compile time than -g.
+CMAKE_FLAGS ?= -DTIDAL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian 12 packages the C++ build and tests need (see docs/design.md, "Dependencies").

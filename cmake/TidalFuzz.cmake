@@ -16,8 +16,9 @@ set(TIDAL_FUZZ_OPT "-O1" CACHE STRING "Optimisation of the TIDAL_FUZZ build: -O0
 # build: a gtest-heavy file takes a third of the time there (profile_test.cc: 54 s at -O1 -g1,
 # 16 s at -O0 -g0), and they run little code of their own (the product code they call stays at
 # TIDAL_FUZZ_OPT with line tables, so sanitizer reports in it keep file:line; gtest's own failure
-# messages need no debug info). The cold build is the longest part of `make test`.
-set(TIDAL_FUZZ_TEST_OPT "-O0;-g0" CACHE STRING "Compile options of test sources in the TIDAL_FUZZ build (a list)")
+# messages need no debug info), and without libFuzzer's coverage hooks (no fuzz target links a
+# test source; 15% less compile time per file). The cold build is the longest part of `make test`.
+set(TIDAL_FUZZ_TEST_OPT "-O0;-g0;-fno-sanitize=fuzzer-no-link" CACHE STRING "Compile options of test sources in the TIDAL_FUZZ build (a list)")
 
 if(TIDAL_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
