@@ -337,6 +337,23 @@ TEST_F(ReconcileTest, AUsersNodelistSurvivesTidalsPinAndARequeue) {
   EXPECT_EQ(nine->required_nodes, std::vector<std::string>{"gpu03"});
 }
 
+// Regression: a Slurm job's members are a rigid gang whatever its --comment says: a
+// tidal.dev/gang-min there let the engine plan fewer nodes than the job's node count, and Slurm
+// would have picked the rest itself, on nodes Tidal counts as free.
+TEST_F(ReconcileTest, AGangMinInAJobsCommentDoesNotReleaseItOnFewerNodes) {
+  for (int i = 0; i < 3; ++i) slurm_.state.nodes[static_cast<size_t>(i)].drain = true;  // only gpu04 is usable
+  JobRecord j = HeldJob(9, 2, 8);
+  j.comment = "tidal.dev/gang-min=1";
+  slurm_.state.jobs.push_back(j);
+  auto members = MembersOf(j, "9", acfg_);
+  ASSERT_EQ(members.size(), 2u);
+  EXPECT_EQ(members[0].annotations().count("tidal.dev/gang-min"), 0u) << "not elastic";
+  Reconciler r(acfg_, &slurm_, link_.get());
+  ReconcileStats st = r.ReconcileOnce();
+  ASSERT_TRUE(st.admitted) << st.status.ToString();
+  EXPECT_EQ(slurm_.Find("9")->priority, 0u) << "released to " << ::testing::PrintToString(slurm_.Find("9")->required_nodes);
+}
+
 TEST_F(ReconcileTest, APinOnANodeThatDoesNotRespondIsKept) {
   // Right after a slurmctld restart every node reads "not responding" until its slurmd registers:
   // a released job pinned there keeps its pin (Slurm starts it once the node is back).

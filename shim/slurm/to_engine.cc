@@ -204,6 +204,10 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
   for (const auto& [k, v] : CommentKeys(j.comment)) a[k] = v;
   a["tidal.dev/gang"] = id;
   a["tidal.dev/gang-size"] = std::to_string(members);
+  // A Slurm job is a rigid gang: Slurm starts it on all its nodes or not at all, and a release
+  // pinned to fewer nodes than it asks for would let Slurm pick the rest itself, on nodes Tidal
+  // counts as free. A gang-min from its --comment is not Tidal's to honour.
+  a.erase("tidal.dev/gang-min");
   a["tidal.dev/queue"] = QueueFor(cfg, j.account, j.partition, j.qos);
   // Slurm enforces the time limit itself; Tidal plans with it, at most its 365-day cap.
   if (j.time_limit_min > 0) {
