@@ -8,6 +8,7 @@
 
 #include "server/service.h"
 #include "shim/slurm/jobcomp.h"
+#include "shim/slurm/json_state.h"
 #include "shim/slurm/reconciler.h"
 #include "shim/slurm/to_engine.h"
 
@@ -113,6 +114,23 @@ TEST(ToEngine, ReleasedRunningFinishedAndSkippedJobs) {
   array.array_job_id = 20;
   array.pending_array_tasks = {3, 4};
   EXPECT_EQ(JobIdsOf(array), (std::vector<std::string>{"20_3", "20_4"}));
+}
+
+// Regression: a job of --nodes=MIN-MAX was pinned to MIN nodes, and Slurm could add nodes up to
+// MAX itself, on nodes Tidal counted as free.
+TEST(ToEngine, ANodeRangeIsNotScheduledAndSaysWhy) {
+  JobRecord j = HeldJob(7, 2, 8);
+  j.max_node_count = 4;
+  EXPECT_EQ(SkipReason(j), "cannot schedule: --nodes=2-4: Tidal places a job on a fixed node count (submit -N 2 or -N 4)");
+  EXPECT_TRUE(MembersOf(j, "7", AdapterConfig{}).empty());
+  j.max_node_count = 2;  // -N 2: max = min
+  EXPECT_EQ(SkipReason(j), "");
+  std::vector<JobRecord> jobs;
+  ASSERT_TRUE(ParseSqueueJson(R"({"jobs": [
+      {"job_id": 1, "job_state": "PENDING", "priority": 0, "node_count": 2, "max_nodes": 4},
+      {"job_id": 2, "job_state": "RUNNING", "priority": 1, "node_count": 3, "max_nodes": 4}]})", &jobs).ok());
+  EXPECT_EQ(jobs[0].max_node_count, 4u);
+  EXPECT_EQ(jobs[1].max_node_count, 0u) << "a running job got its nodes: no range";
 }
 
 TEST(ToEngine, NodesCarryTopologyPartitionsAndDoorHealth) {

@@ -200,6 +200,7 @@ JobRecord ReadJob(const json& j, uint32_t job_id) {
   f.Signed("nice", &r.nice, -2147483645, 2147483645);  // null = 0 (v0.0.38 prints no nice as null)
   f.Str("dependency", &r.dependency);
   f.Int("node_count", &r.node_count, /*required=*/true, kMaxCount);
+  if (r.state == JobState::kPending) f.Int("max_nodes", &r.max_node_count, false, kMaxCount);  // a range: pending only
   f.Int("restart_cnt", &r.restart_cnt);
   bool requeue = true, batch = true;
   f.Bool("requeue", &requeue);

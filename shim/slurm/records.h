@@ -40,6 +40,7 @@ struct JobRecord {
   int32_t nice = 0;                // --nice (Tidal's priority is -nice)
   std::string dependency;          // remaining dependency expression ("" = none or satisfied)
   uint32_t node_count = 1;         // nodes requested (min) while pending, allocated once running
+  uint32_t max_node_count = 0;     // --nodes=MIN-MAX: MAX while pending (0 = not a range)
   int64_t gpus_per_node = 0;       // from tres_per_node ("gres:gpu:a100:4") or tres_per_job / nodes
   // GPUs asked for the whole job (--gpus=N: tres_per_job; --gpus-per-task: per task x tasks);
   // 0 when the request is per node. gpus_per_node is then ceil(gpus_total / node_count).

@@ -129,6 +129,12 @@ std::string SkipReason(const JobRecord& j) {
     return "waiting on dependency " + j.dependency;
   }
   if (j.node_count == 0) return "cannot schedule: node_count: 0 nodes";
+  if (j.max_node_count > j.node_count) {
+    // Pinned to MIN nodes, Slurm could still add nodes up to MAX itself, on nodes Tidal counts free.
+    return "cannot schedule: --nodes=" + std::to_string(j.node_count) + "-" + std::to_string(j.max_node_count) +
+           ": Tidal places a job on a fixed node count (submit -N " + std::to_string(j.node_count) + " or -N " +
+           std::to_string(j.max_node_count) + ")";
+  }
   return BoundsError(j);
 }
 
@@ -276,6 +282,7 @@ uint64_t MembersKey(const JobRecord& j) {
   str(j.qos);
   num(j.nice);
   num(j.node_count);
+  num(j.max_node_count);
   num(j.gpus_per_node);
   num(j.gpus_total);
   str(j.gpu_model);
