@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A small PKI for tidal-engine's mutual TLS (docs/operations.md, "Security"), made with openssl
+# A small PKI for tidal-engine's mutual TLS (docs/security.md), made with openssl
 # (ECDSA P-256). For tests and trials; in production use your own CA or cert-manager.
 # Usage: hack/gen-engine-certs.sh DIR [SERVER_SANS] [DAYS]
 #   SERVER_SANS  subjectAltName of the engine's certificate

@@ -1,6 +1,6 @@
 package engineclient
 
-// Transport security of the engine connection (docs/operations.md, "Security").
+// Transport security of the engine connection (docs/security.md).
 //
 // Without TLS files the connection is plaintext, which New allows only for a unix socket or a
 // loopback address (unless Config.Insecure). With CAFile, CertFile and KeyFile it is mutual TLS:
