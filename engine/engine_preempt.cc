@@ -269,8 +269,9 @@ PreemptResult Engine::Preempt(const std::string& uid) {
     add_victim(v, uids);
   }
   for (const auto& [id, uids] : shrunk) add_victim(id, uids);  // elastic gangs give back their surplus only
-  if (std::find(out.victim_doors.begin(), out.victim_doors.end(), FrontDoor::kSlurm) != out.victim_doors.end()) {
-    holds_[w->id].handed_off = true;
+  if (auto h = holds_.find(w->id);
+      h != holds_.end() && std::find(out.victim_doors.begin(), out.victim_doors.end(), FrontDoor::kSlurm) != out.victim_doors.end()) {
+    h->second.handed_off = true;
   }
   out.reason = d.preemption.reason;
   OpenPreemptionDisruptionsLocked(g.key, out);
@@ -471,9 +472,9 @@ std::string Engine::AwaitingVictimsLocked(const std::string& plan_id) const {
     return "waiting for " + std::to_string(left) + " victim pod(s) to go (Slurm jobs are requeued by tidal-slurm); " +
            "their capacity is held for the gang";
   }
-  if (!h->second.evicted && going == 0) {
+  if (!hold.evicted && going == 0) {
     return "waiting for " + std::to_string(left) + " victim pod(s) given notice to checkpoint (up to " +
-           FormatDurationSeconds(h->second.notice_s) + "); their capacity is held for the gang";
+           FormatDurationSeconds(hold.notice_s) + "); their capacity is held for the gang";
   }
   return "waiting for " + std::to_string(left) + " evicted victim pod(s) to terminate; their capacity is held for the gang";
 }

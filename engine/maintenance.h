@@ -42,11 +42,11 @@ struct MaintenanceWindow {
   bool Covers(const std::string& node, const std::map<std::string, std::string>& labels) const;
 };
 
-// When a node closes: from `by` to `until` (INT64_MAX: until cancelled) it takes no work.
 // A Kubernetes node's own drain (engine_closes.cc, AnnotatedDrainLocked): RFC 3339 or unix s.
 inline constexpr const char* kAnnotationDrainBy = "tidal.dev/drain-by";
 inline constexpr const char* kAnnotationDecommission = "tidal.dev/decommission";  // "true": for good
 
+// When a node closes: from `by` to `until` (INT64_MAX: until cancelled) it takes no work.
 struct NodeClose {
   int64_t by = 0;
   int64_t until = INT64_MAX;

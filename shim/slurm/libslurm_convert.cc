@@ -90,7 +90,7 @@ JobRecord LibslurmConverter::Job(const slurm_job_info_t& job) {
   r.dependency = Str(job.dependency);
   r.node_count = Val32(job.num_nodes) == 0 ? 1 : job.num_nodes;
   // A range only while pending (a running job's max_nodes is what it asked, its num_nodes what it got).
-  if (BaseJobState(job.job_state) == JobState::kPending) r.max_node_count = Val32(job.max_nodes);
+  if (r.state == JobState::kPending) r.max_node_count = Val32(job.max_nodes);
   r.time_limit_min = Val32(job.time_limit);
   r.submit_time = static_cast<int64_t>(job.submit_time);
   r.start_time = static_cast<int64_t>(job.start_time);

@@ -84,6 +84,16 @@ std::string FeatureLabel(const std::string& f) { return "feature.slurm.tidal.dev
 
 namespace {
 constexpr std::string_view kPinNote = " [nodelist: ";
+
+// The hostlist of Tidal's note in the AdminComment of a job on Tidal's pin ("" when none).
+std::string_view PinNoteOf(const JobRecord& j) {
+  if (!TidalPin(j)) return {};
+  const size_t at = j.admin_comment.rfind(kPinNote);
+  if (at == std::string::npos || j.admin_comment.back() != ']') return {};
+  const size_t from = at + kPinNote.size();
+  return std::string_view(j.admin_comment).substr(from, j.admin_comment.size() - 1 - from);
+}
+
 }  // namespace
 
 std::string UserPinNote(const std::vector<std::string>& pin) {
@@ -92,11 +102,8 @@ std::string UserPinNote(const std::vector<std::string>& pin) {
 
 std::vector<std::string> UserPin(const JobRecord& j) {
   if (!TidalPin(j)) return j.required_nodes;
-  const size_t at = j.admin_comment.rfind(kPinNote);
-  if (at == std::string::npos || j.admin_comment.empty() || j.admin_comment.back() != ']') return {};
-  const size_t from = at + kPinNote.size();
   std::vector<std::string> out;
-  if (!ExpandHostlist(std::string_view(j.admin_comment).substr(from, j.admin_comment.size() - 1 - from), &out).ok()) return {};
+  if (const std::string_view note = PinNoteOf(j); note.empty() || !ExpandHostlist(note, &out).ok()) return {};
   return out;
 }
 
@@ -261,7 +268,7 @@ uint64_t MembersKey(const JobRecord& j) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     h = z ^ (z >> 31);
   };
-  auto str = [&](const std::string& s) { mix(std::hash<std::string_view>{}(s)); };
+  auto str = [&](std::string_view s) { mix(std::hash<std::string_view>{}(s)); };
   auto num = [&](auto v) { mix(static_cast<uint64_t>(static_cast<int64_t>(v))); };
   auto list = [&](const std::vector<std::string>& v) {
     num(v.size());
@@ -300,7 +307,7 @@ uint64_t MembersKey(const JobRecord& j) {
   num(j.warn_signal);
   num(j.warn_time_s);
   num(j.requeueable);
-  list(UserPin(j));
+  str(PinNoteOf(j));  // the user's --nodelist on Tidal's pin (UserPin), unparsed
   return h;
 }
 

@@ -82,7 +82,8 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
 // 100,000 that did not change costs this hash, not a conversion). Left out: the ids (the caller
 // folds in the job id it converts), pending_array_tasks and array_max_tasks (each task is its own
 // job id), name, end_time, restart_cnt, start_time unless the job holds nodes, warn_batch_only,
-// and of admin_comment only whether it starts with kReleasedPrefix and TidalPin. A field MembersOf
+// and of admin_comment only whether it starts with kReleasedPrefix, TidalPin and Tidal's
+// --nodelist note (UserPin). A field MembersOf
 // & co. start to read must be added here.
 uint64_t MembersKey(const JobRecord& j);
 

@@ -30,6 +30,16 @@ inline PodInfo GangPod(const std::string& name, const std::string& gang, int siz
   return p;
 }
 
+// A lone 8-GPU pod `name` (GangPod) running on `node` since `start` that checkpoints on 60 s notice.
+inline PodInfo CheckpointingPod(const std::string& name, const std::string& node, int64_t start) {
+  PodInfo p = GangPod(name, "", 1);
+  p.annotations[kLabelCheckpointOnNotice] = "60s";
+  p.node_name = node;
+  p.phase = PodPhase::kRunning;
+  p.start_unix = start;
+  return p;
+}
+
 // Member i of Slurm job `job` (gang "slurm/<job>" of `size`), as tidal-slurm reports it; running
 // on `node` when one is given.
 inline PodInfo SlurmMember(const std::string& job, int i, int size, const std::string& queue, int64_t gpus = 8,

@@ -157,12 +157,7 @@ TEST_F(ClosesTest, AWindowBySelectorCoversADomainAndNodesThatJoinIt) {
 }
 
 TEST_F(ClosesTest, CancellingADrainCallsOffTheNoticesItGave) {
-  PodInfo p = GangPod("ckpt", "", 1);
-  p.annotations[kLabelCheckpointOnNotice] = "60s";
-  p.node_name = "n0";
-  p.phase = PodPhase::kRunning;
-  p.start_unix = now_;
-  ASSERT_TRUE(Add({p}).ok());
+  ASSERT_TRUE(Add({testing::CheckpointingPod("ckpt", "n0", now_)}).ok());
   engine_->Drain({"n0"}, now_ + 60, false);
   auto a = Poll();
   ASSERT_EQ(a.size(), 1u);

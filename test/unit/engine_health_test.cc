@@ -272,12 +272,7 @@ TEST_F(HealthTest, ADrainLetsWorkThatEndsInTimeFinishAndMovesTheRestBeforeTheDea
 }
 
 TEST_F(HealthTest, ADrainedWorkloadThatCheckpointsOnNoticeGetsItsNoticeBeforeTheDeadline) {
-  PodInfo p = GangPod("ckpt", "", 1);
-  p.annotations[kLabelCheckpointOnNotice] = "60s";
-  p.node_name = "n0";
-  p.phase = PodPhase::kRunning;
-  p.start_unix = now_;
-  ASSERT_TRUE(Add({p}).ok());
+  ASSERT_TRUE(Add({testing::CheckpointingPod("ckpt", "n0", now_)}).ok());
   engine_->Drain({"n0"}, now_ + 200, false);
   now_ += 109;
   EXPECT_TRUE(Poll().empty());

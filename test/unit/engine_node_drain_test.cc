@@ -35,14 +35,7 @@ class NodeDrainTest : public testing::EngineFixture {
     return Annotate(*engine_, std::move(annotations));
   }
   // A running 8-GPU pod on n0 that checkpoints on 60 s notice.
-  void RunCheckpointingPodOnN0() {
-    PodInfo p = GangPod("ckpt", "", 1);
-    p.annotations[kLabelCheckpointOnNotice] = "60s";
-    p.node_name = "n0";
-    p.phase = PodPhase::kRunning;
-    p.start_unix = now_;
-    ASSERT_TRUE(Add({p}).ok());
-  }
+  void RunCheckpointingPodOnN0() { ASSERT_TRUE(Add({testing::CheckpointingPod("ckpt", "n0", now_)}).ok()); }
   // The node's row of a Drain report (the first; nullopt: none).
   static std::optional<NodeDrainInfo> Find(const std::vector<NodeDrainInfo>& r, const std::string& node) {
     for (const auto& d : r) {
