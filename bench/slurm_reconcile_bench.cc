@@ -57,29 +57,30 @@ class SimSlurm final : public SlurmApi {
     out->read_unix = now_->load();
     return Status::Ok();
   }
-  Status Release(const std::string& id, const std::vector<std::string>& nodes, const std::string& comment) override {
+  Status Release(const std::string& id, const JobPin& pin, const std::string& comment) override {
     JobRecord* j = Find(id, /*split=*/true);
     if (j == nullptr) return Status::Error("release " + id + ": no such job");
     j->priority = 1000;
-    j->required_nodes = nodes;
+    j->required_nodes = pin.nodes;
     j->admin_comment = comment;
     j->state_reason = "None";
     ++writes_;
     return Status::Ok();
   }
-  Status Hold(const std::string& id, const std::string& comment, const std::vector<std::string>& pin) override {
+  Status Hold(const std::string& id, const std::string& comment, const JobPin& pin) override {
     JobRecord* j = Find(id, true);
     if (j == nullptr) return Status::Error("hold " + id + ": no such job");
     j->priority = 0;
-    j->required_nodes = pin;
+    j->required_nodes = pin.nodes;
     j->admin_comment = comment;
     j->state_reason = "JobHeldAdmin";
     ++writes_;
     return Status::Ok();
   }
-  Status HoldRequeued(const std::string& id, const std::string& comment, const std::vector<std::string>& pin) override {
+  Status HoldRequeued(const std::string& id, const std::string& comment, const JobPin& pin) override {
     return Hold(id, comment, pin);
   }
+  Status Shrink(const std::string&, const std::vector<std::string>&) override { return Status::Ok(); }
   Status SetComment(const std::string& id, const std::string& comment) override {
     JobRecord* j = Find(id, false);
     if (j == nullptr) return Status::Error("set comment " + id + ": no such job");

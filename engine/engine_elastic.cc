@@ -13,7 +13,8 @@
 //     (the clock starts again next time). When the wait ends the gang's pending pods go to
 //     TakeActivations (kube-scheduler sees no event for it), and the next plan places them if
 //     the room is still there: room found at both ends of the wait, and at every plan between.
-// 0 s turns the wait off. Only Kubernetes gangs are elastic (a Slurm job's node count is fixed).
+// 0 s turns the wait off. A running elastic Slurm job (--nodes=MIN-MAX) has no waiting members:
+// Slurm cannot add nodes to a running job, so it never grows (it starts on as many as fit).
 //
 // Threading: under mu_ (the *Locked convention); grow_waits_ is the Engine's (engine.h).
 #include <optional>

@@ -46,6 +46,13 @@ constexpr int32_t kNeverVictim = INT32_MAX;
 // tidal-slurm's annotation on the members of a job Slurm will not requeue (shim/slurm/to_engine.cc).
 constexpr const char* kSlurmRequeueKey = "slurm.tidal.dev/requeue";
 
+// tidal.dev/gang-leader "true": the member an elastic gang gives back last (tidal-slurm marks a
+// job's batch host, which Slurm never takes from a running job; a user may mark a rendezvous host).
+bool IsGangLeader(const PodInfo& p) {
+  auto it = p.annotations.find("tidal.dev/gang-leader");
+  return it != p.annotations.end() && it->second == "true";
+}
+
 // Allocations laid over the view for one call; taken off again (in reverse) when it goes.
 class Overlay {
  public:
@@ -137,6 +144,7 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
   const PodInfo* first = nullptr;
   int32_t priority = INT32_MIN;
   std::map<NodeId, int64_t> newest;  // per node: the latest start of a member there
+  std::set<NodeId> leads;            // nodes of the gang's leader (tidal.dev/gang-leader)
   for (const auto& [uid, where] : g.members) {
     const auto& [n, req] = where;
     a.workload.per_member.gpus = std::max(a.workload.per_member.gpus, req.gpus);
@@ -158,6 +166,7 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
     auto& latest = newest.try_emplace(n, since).first->second;
     latest = std::max(latest, since);
     if (p == pods_.end()) continue;
+    if (IsGangLeader(p->second)) leads.insert(n);
     terminating = terminating || p->second.terminating;
     if (p->second.door == FrontDoor::kSlurm) {
       slurm = true;
@@ -170,9 +179,11 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
       if (first == nullptr) first = &p->second;
     }
   }
-  // Nodes of the newest members first: an elastic gang's shrink gives back members in this order.
+  // Nodes of the newest members first, the leader's last: an elastic gang's shrink gives back
+  // members in this order.
   std::stable_sort(a.assignments.begin(), a.assignments.end(), [&](const MemberAssignment& x, const MemberAssignment& y) {
-    return newest[x.node] > newest[y.node];
+    const bool lx = leads.count(x.node) > 0, ly = leads.count(y.node) > 0;
+    return lx != ly ? ly : newest[x.node] > newest[y.node];
   });
   // A rigid gang's bound pods are evicted whole; an elastic gang (gang-min) may give back members
   // down to its minimum (the plugin's shrinks; ShrinkPodsLocked picks the pods).
@@ -356,7 +367,7 @@ std::map<std::string, std::vector<std::string>> Engine::ShrinkPodsLocked(const s
     if (grp == pgroups_.end() || s.members <= 0) continue;
     auto& chosen = out[s.workload];
     // The newest-started members on that node go first: they have done the least work.
-    std::vector<std::pair<int64_t, std::string>> on;
+    std::vector<std::pair<std::pair<bool, int64_t>, std::string>> on;
     for (const auto& [uid, where] : grp->second.members) {
       if (where.first != s.node || std::find(chosen.begin(), chosen.end(), uid) != chosen.end()) continue;
       int64_t since = 0;
@@ -365,7 +376,9 @@ std::map<std::string, std::vector<std::string>> Engine::ShrinkPodsLocked(const s
       } else if (auto b = bound_since_.find(uid); b != bound_since_.end()) {
         since = b->second.since_s;
       }
-      on.emplace_back(-since, uid);
+      // The leader last (a Slurm job's batch host: Slurm cannot take it from the job).
+      auto p = pods_.find(uid);
+      on.emplace_back(std::pair(p != pods_.end() && IsGangLeader(p->second), -since), uid);
     }
     std::sort(on.begin(), on.end());
     for (size_t i = 0; i < on.size() && i < static_cast<size_t>(s.members); ++i) chosen.push_back(on[i].second);

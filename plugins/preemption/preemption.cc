@@ -389,7 +389,7 @@ class VictimSearch {
     const Take t = MayTake(v, taken.left);
     int32_t given = 0;  // members given back by a shrink in this trial
     if (t.members > 0) {
-      if (std::optional<int32_t> shrunk = Shrink(trial, domain, v, a, t.members, taken)) {
+      if (std::optional<int32_t> shrunk = Shrink(trial, domain, v, a, FewestToGive(domain, v, a, t.members), taken)) {
         given = *shrunk;
         if (FitsInside(domain)) return true;
       }
@@ -413,31 +413,62 @@ class VictimSearch {
   // An elastic victim gives back up to `members` members on nodes of the domain (re-placed with
   // the rest); how many it gave, or nullopt when it could not shrink there.
   std::optional<int32_t> Shrink(Trial& trial, VertexId domain, const Victim& v, const Allocation& a, int32_t members, Taken& taken) {
-    const Vertex& vx = cluster_.vertex(domain);
-    int32_t give = members;
-    std::vector<MemberAssignment> kept = a.assignments;
+    std::vector<MemberAssignment> kept;
     std::vector<ShrinkAction> shrinks;
-    for (auto& as : kept) {
-      if (give == 0) break;
-      if (as.node < vx.node_begin || as.node >= vx.node_end) continue;
-      const int32_t n = std::min(give, as.members);
-      as.members -= n;
-      give -= n;
-      shrinks.push_back(ShrinkAction{v.id, as.node, n});
-    }
-    if (shrinks.empty()) return std::nullopt;
-    kept.erase(std::remove_if(kept.begin(), kept.end(), [](const MemberAssignment& m) { return m.members == 0; }),
-               kept.end());
+    const int32_t given = GiveBack(domain, v, a, members, &kept, &shrinks);
+    if (given == 0) return std::nullopt;
     Workload smaller = a.workload;
-    smaller.members -= members - give;
+    smaller.members -= given;
     if (!trial.Evict(v.id) || !trial.Place(smaller, kept, a.start_time_s)) return std::nullopt;
-    const int32_t given = members - give;
     // The members given back lose their share of the gang's work at risk.
     if (a.workload.members > 0) taken.result.lost_gpu_seconds += v.lost * given / a.workload.members;
     if (v.budgeted) taken.left.Take(v.queue, v.per_member, given);
     taken.result.shrinks.insert(taken.result.shrinks.end(), shrinks.begin(), shrinks.end());
     taken.Mark(v);
     return given;
+  }
+
+  // Up to `members` of a's members on the domain's nodes, in a's order (the engine lists the
+  // newest first, the gang's leader last): the assignments left in `kept`, the shrinks made (when
+  // asked), and how many were given.
+  int32_t GiveBack(VertexId domain, const Victim& v, const Allocation& a, int32_t members,
+                   std::vector<MemberAssignment>* kept, std::vector<ShrinkAction>* shrinks) const {
+    const Vertex& vx = cluster_.vertex(domain);
+    int32_t give = members;
+    *kept = a.assignments;
+    for (auto& as : *kept) {
+      if (give == 0) break;
+      if (as.node < vx.node_begin || as.node >= vx.node_end) continue;
+      const int32_t n = std::min(give, as.members);
+      as.members -= n;
+      give -= n;
+      if (shrinks != nullptr) shrinks->push_back(ShrinkAction{v.id, as.node, n});
+    }
+    kept->erase(std::remove_if(kept->begin(), kept->end(), [](const MemberAssignment& m) { return m.members == 0; }),
+                kept->end());
+    return members - give;
+  }
+
+  // The fewest of up to `most` members victim v gives back on the domain's nodes with which the
+  // preemptor fits there (by bisection, each size probed on a scratch transaction), so an elastic
+  // gang shrinks by what the preemptor needs, not by its whole surplus; `most` when none does.
+  int32_t FewestToGive(VertexId domain, const Victim& v, const Allocation& a, int32_t most) {
+    auto fits_giving = [&](int32_t k) {
+      Transaction probe(cluster_);  // undone when it goes
+      std::vector<MemberAssignment> kept;
+      const int32_t given = GiveBack(domain, v, a, k, &kept, nullptr);
+      if (given == 0) return false;
+      Workload smaller = a.workload;
+      smaller.members -= given;
+      return probe.Evict(v.id).ok() && probe.Place(smaller, kept, a.start_time_s).ok() && FitsInside(domain);
+    };
+    if (most <= 1 || !fits_giving(most)) return most;
+    int32_t lo = 0, hi = most;  // giving hi fits, giving lo does not
+    while (hi - lo > 1) {
+      const int32_t mid = lo + (hi - lo) / 2;
+      (fits_giving(mid) ? hi : lo) = mid;
+    }
+    return hi;
   }
 
   // Whether the preemptor's members fit on the domain's nodes now (GPU aggregate first, then the

@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "server/service.h"
+#include "shim/slurm/adapter_testing.h"
 #include "shim/slurm/jobcomp.h"
 #include "shim/slurm/json_state.h"
 #include "shim/slurm/reconciler.h"
@@ -14,38 +14,6 @@
 
 namespace tidal::slurm {
 namespace {
-
-JobRecord HeldJob(uint32_t id, uint32_t nodes, int64_t gpus, const std::string& account = "qa") {
-  JobRecord j;
-  j.id = std::to_string(id);
-  j.job_id = id;
-  j.user = "alice";
-  j.account = account;
-  j.partition = "batch";
-  j.state = JobState::kPending;
-  j.state_reason = "JobHeldUser";
-  j.priority = 0;
-  j.node_count = nodes;
-  j.gpus_per_node = gpus;
-  j.gpu_model = "a100";
-  j.time_limit_min = 30;
-  j.submit_time = 1000 + id;
-  j.admin_comment = "tidal: waiting for Tidal";
-  return j;
-}
-
-NodeRecord Node(const std::string& name, const std::string& leaf) {
-  NodeRecord n;
-  n.name = name;
-  n.state = NodeState::kIdle;
-  n.gpus = 8;
-  n.gpu_model = "a100";
-  n.cpus = 32;
-  n.real_memory_mb = 256000;
-  n.partitions = {"batch"};
-  n.features = {"tidal-block-b0", "tidal-leaf-" + leaf, "tidal-nvlink-" + name};
-  return n;
-}
 
 TEST(ToEngine, AHeldMultiNodeJobIsAPendingGangOfOneMemberPerNode) {
   AdapterConfig cfg;
@@ -116,23 +84,6 @@ TEST(ToEngine, ReleasedRunningFinishedAndSkippedJobs) {
   EXPECT_EQ(JobIdsOf(array), (std::vector<std::string>{"20_3", "20_4"}));
 }
 
-// Regression: a job of --nodes=MIN-MAX was pinned to MIN nodes, and Slurm could add nodes up to
-// MAX itself, on nodes Tidal counted as free.
-TEST(ToEngine, ANodeRangeIsNotScheduledAndSaysWhy) {
-  JobRecord j = HeldJob(7, 2, 8);
-  j.max_node_count = 4;
-  EXPECT_EQ(SkipReason(j), "cannot schedule: --nodes=2-4: Tidal places a job on a fixed node count (submit -N 2 or -N 4)");
-  EXPECT_TRUE(MembersOf(j, "7", AdapterConfig{}).empty());
-  j.max_node_count = 2;  // -N 2: max = min
-  EXPECT_EQ(SkipReason(j), "");
-  std::vector<JobRecord> jobs;
-  ASSERT_TRUE(ParseSqueueJson(R"({"jobs": [
-      {"job_id": 1, "job_state": "PENDING", "priority": 0, "node_count": 2, "max_nodes": 4},
-      {"job_id": 2, "job_state": "RUNNING", "priority": 1, "node_count": 3, "max_nodes": 4}]})", &jobs).ok());
-  EXPECT_EQ(jobs[0].max_node_count, 4u);
-  EXPECT_EQ(jobs[1].max_node_count, 0u) << "a running job got its nodes: no range";
-}
-
 TEST(ToEngine, NodesCarryTopologyPartitionsAndDoorHealth) {
   AdapterConfig cfg;
   NodeRecord n = Node("gpu01", "l0");
@@ -172,88 +123,6 @@ TEST(Jobcomp, ReadsFinishedJobsOnceAndSkipsBadLines) {
   JobcompReader missing(path + ".none");
   EXPECT_TRUE(missing.ReadNew(&got).ok());
 }
-
-// slurmctld's side, in memory: what Load returns and what the adapter wrote.
-class MemorySlurm : public SlurmApi {
- public:
-  ClusterRecords state;
-  bool fail_load = false;
-  std::vector<std::string> calls;
-  Status Load(ClusterRecords* out) override {
-    if (fail_load) return Status::Error("slurm_load_jobs: Unable to contact slurm controller");
-    *out = state;
-    return Status::Ok();
-  }
-  JobRecord* Find(const std::string& id) {
-    for (auto& j : state.jobs) {
-      if (j.id == id) return &j;
-    }
-    return nullptr;
-  }
-  Status Release(const std::string& id, const std::vector<std::string>& nodes, const std::string& text) override {
-    std::string n;
-    for (const auto& x : nodes) n += (n.empty() ? "" : ",") + x;
-    calls.push_back("release " + id + " " + n);
-    JobRecord* j = Find(id);
-    if (j == nullptr) return Status::Error("no such job " + id);
-    j->priority = 1000;
-    j->required_nodes = nodes;
-    j->admin_comment = text;
-    return Status::Ok();
-  }
-  Status Hold(const std::string& id, const std::string& text, const std::vector<std::string>& pin) override {
-    calls.push_back("hold " + id);
-    if (JobRecord* j = Find(id)) j->priority = 0, j->required_nodes = pin, j->admin_comment = text;
-    return Status::Ok();
-  }
-  Status HoldRequeued(const std::string& id, const std::string& text, const std::vector<std::string>& pin) override {
-    calls.push_back("hold_requeued " + id);
-    if (JobRecord* j = Find(id)) j->priority = 0, j->required_nodes = pin, j->admin_comment = text;
-    return Status::Ok();
-  }
-  Status SetComment(const std::string& id, const std::string& text) override {
-    calls.push_back("comment " + id + " " + text);
-    if (JobRecord* j = Find(id)) j->admin_comment = text;
-    return Status::Ok();
-  }
-  Status Requeue(const std::string& id) override { return calls.push_back("requeue " + id), Status::Ok(); }
-  Status Signal(const std::string& id, int sig, bool) override {
-    return calls.push_back("signal " + id + " " + std::to_string(sig)), Status::Ok();
-  }
-  Status Drain(const std::string& n, const std::string&) override { return calls.push_back("drain " + n), Status::Ok(); }
-  Status Undrain(const std::string& n) override { return calls.push_back("undrain " + n), Status::Ok(); }
-};
-
-class ReconcileTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto cfg = ParseEngineConfig("queues:\n  - name: qa\n    nominal: {gpus: 16}\n    borrowingLimit: {gpus: 0}\n", "t.yaml");
-    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-    auto e = Engine::Create(*cfg);
-    ASSERT_TRUE(e.ok());
-    engine_ = std::move(e).value();
-    service_ = std::make_unique<EngineService>(*engine_);
-    grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    b.RegisterService(service_.get());
-    server_ = b.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    link_ = NewGrpcEngineLink("127.0.0.1:" + std::to_string(port_));
-    acfg_.holder = "adapter-a";
-    for (int i = 1; i <= 4; ++i) slurm_.state.nodes.push_back(Node("gpu0" + std::to_string(i), i <= 2 ? "l0" : "l1"));
-  }
-  void TearDown() override {
-    link_.reset();
-    if (server_) server_->Shutdown();
-  }
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<EngineService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-  std::unique_ptr<EngineLink> link_;
-  AdapterConfig acfg_;
-  MemorySlurm slurm_;
-};
 
 TEST_F(ReconcileTest, AdmittedJobsArePinnedAndReleasedOnceAndTheOthersSayWhy) {
   slurm_.state.jobs = {HeldJob(1, 2, 8), HeldJob(2, 1, 8), HeldJob(3, 1, 8, "nosuchqueue")};

@@ -97,9 +97,10 @@ class StaticSlurm : public SlurmApi {
     *out = state;
     return Status::Ok();
   }
-  Status Release(const std::string&, const std::vector<std::string>&, const std::string&) override { return Status::Ok(); }
-  Status Hold(const std::string&, const std::string&, const std::vector<std::string>&) override { return Status::Ok(); }
-  Status HoldRequeued(const std::string&, const std::string&, const std::vector<std::string>&) override { return Status::Ok(); }
+  Status Release(const std::string&, const JobPin&, const std::string&) override { return Status::Ok(); }
+  Status Hold(const std::string&, const std::string&, const JobPin&) override { return Status::Ok(); }
+  Status HoldRequeued(const std::string&, const std::string&, const JobPin&) override { return Status::Ok(); }
+  Status Shrink(const std::string&, const std::vector<std::string>&) override { return Status::Ok(); }
   Status SetComment(const std::string&, const std::string&) override { return Status::Ok(); }
   Status Requeue(const std::string&) override { return Status::Ok(); }
   Status Signal(const std::string&, int, bool) override { return Status::Ok(); }

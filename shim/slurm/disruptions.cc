@@ -1,6 +1,7 @@
 // DisruptionHandler (see disruptions.h). Threading: the reconciler's loop thread only.
 #include "shim/slurm/disruptions.h"
 
+#include <algorithm>
 #include <csignal>
 #include <ctime>
 #include <set>
@@ -23,6 +24,12 @@ void Problem(ReconcileStats& st, const std::string& what) {
   }
 }
 
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
 bool Running(const JobRecord* j) { return j != nullptr && j->state == JobState::kRunning && !j->completing; }
 
 // The Slurm jobs an action names, in the order of its members, each with its members.
@@ -40,6 +47,22 @@ std::vector<std::pair<std::string, std::vector<const v1::PodRef*>>> JobsOf(const
 }
 
 }  // namespace
+
+std::vector<std::string> DisruptionHandler::ShrinkTo(const JobRecord& j, const std::vector<const v1::PodRef*>& victims,
+                                                     std::vector<std::string>* leaving) {
+  std::set<std::string> named;
+  for (const v1::PodRef* p : victims) named.insert(p->uid());
+  std::vector<std::string> keep;
+  leaving->clear();
+  for (const auto& [index, node] : MemberNodes(j)) {
+    (named.count("slurm/" + j.id + "#" + std::to_string(index)) ? *leaving : keep).push_back(node);
+  }
+  if (leaving->empty()) return keep;  // gone already: nothing to take
+  const NodeRange r = NodeRangeOf(j);
+  const bool batch_stays = j.batch_host.empty() || std::find(keep.begin(), keep.end(), j.batch_host) != keep.end();
+  if (!r.Elastic() || keep.size() < r.min || keep.empty() || !batch_stays) return {};
+  return keep;
+}
 
 std::string DisruptionHandler::JobOfMember(const std::string& uid) {
   if (uid.rfind("slurm/", 0) != 0) return "";
@@ -96,6 +119,25 @@ void DisruptionHandler::Run(const ReadFn& read, const CommentFn& comment, Reconc
       evicting.insert(id);
       const JobRecord* j = read(id);
       if (!Running(j)) continue;  // ending, requeued already, or gone: the next Sync tells the engine
+      // An elastic job that keeps its minimum (and its batch host) gives back only those nodes.
+      std::vector<std::string> leaving;
+      if (std::vector<std::string> keep = ShrinkTo(*j, members, &leaving); !keep.empty()) {
+        if (leaving.empty() || writes <= 0) continue;  // shrunk already (its report is due), or the next pass
+        --writes;
+        if (Status s = slurm_->Shrink(id, keep); !s.ok()) {
+          ++st.apply_errors;
+          Problem(st, s.ToString());
+          continue;
+        }
+        ++st.disruption_shrinks;
+        Requeued& r = shrunk_[{id, d.id()}];
+        r = Requeued{};
+        r.start_time = j->start_time;
+        for (const v1::PodRef* p : members) *r.report.add_pods() = *p;
+        r.report.set_disruption(d.id());
+        r.report.set_reason(d.cause());
+        continue;
+      }
       auto done = requeued_.find(id);
       if (done != requeued_.end() && done->second.start_time == j->start_time) continue;  // this run is requeued
       if (writes <= 0) continue;  // the next pass
@@ -134,7 +176,11 @@ void DisruptionHandler::Run(const ReadFn& read, const CommentFn& comment, Reconc
         signalled_[id] = deadline;
         ++st.notices;
       }
-      comment(*j, id, "notice (" + d.cause() + "): " + d.reason() + "; requeued at " + Rfc3339(deadline) + " at the latest");
+      std::vector<std::string> leaving;
+      const bool shrink = !ShrinkTo(*j, members, &leaving).empty();
+      comment(*j, id, "notice (" + d.cause() + "): " + d.reason() + "; " +
+                          (shrink ? Join(leaving) + " given back" : std::string("requeued")) + " at " + Rfc3339(deadline) +
+                          " at the latest");
     }
   }
   // Reports of requeued jobs the engine does not have yet; entries go once reported and no longer
@@ -150,6 +196,23 @@ void DisruptionHandler::Run(const ReadFn& read, const CommentFn& comment, Reconc
       }
     }
     it = r.reported && !evicting.count(it->first) ? requeued_.erase(it) : std::next(it);
+  }
+  std::set<std::pair<std::string, std::string>> named;  // (job, disruption) EVICT pairs named now
+  for (const auto& d : resp.disruptions()) {
+    if (d.action() != v1::Disruption::EVICT) continue;
+    for (const auto& [id, members] : JobsOf(d)) named.insert({id, d.id()});
+  }
+  for (auto it = shrunk_.begin(); it != shrunk_.end();) {
+    Requeued& r = it->second;
+    if (!r.reported && reports > 0) {
+      --reports;
+      if (Status s = engine_->Evicted(r.report); s.ok()) {
+        r.reported = true;
+      } else {
+        Problem(st, s.ToString());
+      }
+    }
+    it = r.reported && !named.count(it->first) ? shrunk_.erase(it) : std::next(it);
   }
   for (auto it = signalled_.begin(); it != signalled_.end();) {
     it = noticed.count(it->first) || evicting.count(it->first) ? std::next(it) : signalled_.erase(it);

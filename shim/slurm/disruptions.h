@@ -13,6 +13,12 @@
 //           never overwritten). The job checkpoints and says so in its Comment
 //           (tidal.dev/last-checkpoint=...): the next Sync carries it and the engine asks EVICT at
 //           once, else at the deadline.
+//   SHRINK  an EVICT that names only some members of an elastic job (--nodes=MIN-MAX, to_engine.h
+//           NodeRange) and leaves it at least MIN nodes, its batch host among them, shrinks it to
+//           the rest instead (SlurmApi::Shrink; its steps on the nodes given back are killed, the
+//           job goes on); once its nodes are gone it is not shrunk again. Then Evicted{pods: those
+//           members} is reported like a requeue's. Its notice says which nodes it gives back. An
+//           EVICT that would take its batch host or leave it under MIN requeues it whole.
 //   EVICT   each job of the action still RUNNING is requeued (SlurmApi::Requeue: requeue-hold; a
 //           job Slurm will not requeue is cancelled) once per run (job, start time); a job no
 //           longer running (completing, pending, finished, gone from the read) is skipped. Then
@@ -40,8 +46,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "shim/slurm/engine_link.h"
@@ -69,6 +77,12 @@ class DisruptionHandler {
 
   static constexpr int kMaxActionsPerPass = 100;
 
+  // The nodes an elastic job keeps when the action's `victims` (members of it) go, with the nodes
+  // they free in `leaving` (empty: those members are gone already); empty when a shrink cannot do
+  // it (not elastic, under its minimum, or its batch host would go): it is requeued whole.
+  static std::vector<std::string> ShrinkTo(const JobRecord& j, const std::vector<const v1::PodRef*>& victims,
+                                           std::vector<std::string>* leaving);
+
   // The job id of a member uid "slurm/123#0" -> "123" ("" when it is not a Slurm member).
   static std::string JobOfMember(const std::string& uid);
   // "2026-12-01T13:26:00Z".
@@ -87,6 +101,9 @@ class DisruptionHandler {
     v1::EvictedRequest report;
   };
   std::unordered_map<std::string, Requeued> requeued_;
+  // (job id, disruption id) -> a shrink of the job for that disruption and its Evicted report,
+  // until the engine has the report and no longer names the pair.
+  std::map<std::pair<std::string, std::string>, Requeued> shrunk_;
   // Job id -> what KeepAcrossRequeues keeps of it (jobs read in the last pass only).
   struct Known {
     int64_t submit_time = 0;   // as first read

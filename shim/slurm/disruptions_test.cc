@@ -482,5 +482,92 @@ TEST_F(DisruptionTest, AFailedDisruptionsCallDoesNothingAndAPassWithoutAdmitDoes
   EXPECT_EQ(st.disruption_requeues, 1);
 }
 
+// An elastic job (--nodes=2-4) running on gpu01..gpu03, released by Tidal (its range in the note),
+// its batch script on gpu01.
+JobRecord ElasticJob(uint32_t id) {
+  JobRecord j = RunningJob(id);
+  j.node_count = 3;
+  j.nodes = {"gpu01", "gpu02", "gpu03"};
+  j.required_nodes = j.nodes;
+  j.batch_host = "gpu01";
+  j.admin_comment = "tidal: released to gpu01,gpu02,gpu03 [nodes: 2-4]";
+  return j;
+}
+
+v1::Disruption MemberAction(const std::string& job, v1::Disruption::Action action, std::vector<int> members,
+                            int64_t deadline = 0) {
+  v1::Disruption d = Action(job, action, deadline, 0);
+  for (int i : members) {
+    auto* p = d.add_pods();
+    p->set_uid("slurm/" + job + "#" + std::to_string(i));
+    p->set_namespace_("slurm");
+    p->set_name(job + "#" + std::to_string(i));
+  }
+  return d;
+}
+
+TEST_F(DisruptionTest, AnElasticJobGivesBackOnlyTheNamedNodesAndGoesOn) {
+  state_.jobs = {ElasticJob(8)};
+  engine_.actions = {MemberAction("8", v1::Disruption::NOTICE, {2}, 1764595200)};
+  ReconcileStats st = Pass();
+  ASSERT_TRUE(st.admitted) << st.status.ToString();
+  ASSERT_EQ(Calls("signal").size(), 1u) << "the job is told (it checkpoints)";
+  ASSERT_EQ(Calls("set_comment").size(), 1u);
+  EXPECT_EQ(Calls("set_comment")[0].text,
+            "tidal: notice (drain): node gpu01 drains by 2026-12-01T13:26:00Z; gpu03 given back at "
+            "2025-12-01T13:20:00Z at the latest [nodes: 2-4]");
+  slurm_.ClearCalls();
+  engine_.actions = {MemberAction("8", v1::Disruption::EVICT, {2})};
+  st = Pass();
+  EXPECT_EQ(st.disruption_shrinks, 1);
+  EXPECT_EQ(st.disruption_requeues, 0);
+  EXPECT_TRUE(Calls("requeue").empty());
+  ASSERT_EQ(Calls("shrink").size(), 1u);
+  EXPECT_EQ(Calls("shrink")[0].target, "8");
+  EXPECT_EQ(Calls("shrink")[0].nodes, (std::vector<std::string>{"gpu01", "gpu02"}));
+  ASSERT_EQ(engine_.evicted.size(), 1u);
+  ASSERT_EQ(engine_.evicted[0].pods_size(), 1);
+  EXPECT_EQ(engine_.evicted[0].pods(0).uid(), "slurm/8#2");
+  // Shrunk (Slurm keeps ReqNodeList): the engine still names the member until it sees it gone;
+  // nothing more is done, and the members left keep their uids (#0 on gpu01, #1 on gpu02).
+  state_.jobs[0].nodes = {"gpu01", "gpu02"};
+  state_.jobs[0].node_count = 2;
+  slurm_.ClearCalls();
+  engine_.synced.clear();
+  st = Pass();
+  EXPECT_TRUE(Calls("shrink").empty());
+  EXPECT_TRUE(Calls("requeue").empty());
+  EXPECT_EQ(engine_.evicted.size(), 1u);
+  ASSERT_FALSE(engine_.synced.empty());
+  const v1::SyncRequest& sync = engine_.synced[0];
+  ASSERT_EQ(sync.delete_pods_size(), 1);
+  EXPECT_EQ(sync.delete_pods(0), "slurm/8#2");
+  ASSERT_EQ(sync.upsert_pods_size(), 2);
+  EXPECT_EQ(sync.upsert_pods(0).uid(), "slurm/8#0");
+  EXPECT_EQ(sync.upsert_pods(0).annotations().at("tidal.dev/gang-leader"), "true") << "the batch host";
+  EXPECT_EQ(sync.upsert_pods(1).uid(), "slurm/8#1");
+  EXPECT_EQ(sync.upsert_pods(1).annotations().count("tidal.dev/gang-leader"), 0u);
+  EXPECT_EQ(r_.totals().disruption_shrinks, 1);
+}
+
+TEST_F(DisruptionTest, AnElasticJobIsRequeuedWholeWhenItsBatchHostOrItsMinimumWouldGo) {
+  JobRecord batch = ElasticJob(8);  // the engine takes gpu01, the batch host: Slurm cannot
+  JobRecord under = ElasticJob(9);  // 2 of 3 nodes: 1 left, under its minimum of 2
+  under.nodes = under.required_nodes = {"gpu04", "gpu05", "gpu06"};
+  under.batch_host = "gpu04";
+  JobRecord rigid = ElasticJob(10);  // -N 3: not elastic
+  rigid.nodes = rigid.required_nodes = {"gpu07", "gpu08", "gpu09"};
+  rigid.admin_comment = "tidal: released to gpu07,gpu08,gpu09";
+  rigid.batch_host = "gpu07";
+  state_.jobs = {batch, under, rigid};
+  engine_.actions = {MemberAction("8", v1::Disruption::EVICT, {0}), MemberAction("9", v1::Disruption::EVICT, {1, 2}),
+                     MemberAction("10", v1::Disruption::EVICT, {2})};
+  ReconcileStats st = Pass();
+  ASSERT_TRUE(st.admitted) << st.status.ToString();
+  EXPECT_TRUE(Calls("shrink").empty());
+  EXPECT_EQ(Calls("requeue").size(), 3u);
+  EXPECT_EQ(st.disruption_requeues, 3);
+}
+
 }  // namespace
 }  // namespace tidal::slurm

@@ -1,6 +1,7 @@
 // JsonFileApi: Load from a recorded state (or squeue/sinfo dumps); writes recorded, not sent.
 //
 // Threading: one caller thread; no shared state.
+#include <algorithm>
 #include <ctime>
 #include <utility>
 
@@ -39,16 +40,23 @@ Status JsonFileApi::Record(Call call) {
   return Status::Ok();
 }
 
-Status JsonFileApi::Release(const std::string& job_id, const std::vector<std::string>& nodes,
-                            const std::string& comment) {
-  return Record({"release", job_id, nodes, comment});
+namespace {
+std::string CountOf(const JobPin& pin) {
+  return pin.min_nodes == 0 ? "" : std::to_string(pin.min_nodes) + "-" + std::to_string(std::max(pin.min_nodes, pin.max_nodes));
 }
-Status JsonFileApi::Hold(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) {
-  return Record({"hold", job_id, pin, comment});
+}  // namespace
+
+Status JsonFileApi::Release(const std::string& job_id, const JobPin& pin, const std::string& comment) {
+  return Record({"release", job_id, pin.nodes, comment, CountOf(pin)});
 }
-Status JsonFileApi::HoldRequeued(const std::string& job_id, const std::string& comment,
-                                 const std::vector<std::string>& pin) {
-  return Record({"hold_requeued", job_id, pin, comment});
+Status JsonFileApi::Hold(const std::string& job_id, const std::string& comment, const JobPin& pin) {
+  return Record({"hold", job_id, pin.nodes, comment, CountOf(pin)});
+}
+Status JsonFileApi::HoldRequeued(const std::string& job_id, const std::string& comment, const JobPin& pin) {
+  return Record({"hold_requeued", job_id, pin.nodes, comment, CountOf(pin)});
+}
+Status JsonFileApi::Shrink(const std::string& job_id, const std::vector<std::string>& nodes) {
+  return Record({"shrink", job_id, nodes, {}, {}});
 }
 Status JsonFileApi::SetComment(const std::string& job_id, const std::string& comment) {
   return Record({"set_comment", job_id, {}, comment});

@@ -210,6 +210,7 @@ JobRecord ReadJob(const json& j, uint32_t job_id) {
   f.Int("submit_time", &r.submit_time);
   f.Int("start_time", &r.start_time);
   f.Int("end_time", &r.end_time);
+  if (r.state == JobState::kRunning || r.state == JobState::kSuspended) f.Str("batch_host", &r.batch_host);
   f.Str("features", &r.features);
   f.Str("comment", &r.comment);
   f.Str("admin_comment", &r.admin_comment);

@@ -39,12 +39,14 @@ Status ReadTextFile(const std::string& path, std::string* out);
 class JsonFileApi : public SlurmApi {
  public:
   // What a write asked for. op: "release", "hold", "hold_requeued", "set_comment", "requeue",
-  // "signal", "drain", "undrain"; target: the job id or node name; text: the comment or drain reason, for "signal" the
-  // signal number, with " batch" when batch_only ("10 batch").
+  // "signal", "shrink", "drain", "undrain"; target: the job id or node name; nodes: the pin or the
+  // nodes a shrink keeps; text: the comment or drain reason, for "signal" the signal number, with
+  // " batch" when batch_only ("10 batch"); count: the pin's node count "MIN-MAX" ("" = left).
   struct Call {
     std::string op, target;
     std::vector<std::string> nodes;
     std::string text;
+    std::string count{};  // (a default: the calls that set no count leave it out)
     bool operator==(const Call&) const = default;
   };
 
@@ -54,10 +56,10 @@ class JsonFileApi : public SlurmApi {
   JsonFileApi(std::string squeue_path, std::string sinfo_path);
 
   Status Load(ClusterRecords* out) override;
-  Status Release(const std::string& job_id, const std::vector<std::string>& nodes,
-                 const std::string& comment) override;
-  Status Hold(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) override;
-  Status HoldRequeued(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) override;
+  Status Release(const std::string& job_id, const JobPin& pin, const std::string& comment) override;
+  Status Hold(const std::string& job_id, const std::string& comment, const JobPin& pin) override;
+  Status HoldRequeued(const std::string& job_id, const std::string& comment, const JobPin& pin) override;
+  Status Shrink(const std::string& job_id, const std::vector<std::string>& nodes) override;
   Status SetComment(const std::string& job_id, const std::string& comment) override;
   Status Requeue(const std::string& job_id) override;
   Status Signal(const std::string& job_id, int signal, bool batch_only) override;

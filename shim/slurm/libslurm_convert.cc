@@ -97,6 +97,7 @@ JobRecord LibslurmConverter::Job(const slurm_job_info_t& job) {
   r.end_time = static_cast<int64_t>(job.end_time);
   r.restart_cnt = job.restart_cnt;
   r.requeueable = job.requeue != 0 && job.batch_flag != 0;
+  if (r.state == JobState::kRunning || r.state == JobState::kSuspended) r.batch_host = Str(job.batch_host);
   r.features = Str(job.features);
   r.req_switch = Val32(job.req_switch);
   r.comment = Str(job.comment);

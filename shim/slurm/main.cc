@@ -64,6 +64,9 @@ void RegisterMetrics(tidal::metrics::Registry& reg, tidal::slurm::Reconciler& r)
                       total([](const T& t) { return t.notices; }));
   reg.CallbackCounter("tidal_slurm_disruption_requeues_total", "Running jobs requeued (held) for the engine's disruptions.", {},
                       total([](const T& t) { return t.disruption_requeues; }));
+  reg.CallbackCounter("tidal_slurm_disruption_shrinks_total",
+                      "Running elastic jobs shrunk (nodes given back, the job goes on) for the engine's disruptions.", {},
+                      total([](const T& t) { return t.disruption_shrinks; }));
 }
 
 }  // namespace
@@ -143,11 +146,12 @@ int main(int argc, char** argv) {
       }
       last_error = err;
     }
-    if (st.released + st.held + st.comments + st.notices + st.disruption_requeues > 0 || st.resynced) {
+    if (st.released + st.held + st.comments + st.notices + st.disruption_requeues + st.disruption_shrinks > 0 ||
+        st.resynced) {
       spdlog::info("pass: {} jobs ({} pending, {} running, {} skipped), sent {} / deleted {}, released {}, held {}, "
-                   "comments {}, notices {}, requeued {}, errors {}, {:.3f}s",
+                   "comments {}, notices {}, requeued {}, shrunk {}, errors {}, {:.3f}s",
                    st.jobs, st.pending, st.running, st.skipped, st.upserts, st.deletes, st.released, st.held, st.comments,
-                   st.notices, st.disruption_requeues, st.apply_errors, st.total_s);
+                   st.notices, st.disruption_requeues, st.disruption_shrinks, st.apply_errors, st.total_s);
     }
     if (once) return st.admitted && st.apply_errors == 0 ? 0 : 1;
     while (!g_stop && std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(cfg.poll_interval_ms)) {

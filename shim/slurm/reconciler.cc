@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -55,6 +56,12 @@ std::string AbsoluteTimes(std::string s) {
     s.replace(i, close + 1 - i, "at " + s.substr(k + 2, 20));
   }
   return s;
+}
+
+// The index of member uid "slurm/<id>#<i>" (to_engine.h MemberNodes).
+uint32_t MemberIndex(const std::string& uid) {
+  const size_t hash = uid.rfind('#');
+  return hash == std::string::npos ? 0 : static_cast<uint32_t>(std::strtoul(uid.c_str() + hash + 1, nullptr, 10));
 }
 
 // AdminComment text: "tidal: <why>", one line, at most 250 characters.
@@ -179,6 +186,8 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
             e.members = MembersOf(j, id, cfg_);
           }
         }
+        e.bound = 0;
+        for (const auto& m : e.members) e.bound = std::max(e.bound, MemberIndex(m.uid()) + 1);
       }
       if (!e.skip.empty()) {
         ++st.skipped;
@@ -232,9 +241,20 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
       for (auto& m : e.members) head(m.ByteSizeLong()).mutable_upsert_pods()->UnsafeArenaAddAllocated(&m);
       st.upserts += static_cast<int64_t>(e.members.size());
     };
-    auto remove = [&](const std::string& id, uint32_t from, uint32_t to) {
-      for (uint32_t i = from; i < to; ++i) head().add_delete_pods("slurm/" + id + "#" + std::to_string(i));
-      st.deletes += to > from ? to - from : 0;
+    // The uids below `to` that the entry's members no longer use (all of them when it is not sent).
+    auto remove = [&](const JobEntry& e, bool keep_members, uint32_t to) {
+      std::vector<bool> used(to, false);
+      if (keep_members) {
+        for (const auto& m : e.members) {
+          const uint32_t i = MemberIndex(m.uid());
+          if (i < to) used[i] = true;
+        }
+      }
+      for (uint32_t i = 0; i < to; ++i) {
+        if (used[i]) continue;
+        head().add_delete_pods("slurm/" + e.id + "#" + std::to_string(i));
+        ++st.deletes;
+      }
     };
     if (resync) {
       msgs[0].set_resync(true);
@@ -264,13 +284,12 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
       }
       for (uint32_t slot : d.send) {
         JobEntry& e = entries_[slot];
-        const auto n = static_cast<uint32_t>(e.members.size());
-        if (e.sent && e.sent_key == e.key && e.sent_members == n) continue;
+        if (e.sent && e.sent_key == e.key && e.sent_bound == e.bound) continue;
         upsert(e);
-        if (e.sent && e.sent_members > n) remove(e.id, n, e.sent_members);
+        if (e.sent) remove(e, true, e.sent_bound);
       }
       for (const auto& e : entries_) {
-        if (e.sent && !wanted(e)) remove(e.id, 0, e.sent_members);
+        if (e.sent && !wanted(e)) remove(e, false, e.sent_bound);
       }
     }
     if (jobcomp_ != nullptr) {
@@ -312,15 +331,16 @@ Status Reconciler::SendSync(const Desired& d, ReconcileStats& st) {
   for (auto& e : entries_) {
     e.sent = result.ok() && wanted(e);
     e.sent_key = e.key;
-    e.sent_members = e.sent ? static_cast<uint32_t>(e.members.size()) : 0;
+    e.sent_bound = e.sent ? e.bound : 0;
   }
   return result;
 }
 
 void Reconciler::Comment(const JobRecord& j, const std::string& id, const std::string& why, int* budget,
                          ReconcileStats& st) {
-  // A job on Tidal's pin keeps the note of its user's --nodelist (UserPin) in every comment.
-  const std::string text = TidalText(why) + (TidalPin(j) ? UserPinNote(UserPin(j)) : "");
+  // Every comment keeps Tidal's notes: an elastic job's node range, and on Tidal's pin its user's
+  // --nodelist (UserPin).
+  const std::string text = TidalText(why) + TidalNotes(j, TidalPin(j));
   // Only Tidal's own words are replaced: an admin's AdminComment is never overwritten.
   if (j.admin_comment == text || (!j.admin_comment.empty() && j.admin_comment.rfind(kTidalPrefix, 0) != 0)) return;
   if (*budget <= 0) return;
@@ -337,9 +357,11 @@ void Reconciler::Apply(const ClusterRecords&, const Desired& d, const v1::AdmitR
   std::set<const JobRecord*> reheld;
   for (const auto& [j, why, requeued] : d.rehold) {
     if (!reheld.insert(j).second) continue;
-    const std::string text = TidalText(why);
-    // The user's --nodelist comes back (Tidal's pin goes): the job keeps its constraint.
-    const std::vector<std::string> pin = UserPin(*j);
+    const std::string text = TidalText(why) + TidalNotes(*j, false);
+    // The user's --nodelist comes back (Tidal's pin goes): the job keeps its constraint, and an
+    // elastic job its --nodes=MIN-MAX.
+    JobPin pin{UserPin(*j)};
+    if (const NodeRange r = NodeRangeOf(*j); r.Elastic()) pin.min_nodes = r.min, pin.max_nodes = r.max;
     if (Status s = requeued ? slurm_->HoldRequeued(j->id, text, pin) : slurm_->Hold(j->id, text, pin); !s.ok()) {
       ++st.apply_errors;
       st.status.AddReason(s.ToString());
@@ -365,8 +387,11 @@ void Reconciler::Apply(const ClusterRecords&, const Desired& d, const v1::AdmitR
     if (!ok) continue;  // never pin to a node Slurm does not offer now; the plan expires
     const std::string text = TidalText(std::string("released to ") + Join(nodes) +
                                        (a.domain().empty() ? "" : " (" + a.domain() + ")")).substr(0, 250) +
-                             UserPinNote(UserPin(j));
-    if (Status s = slurm_->Release(id, nodes, text); !s.ok()) {
+                             TidalNotes(j, true);
+    JobPin pin{nodes};
+    // An elastic job runs on the nodes the engine gave it: Slurm must not add more up to MAX.
+    if (NodeRangeOf(j).Elastic()) pin.min_nodes = pin.max_nodes = static_cast<uint32_t>(nodes.size());
+    if (Status s = slurm_->Release(id, pin, text); !s.ok()) {
       ++st.apply_errors;
       st.status.AddReason(s.ToString());
       continue;
@@ -454,6 +479,7 @@ ReconcileStats Reconciler::ReconcileOnce() {
   totals_.apply_errors += st.apply_errors;
   totals_.notices += st.notices;
   totals_.disruption_requeues += st.disruption_requeues;
+  totals_.disruption_shrinks += st.disruption_shrinks;
   return st;
 }
 

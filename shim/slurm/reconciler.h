@@ -38,6 +38,7 @@ struct ReconcileStats {
   int64_t released = 0, held = 0, comments = 0, apply_errors = 0;
   int64_t admit_tried = 0;
   int64_t notices = 0, disruption_requeues = 0;  // jobs signalled / requeued for the engine's disruptions
+  int64_t disruption_shrinks = 0;                // elastic jobs shrunk for them
   double read_s = 0, convert_s = 0, sync_s = 0, admit_s = 0, apply_s = 0, disrupt_s = 0, total_s = 0;
 };
 
@@ -53,7 +54,7 @@ class Reconciler {
   struct Totals {
     int64_t passes = 0, read_errors = 0, sync_errors = 0, admit_errors = 0;
     int64_t released = 0, held = 0, comments = 0, apply_errors = 0;
-    int64_t notices = 0, disruption_requeues = 0;
+    int64_t notices = 0, disruption_requeues = 0, disruption_shrinks = 0;
   };
   Totals totals();
 
@@ -89,9 +90,12 @@ class Reconciler {
     bool active = false;            // holds nodes (running, suspended, completing)
     std::string skip;               // why it is not sent ("" = sent)
     std::vector<v1::Pod> members;   // lent to the Sync messages, never copied
-    bool sent = false;              // the engine holds sent_members members built from sent_key
+    uint32_t bound = 0;             // one past the highest member index (uid "slurm/<id>#<i>")
+    bool sent = false;              // the engine holds the members built from sent_key
     uint64_t sent_key = 0;
-    uint32_t sent_members = 0;      // uids "slurm/<id>#0" .. "#<sent_members - 1>"
+    // The engine may hold uids "slurm/<id>#0" .. "#<sent_bound - 1>" of it (a shrunk elastic job's
+    // members keep their indices: to_engine.h MemberNodes).
+    uint32_t sent_bound = 0;
     uint64_t seen = 0;              // the last pass that read it
     const JobRecord* rec = nullptr; // its record in that pass's read (valid during the pass only)
   };

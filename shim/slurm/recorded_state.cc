@@ -42,6 +42,7 @@ void VisitJob(J& a, const JobRecord& d, V& v) {
   v("nice", a.nice, d.nice);
   v("dependency", a.dependency, d.dependency);
   v("node_count", a.node_count, d.node_count);
+  v("max_node_count", a.max_node_count, d.max_node_count);
   v("gpus_per_node", a.gpus_per_node, d.gpus_per_node);
   v("gpus_total", a.gpus_total, d.gpus_total);
   v("gpu_model", a.gpu_model, d.gpu_model);
@@ -52,7 +53,9 @@ void VisitJob(J& a, const JobRecord& d, V& v) {
   v("start_time", a.start_time, d.start_time);
   v("end_time", a.end_time, d.end_time);
   v("restart_cnt", a.restart_cnt, d.restart_cnt);
+  v("requeueable", a.requeueable, d.requeueable);
   v("nodes", a.nodes, d.nodes);
+  v("batch_host", a.batch_host, d.batch_host);
   v("required_nodes", a.required_nodes, d.required_nodes);
   v("excluded_nodes", a.excluded_nodes, d.excluded_nodes);
   v("features", a.features, d.features);

@@ -102,7 +102,7 @@ TEST(JsonFileApi, LoadsAndRecordsWrites) {
   EXPECT_EQ(api.Load(&r).Message(), "injected");
   EXPECT_TRUE(api.Load(&r).ok());
 
-  EXPECT_TRUE(api.Release("12_3", {"gpu01"}, "tidal: go").ok());
+  EXPECT_TRUE(api.Release("12_3", JobPin{{"gpu01"}}, "tidal: go").ok());
   EXPECT_TRUE(api.Hold("20", "tidal: wait", {}).ok());
   api.FailNextWrite(Status::Error("down"));
   EXPECT_FALSE(api.Drain("gpu01", "tidal: k8s").ok());

@@ -57,6 +57,9 @@ struct JobRecord {
   // requeue "false" on its members).
   bool requeueable = true;
   std::vector<std::string> nodes;           // allocated (expanded hostlist), running/completing
+  // The node the batch script runs on (a running batch job; "" otherwise). Slurm never takes it
+  // from a running job: an elastic job shrinks on its other nodes.
+  std::string batch_host;
   std::vector<std::string> required_nodes;  // ReqNodeList (expanded)
   std::vector<std::string> excluded_nodes;  // ExcNodeList (expanded)
   std::string features;            // --constraint expression
@@ -105,6 +108,13 @@ struct ClusterRecords {
   int64_t read_unix = 0;  // when slurmctld answered
 };
 
+// What Tidal sets of a pending job's placement: its ReqNodeList and, for an elastic job
+// (--nodes=MIN-MAX), its node count (NumNodes=MIN-MAX; the count it is released on as MIN=MAX).
+struct JobPin {
+  std::vector<std::string> nodes;
+  uint32_t min_nodes = 0, max_nodes = 0;  // 0 = the count is left as it is
+};
+
 // slurmctld as the adapter uses it. Every call is one or a few RPCs; a failed call returns an
 // error status and changes nothing the caller holds (a failed read is "unknown", never "gone").
 class SlurmApi {
@@ -112,19 +122,22 @@ class SlurmApi {
   virtual ~SlurmApi() = default;
   // One full read of jobs and nodes.
   virtual Status Load(ClusterRecords* out) = 0;
-  // Pins a held pending job to `nodes` (ReqNodeList; empty = leave as is), sets its AdminComment, and
-  // releases it (root's release: the job_submit gate refuses the owner's). job id "123" or "123_7".
-  virtual Status Release(const std::string& job_id, const std::vector<std::string>& nodes,
-                         const std::string& comment) = 0;
+  // Pins a held pending job to `pin` (ReqNodeList; no nodes = leave as is; an elastic job also its
+  // node count), sets its AdminComment, and releases it (root's release: the job_submit gate
+  // refuses the owner's). job id "123" or "123_7".
+  virtual Status Release(const std::string& job_id, const JobPin& pin, const std::string& comment) = 0;
   // Holds a pending job again and replaces a Tidal pin with `pin` (ReqNodeList: the user's own
-  // --nodelist, "" when none), with an AdminComment.
-  virtual Status Hold(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) = 0;
+  // --nodelist, none clears it; an elastic job's --nodes=MIN-MAX again), with an AdminComment.
+  virtual Status Hold(const std::string& job_id, const std::string& comment, const JobPin& pin) = 0;
   // Hold, for a job requeued after it ran (held again since Tidal released it), that also clears
   // its BeginTime (= now): Slurm 22.05 makes a requeued batch job wait 120 s after its requeue
   // completes, which would keep the nodes Tidal releases it to idle that long. It ran, so it has no
   // --begin of its user's still to wait for; it is held: Tidal decides when it starts.
-  virtual Status HoldRequeued(const std::string& job_id, const std::string& comment,
-                              const std::vector<std::string>& pin) = 0;
+  virtual Status HoldRequeued(const std::string& job_id, const std::string& comment, const JobPin& pin) = 0;
+  // Shrinks a running job to `nodes` (a subset of its nodes, its batch host among them: `scontrol
+  // update JobId=X NodeList=...`). Slurm releases the other nodes and kills the job's steps there;
+  // the job goes on on the rest. Refused for a job that is not running.
+  virtual Status Shrink(const std::string& job_id, const std::vector<std::string>& nodes) = 0;
   // Sets a job's AdminComment (why Tidal holds it; the caller never overwrites an admin's own).
   virtual Status SetComment(const std::string& job_id, const std::string& comment) = 0;
   // Preempts a running job: requeue-hold it (batch) or cancel it with SIGTERM first.

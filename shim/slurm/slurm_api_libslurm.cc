@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -101,16 +102,16 @@ bool ParseJobId(const std::string& s, uint32_t* job, uint32_t* task) {
 
 // Release and Hold touch only pending jobs: on a running job slurmctld reads req_nodes as a new,
 // smaller NodeList and SHRINKS the job (releasing the other nodes, killing what ran there), and
-// accepts priority changes that mean nothing. One slurm_load_job RPC: is `job_id` (a job, an
-// array as a whole, or one task of it, split off or not) pending?
-Status CheckPending(const std::string& job_id) {
+// accepts priority changes that mean nothing; Shrink only a running one. One slurm_load_job RPC:
+// is `job_id` (a job, an array as a whole, or one task of it, split off or not) pending (running)?
+Status CheckState(const std::string& job_id, bool running) {
   uint32_t job = 0, task = NO_VAL;
   if (!ParseJobId(job_id, &job, &task)) {
     return Status::Error("slurm_update_job " + job_id + ": not a job id (123 or 123_7)");
   }
   job_info_msg_t* msg = nullptr;
   if (slurm_load_job(&msg, job, SHOW_DETAIL) != SLURM_SUCCESS) return CallError("slurm_load_job", job_id);
-  bool found = false, pending = false;
+  bool found = false, in_state = false;
   for (uint32_t i = 0; msg != nullptr && i < msg->record_count; ++i) {
     const slurm_job_info_t& j = msg->job_array[i];
     bool match = task == NO_VAL;
@@ -121,11 +122,14 @@ Status CheckPending(const std::string& job_id) {
     }
     if (!match) continue;
     found = true;
-    pending = pending || ((j.job_state & JOB_STATE_BASE) == JOB_PENDING && !(j.job_state & JOB_COMPLETING));
+    const uint32_t want = running ? JOB_RUNNING : JOB_PENDING;
+    in_state = in_state || ((j.job_state & JOB_STATE_BASE) == want && !(j.job_state & JOB_COMPLETING));
   }
   if (msg != nullptr) slurm_free_job_info_msg(msg);
   if (!found) return Status::Error("slurm_update_job " + job_id + ": " + slurm_strerror(ESLURM_INVALID_JOB_ID));
-  if (!pending) return Status::Error("slurm_update_job " + job_id + ": " + slurm_strerror(ESLURM_JOB_NOT_PENDING));
+  if (!in_state) {
+    return Status::Error("slurm_update_job " + job_id + ": " + slurm_strerror(running ? ESLURM_JOB_NOT_RUNNING : ESLURM_JOB_NOT_PENDING));
+  }
   return Status::Ok();
 }
 
@@ -286,42 +290,62 @@ Status LibslurmApi::Load(ClusterRecords* out) {
   return Status::Ok();
 }
 
-Status LibslurmApi::Release(const std::string& job_id, const std::vector<std::string>& nodes,
-                            const std::string& comment) {
+namespace {
+// The pin's node count on `desc` (NumNodes=MIN-MAX), when it sets one.
+void SetCount(const JobPin& pin, job_desc_msg_t* desc) {
+  if (pin.min_nodes == 0) return;
+  desc->min_nodes = pin.min_nodes;
+  desc->max_nodes = std::max(pin.min_nodes, pin.max_nodes);
+}
+}  // namespace
+
+Status LibslurmApi::Release(const std::string& job_id, const JobPin& pin, const std::string& comment) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  std::string req_nodes = Join(nodes, ',');
+  std::string req_nodes = Join(pin.nodes, ',');
   std::string text = comment;
-  if (!nodes.empty()) desc.req_nodes = req_nodes.data();
+  if (!pin.nodes.empty()) desc.req_nodes = req_nodes.data();
+  SetCount(pin, &desc);
   desc.admin_comment = text.data();  // Tidal writes AdminComment; the user's --comment is theirs
   desc.priority = INFINITE;  // `scontrol release`: clears a user or admin hold
-  if (Status st = CheckPending(job_id); !st.ok()) return st;
+  if (Status st = CheckState(job_id, false); !st.ok()) return st;
   return UpdateJob(job_id, &desc);
 }
 
-Status LibslurmApi::Hold(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) {
-  if (Status st = CheckPending(job_id); !st.ok()) return st;
+Status LibslurmApi::Hold(const std::string& job_id, const std::string& comment, const JobPin& pin) {
+  if (Status st = CheckState(job_id, false); !st.ok()) return st;
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  std::string nodes = Join(pin, ',');
+  std::string nodes = Join(pin.nodes, ',');
   std::string text = comment;
   desc.req_nodes = nodes.data();  // the user's --nodelist again; "" clears ReqNodeList
+  SetCount(pin, &desc);
   desc.admin_comment = text.data();
   desc.priority = 0;
   return UpdateJob(job_id, &desc);
 }
 
-Status LibslurmApi::HoldRequeued(const std::string& job_id, const std::string& comment,
-                                 const std::vector<std::string>& pin) {
-  if (Status st = CheckPending(job_id); !st.ok()) return st;
+Status LibslurmApi::HoldRequeued(const std::string& job_id, const std::string& comment, const JobPin& pin) {
+  if (Status st = CheckState(job_id, false); !st.ok()) return st;
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  std::string nodes = Join(pin, ',');
+  std::string nodes = Join(pin.nodes, ',');
   std::string text = comment;
   desc.req_nodes = nodes.data();
+  SetCount(pin, &desc);
   desc.admin_comment = text.data();
   desc.priority = 0;
   desc.begin_time = std::time(nullptr);  // `scontrol update StartTime=now`
+  return UpdateJob(job_id, &desc);
+}
+
+Status LibslurmApi::Shrink(const std::string& job_id, const std::vector<std::string>& nodes) {
+  if (nodes.empty()) return Status::Error("slurm_update_job " + job_id + ": a shrink to no nodes");
+  if (Status st = CheckState(job_id, true); !st.ok()) return st;
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  std::string list = Join(nodes, ',');
+  desc.req_nodes = list.data();  // on a running job: its new, smaller NodeList
   return UpdateJob(job_id, &desc);
 }
 

@@ -64,10 +64,10 @@ class LibslurmApi : public SlurmApi {
   LibslurmApi& operator=(const LibslurmApi&) = delete;
 
   Status Load(ClusterRecords* out) override;
-  Status Release(const std::string& job_id, const std::vector<std::string>& nodes,
-                 const std::string& comment) override;
-  Status Hold(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) override;
-  Status HoldRequeued(const std::string& job_id, const std::string& comment, const std::vector<std::string>& pin) override;
+  Status Release(const std::string& job_id, const JobPin& pin, const std::string& comment) override;
+  Status Hold(const std::string& job_id, const std::string& comment, const JobPin& pin) override;
+  Status HoldRequeued(const std::string& job_id, const std::string& comment, const JobPin& pin) override;
+  Status Shrink(const std::string& job_id, const std::vector<std::string>& nodes) override;
   Status SetComment(const std::string& job_id, const std::string& comment) override;
   Status Requeue(const std::string& job_id) override;
   Status Signal(const std::string& job_id, int signal, bool batch_only) override;

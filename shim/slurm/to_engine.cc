@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include "core/api/limits.h"
@@ -96,6 +98,61 @@ std::string_view PinNoteOf(const JobRecord& j) {
 
 }  // namespace
 
+namespace {
+constexpr std::string_view kRangeNote = " [nodes: ";
+
+// The range of Tidal's note (" [nodes: 2-4]") in a Tidal AdminComment; nullopt when none.
+std::optional<NodeRange> RangeNoteOf(const JobRecord& j) {
+  if (j.admin_comment.rfind(kTidalPrefix, 0) != 0) return std::nullopt;
+  const size_t at = j.admin_comment.rfind(kRangeNote);
+  if (at == std::string::npos) return std::nullopt;
+  const char* p = j.admin_comment.c_str() + at + kRangeNote.size();
+  char* end = nullptr;
+  const unsigned long lo = std::strtoul(p, &end, 10);
+  if (end == p || *end != '-') return std::nullopt;
+  p = end + 1;
+  const unsigned long hi = std::strtoul(p, &end, 10);
+  if (end == p || *end != ']' || lo < 1 || hi <= lo || hi > static_cast<unsigned long>(limits::kMaxGangMembers)) {
+    return std::nullopt;
+  }
+  return NodeRange{static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)};
+}
+}  // namespace
+
+NodeRange NodeRangeOf(const JobRecord& j) {
+  if (std::optional<NodeRange> noted = RangeNoteOf(j)) return *noted;
+  const uint32_t n = std::max<uint32_t>(1, j.node_count);
+  if (j.state == JobState::kPending && j.max_node_count > n) return {n, j.max_node_count};
+  return {n, n};
+}
+
+std::string NodeRangeNote(const JobRecord& j) {
+  const NodeRange r = NodeRangeOf(j);
+  return r.Elastic() ? std::string(kRangeNote) + std::to_string(r.min) + "-" + std::to_string(r.max) + "]" : "";
+}
+
+std::string TidalNotes(const JobRecord& j, bool pinned) {
+  return NodeRangeNote(j) + (pinned ? UserPinNote(UserPin(j)) : "");
+}
+
+std::vector<std::pair<uint32_t, std::string>> MemberNodes(const JobRecord& j) {
+  std::vector<std::string> on = j.nodes;
+  std::sort(on.begin(), on.end());
+  std::vector<std::pair<uint32_t, std::string>> out;
+  out.reserve(on.size());
+  std::vector<std::string> pin;
+  if (TidalPin(j)) {
+    pin = j.required_nodes;
+    std::sort(pin.begin(), pin.end());
+  }
+  const bool on_pin = !pin.empty() && std::includes(pin.begin(), pin.end(), on.begin(), on.end());
+  for (size_t i = 0; i < on.size(); ++i) {
+    const size_t at = on_pin ? static_cast<size_t>(std::lower_bound(pin.begin(), pin.end(), on[i]) - pin.begin()) : i;
+    out.emplace_back(static_cast<uint32_t>(at), on[i]);
+  }
+  return out;
+}
+
 std::string UserPinNote(const std::vector<std::string>& pin) {
   return pin.empty() ? "" : std::string(kPinNote) + CompressHostlist(pin) + "]";
 }
@@ -136,11 +193,11 @@ std::string SkipReason(const JobRecord& j) {
     return "waiting on dependency " + j.dependency;
   }
   if (j.node_count == 0) return "cannot schedule: node_count: 0 nodes";
-  if (j.max_node_count > j.node_count) {
-    // Pinned to MIN nodes, Slurm could still add nodes up to MAX itself, on nodes Tidal counts free.
-    return "cannot schedule: --nodes=" + std::to_string(j.node_count) + "-" + std::to_string(j.max_node_count) +
-           ": Tidal places a job on a fixed node count (submit -N " + std::to_string(j.node_count) + " or -N " +
-           std::to_string(j.max_node_count) + ")";
+  if (NodeRangeOf(j).Elastic() && j.gpus_total > 0) {
+    // A per-job GPU count has no per-node share while the node count is open.
+    const NodeRange r = NodeRangeOf(j);
+    return "cannot schedule: --nodes=" + std::to_string(r.min) + "-" + std::to_string(r.max) +
+           " with GPUs per job (--gpus or --gpus-per-task): ask for GPUs per node (--gpus-per-node) with a node range";
   }
   return BoundsError(j);
 }
@@ -150,7 +207,8 @@ std::string BoundsError(const JobRecord& j) {
   auto over = [](const std::string& what, int64_t v, const std::string& limit) {
     return "cannot schedule: " + what + " " + std::to_string(v) + " is over Tidal's limit of " + limit;
   };
-  if (j.node_count > limits::kMaxGangMembers) return over("node_count:", j.node_count, std::to_string(limits::kMaxGangMembers) + " nodes");
+  const uint32_t most = std::max(j.node_count, j.max_node_count);
+  if (most > limits::kMaxGangMembers) return over("node_count:", most, std::to_string(limits::kMaxGangMembers) + " nodes");
   if (j.gpus_per_node > limits::kMaxGpusPerNode) {
     return over("GPUs per node:", j.gpus_per_node, std::to_string(limits::kMaxGpusPerNode));
   }
@@ -160,7 +218,7 @@ std::string BoundsError(const JobRecord& j) {
   if (j.memory_mb_per_node > (limits::kMaxMemoryBytesPerNode >> 20)) {
     return over("memory per node (MiB):", j.memory_mb_per_node, std::to_string(limits::kMaxMemoryBytesPerNode >> 20));
   }
-  const int64_t nodes = std::max<int64_t>(1, j.node_count);
+  const int64_t nodes = std::max<int64_t>(1, most);
   if (Status s = limits::CheckWorkloadTotal(Resources{std::max<int64_t>(0, j.gpus_per_node), 0, 0}, nodes, "GPUs"); !s.ok()) {
     return "cannot schedule: " + s.Message();
   }
@@ -194,11 +252,16 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
   const JobStance stance = StanceOf(j);
   if (stance == JobStance::kFinished) return {};
   if ((stance == JobStance::kHeld || stance == JobStance::kEscaped) && !SkipReason(j).empty()) return {};
-  std::vector<std::string> on;  // the member nodes, when it holds nodes
-  if (stance == JobStance::kActive) on = j.nodes;
-  if (stance == JobStance::kReleased) on = j.required_nodes;
-  std::sort(on.begin(), on.end());
-  const int64_t members = on.empty() ? std::max<int64_t>(1, j.node_count) : static_cast<int64_t>(on.size());
+  // The member nodes with their indices, when it holds nodes (MemberNodes).
+  std::vector<std::pair<uint32_t, std::string>> on;
+  if (stance == JobStance::kActive) on = MemberNodes(j);
+  if (stance == JobStance::kReleased) {
+    std::vector<std::string> pin = j.required_nodes;
+    std::sort(pin.begin(), pin.end());
+    for (size_t i = 0; i < pin.size(); ++i) on.emplace_back(static_cast<uint32_t>(i), pin[i]);
+  }
+  const NodeRange range = NodeRangeOf(j);
+  const int64_t members = !on.empty() ? static_cast<int64_t>(on.size()) : range.Elastic() ? range.max : std::max<int64_t>(1, j.node_count);
   if (stance == JobStance::kActive && on.empty()) return {};  // no nodes reported: nothing to charge
   v1::Pod base;
   base.set_namespace_("slurm");
@@ -217,10 +280,10 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
   for (const auto& [k, v] : CommentKeys(j.comment)) a[k] = v;
   a["tidal.dev/gang"] = id;
   a["tidal.dev/gang-size"] = std::to_string(members);
-  // A Slurm job is a rigid gang: Slurm starts it on all its nodes or not at all, and a release
-  // pinned to fewer nodes than it asks for would let Slurm pick the rest itself, on nodes Tidal
-  // counts as free. A gang-min from its --comment is not Tidal's to honour.
+  // Slurm starts a job on all its nodes or not at all: a gang-min from its --comment is not
+  // Tidal's to honour. An elastic job's (--nodes=MIN-MAX) is its MIN (NodeRange).
   a.erase("tidal.dev/gang-min");
+  if (range.Elastic() && range.min < members) a["tidal.dev/gang-min"] = std::to_string(range.min);
   a["tidal.dev/queue"] = QueueFor(cfg, j.account, j.partition, j.qos);
   // Slurm enforces the time limit itself; Tidal plans with it, at most its 365-day cap.
   if (j.time_limit_min > 0) {
@@ -250,9 +313,15 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
   out.reserve(static_cast<size_t>(members));
   for (int64_t i = 0; i < members; ++i) {
     v1::Pod p = i + 1 == members ? std::move(base) : base;  // the last member takes the template
-    p.set_uid("slurm/" + id + "#" + std::to_string(i));
-    p.set_name(id + "#" + std::to_string(i));
-    if (!on.empty()) p.set_node_name(on[static_cast<size_t>(i)]);
+    const uint32_t index = on.empty() ? static_cast<uint32_t>(i) : on[static_cast<size_t>(i)].first;
+    p.set_uid("slurm/" + id + "#" + std::to_string(index));
+    p.set_name(id + "#" + std::to_string(index));
+    if (!on.empty()) {
+      const std::string& node = on[static_cast<size_t>(i)].second;
+      p.set_node_name(node);
+      // The batch script's node: Slurm never takes it from a running job, so it goes last.
+      if (node == j.batch_host) (*p.mutable_annotations())["tidal.dev/gang-leader"] = "true";
+    }
     out.push_back(std::move(p));
   }
   return out;
@@ -290,6 +359,9 @@ uint64_t MembersKey(const JobRecord& j) {
   num(j.nice);
   num(j.node_count);
   num(j.max_node_count);
+  const NodeRange range = NodeRangeOf(j);  // the note, when Tidal's AdminComment carries one
+  num(range.min);
+  num(range.max);
   num(j.gpus_per_node);
   num(j.gpus_total);
   str(j.gpu_model);
@@ -299,6 +371,7 @@ uint64_t MembersKey(const JobRecord& j) {
   num(j.submit_time);
   num(stance == JobStance::kActive ? j.start_time : 0);
   list(j.nodes);
+  str(j.batch_host);
   list(j.required_nodes);
   list(j.excluded_nodes);
   str(j.features);

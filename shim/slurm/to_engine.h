@@ -3,7 +3,8 @@
 //
 // A job "123" (or an array task "123_7") is the gang "slurm/123": members uid "slurm/123#<i>",
 // namespace "slurm", name "123#<i>", each asking for the job's per-node GPUs, CPUs and memory, one
-// member per node (self anti-affinity on the hostname), tolerating every Kubernetes taint (taints
+// member per node (self anti-affinity on the hostname; the batch host's member is the gang's leader,
+// tidal.dev/gang-leader "true": an elastic job gives it back last), tolerating every Kubernetes taint (taints
 // are Kubernetes' word, not Slurm's). Annotations carry the Tidal keys the engine reads
 // (engine/pod_spec.h): queue (config.h QueueFor), gang, gang-size, runtime-limit (the time limit),
 // gpu-model (the gres type), topology (--switches=1 -> switchLevel required; the user's
@@ -30,6 +31,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shim/slurm/config.h"
@@ -53,6 +55,31 @@ bool TidalPin(const JobRecord& j);
 std::vector<std::string> UserPin(const JobRecord& j);
 // The note the release (and each later Tidal AdminComment of a pinned job) carries: "" when none.
 std::string UserPinNote(const std::vector<std::string>& pin);
+
+// A job's node count. An elastic job (--nodes=MIN-MAX) is the gang of MAX members, gang-min MIN,
+// while it waits: the engine places it on as many nodes as fit, at least MIN; Tidal releases it
+// pinned to those nodes with NumNodes=K (Slurm would otherwise add nodes up to MAX itself, on
+// nodes Tidal counts free). Running, it is the gang of its nodes with gang-min MIN: a disruption
+// that leaves it MIN nodes or more shrinks it (SlurmApi::Shrink) instead of requeueing it. Slurm
+// cannot add nodes to a running job: it does not grow. Once Slurm's own fields no longer say
+// MIN-MAX (from the release on; a requeued job reads the count it last ran with), Tidal's
+// AdminComment carries the range (" [nodes: 2-4]", NodeRangeNote) and every later Tidal comment
+// keeps it (TidalNotes); a requeue puts it back on the job (Hold's pin).
+struct NodeRange {
+  uint32_t min = 1, max = 1;
+  bool Elastic() const { return max > min; }
+};
+NodeRange NodeRangeOf(const JobRecord& j);
+// " [nodes: 2-4]" for an elastic job, else "".
+std::string NodeRangeNote(const JobRecord& j);
+// What every Tidal AdminComment of `j` ends with: its node range, then (on Tidal's pin: `pinned`)
+// its user's --nodelist (UserPinNote, always last).
+std::string TidalNotes(const JobRecord& j, bool pinned);
+
+// A running job's members with their nodes: index i is member "slurm/<id>#i". On Tidal's pin a
+// member keeps the index of its node in the (sorted) pin, so a shrink leaves the others' uids as
+// they were; otherwise the index is the node's place among the job's sorted nodes.
+std::vector<std::pair<uint32_t, std::string>> MemberNodes(const JobRecord& j);
 
 // How a job stands towards Tidal.
 enum class JobStance {
@@ -82,8 +109,8 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
 // 100,000 that did not change costs this hash, not a conversion). Left out: the ids (the caller
 // folds in the job id it converts), pending_array_tasks and array_max_tasks (each task is its own
 // job id), name, end_time, restart_cnt, start_time unless the job holds nodes, warn_batch_only,
-// and of admin_comment only whether it starts with kReleasedPrefix, TidalPin and Tidal's
-// --nodelist note (UserPin). A field MembersOf
+// and of admin_comment only whether it starts with kReleasedPrefix, TidalPin, Tidal's --nodelist
+// note (UserPin) and its node range note (NodeRangeOf). A field MembersOf
 // & co. start to read must be added here.
 uint64_t MembersKey(const JobRecord& j);
 

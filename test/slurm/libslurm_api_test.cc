@@ -2,8 +2,10 @@
 //
 //   slurm_api_live [--conf PATH] load                 one Load, the records as recorded-state JSON
 //   slurm_api_live [--conf PATH] bench N              N Loads; per-load times as one JSON line
-//   slurm_api_live [--conf PATH] release JOB NODES COMMENT   (NODES: comma list, "" = leave as is)
-//   slurm_api_live [--conf PATH] hold JOB COMMENT | hold_requeued JOB COMMENT | comment JOB COMMENT
+//   slurm_api_live [--conf PATH] release JOB NODES COMMENT [MIN-MAX]   (NODES: comma list, "" = leave
+//                                as is; MIN-MAX: the node count to set)
+//   slurm_api_live [--conf PATH] hold JOB COMMENT [MIN-MAX] | hold_requeued JOB COMMENT | comment JOB COMMENT
+//   slurm_api_live [--conf PATH] shrink JOB NODES
 //   slurm_api_live [--conf PATH] requeue JOB | signal JOB SIGNUM batch|steps
 //   slurm_api_live [--conf PATH] drain NODE REASON | undrain NODE
 // Exit 0 on success, 1 with the Status on stderr on failure, 2 on bad usage.
@@ -11,6 +13,7 @@
 // Threading: single-threaded.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -26,10 +29,20 @@ using tidal::slurm::LibslurmApi;
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: slurm_api_live [--conf PATH] load | bench N | release JOB NODES COMMENT | hold JOB COMMENT |\n"
+               "usage: slurm_api_live [--conf PATH] load | bench N | release JOB NODES COMMENT [MIN-MAX] |\n"
+               "       hold JOB COMMENT [MIN-MAX] | shrink JOB NODES |\n"
                "       hold_requeued JOB COMMENT | comment JOB COMMENT | requeue JOB | signal JOB SIGNUM batch|steps |\n"
                "       drain NODE REASON | undrain NODE\n");
   return 2;
+}
+
+// "2-4" -> a pin's count (nodes left empty); false when it is not MIN-MAX.
+bool CountOf(const std::string& s, tidal::slurm::JobPin* pin) {
+  const size_t dash = s.find('-');
+  if (dash == std::string::npos) return false;
+  pin->min_nodes = static_cast<uint32_t>(std::strtoul(s.substr(0, dash).c_str(), nullptr, 10));
+  pin->max_nodes = static_cast<uint32_t>(std::strtoul(s.substr(dash + 1).c_str(), nullptr, 10));
+  return pin->min_nodes > 0 && pin->max_nodes >= pin->min_nodes;
 }
 
 int Report(const Status& st) {
@@ -78,10 +91,18 @@ int main(int argc, char** argv) {
     return Report(st);
   }
   if (cmd == "bench" && need(1)) return Bench(**api, std::max(1, std::atoi(args[1].c_str())));
-  if (cmd == "release" && need(3)) {
-    return Report((*api)->Release(args[1], tidal::slurm::SplitCommaList(args[2]), args[3]));
+  if (cmd == "release" && (need(3) || need(4))) {
+    tidal::slurm::JobPin pin;
+    if (need(4) && !CountOf(args[4], &pin)) return Usage();
+    pin.nodes = tidal::slurm::SplitCommaList(args[2]);
+    return Report((*api)->Release(args[1], pin, args[3]));
   }
-  if (cmd == "hold" && need(2)) return Report((*api)->Hold(args[1], args[2], {}));
+  if (cmd == "hold" && (need(2) || need(3))) {
+    tidal::slurm::JobPin pin;
+    if (need(3) && !CountOf(args[3], &pin)) return Usage();
+    return Report((*api)->Hold(args[1], args[2], pin));
+  }
+  if (cmd == "shrink" && need(2)) return Report((*api)->Shrink(args[1], tidal::slurm::SplitCommaList(args[2])));
   if (cmd == "comment" && need(2)) return Report((*api)->SetComment(args[1], args[2]));
   if (cmd == "requeue" && need(1)) return Report((*api)->Requeue(args[1]));
   if (cmd == "hold_requeued" && need(2)) return Report((*api)->HoldRequeued(args[1], args[2], {}));

@@ -185,5 +185,54 @@ TEST(SlurmVictimsConfig, PreemptSlurmJobsMustBeABoolean) {
   EXPECT_NE(cfg.status().ToString().find("disruption.preemptSlurmJobs"), std::string::npos) << cfg.status().ToString();
 }
 
+// An elastic Slurm job (--nodes=1-3 running on 3) gives back what the preemptor needs (one member,
+// not its whole surplus) and never its batch host's (tidal.dev/gang-leader) while another member
+// can go: Slurm cannot take that node from a running job. Regressions: the first member in uid
+// order went first, and the whole surplus (two members) went for a preemptor of one.
+TEST(SlurmElasticVictims, AShrinkGivesBackTheBatchHostLast) {
+  int64_t now = 10000;
+  auto cfg = ParseEngineConfig("queues:\n  - name: qa\n    weight: 1\n", "t.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto e = Engine::Create(*cfg, [&now] { return now; });
+  ASSERT_TRUE(e.ok());
+  std::unique_ptr<Engine> engine = std::move(e).value();
+  uint64_t gen = 0;
+  SyncBatch k;
+  k.door = FrontDoor::kKubernetes;
+  k.resync = true;
+  k.upsert_nodes = {GpuNode("n1", "l0", "v0"), GpuNode("n2", "l0", "v0"), GpuNode("n3", "l0", "v0")};
+  ASSERT_TRUE(engine->Sync(k, &gen).ok());
+  SyncBatch s = k;
+  s.door = FrontDoor::kSlurm;
+  for (int i = 0; i < 3; ++i) {
+    PodInfo m = SlurmMember("7", i, 3, "qa", 8, "n" + std::to_string(i + 1));
+    m.start_unix = 9000;
+    m.annotations[kLabelPreemptible] = "true";
+    m.annotations["tidal.dev/gang-min"] = "1";
+    if (i == 0) m.annotations["tidal.dev/gang-leader"] = "true";  // the batch host, n1
+    s.upsert_pods.push_back(m);
+  }
+  ASSERT_TRUE(engine->Sync(s, &gen).ok());
+  SyncBatch p;
+  p.door = FrontDoor::kKubernetes;
+  PodInfo hi = GangPod("hi0", "hi", 1);
+  hi.priority = 100;
+  hi.labels[kLabelQueue] = "qa";
+  hi.door = FrontDoor::kKubernetes;
+  p.upsert_pods = {hi};
+  ASSERT_TRUE(engine->Sync(p, &gen).ok());
+  PreemptResult r = engine->Preempt("uid-hi0");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.victim_gangs.size(), 1u);
+  std::string taken;
+  for (const auto& x : r.victim_gangs[0].second) taken += x.uid + " ";
+  ASSERT_EQ(r.victim_gangs[0].second.size(), 1u) << "one member given back, the job goes on: " << taken;
+  EXPECT_NE(r.victim_gangs[0].second[0].uid, "slurm/7#0") << "not the batch host's";
+  auto due = engine->Disruptions(FrontDoor::kSlurm);
+  ASSERT_EQ(due.size(), 1u);
+  ASSERT_EQ(due[0].pods.size(), 1u);
+  EXPECT_EQ(due[0].pods[0].uid, r.victim_gangs[0].second[0].uid);
+}
+
 }  // namespace
 }  // namespace tidal
