@@ -31,7 +31,7 @@ done
 source "$HERE/lib.sh"
 # shellcheck source=cases/adapter_common.sh
 source "$HERE/cases/adapter_common.sh"
-for f in basic placement faults disruption; do
+for f in basic placement faults disruption elastic; do
   # shellcheck disable=SC1090
   source "$HERE/cases/adapter_$f.sh"
 done
@@ -54,7 +54,7 @@ SLURM_NODE_FEATURES=$(for i in 1 2 3 4; do echo "gpu0$i=tidal-block-b0,tidal-lea
                       for i in 5 6 7 8; do echo "gpu0$i=tidal-block-b0,tidal-leaf-l1"; done)
 export SLURM_NODE_FEATURES
 USER_=tidaltest
-CASES=${TIDAL_SLURM_CASES:-gate door badinput topology quota disruption load adapter_kill engine_restart ctld_restart}
+CASES=${TIDAL_SLURM_CASES:-gate door badinput topology quota disruption elastic load adapter_kill engine_restart ctld_restart}
 ok=0
 
 for p in "$ENGINE_PORT" "$ENGINE_HTTP" "$AD_METRICS" "$AD2_METRICS"; do
