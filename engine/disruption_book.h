@@ -31,10 +31,12 @@
 namespace tidal {
 
 enum class DisruptionCause {
-  kPreemption, kReclaim, kRuntimeLimit, kMemberLost, kUnhealthyNode, kDrain, kMaintenance, kDecommission
+  kPreemption, kReclaim, kRuntimeLimit, kMemberLost, kUnhealthyNode, kDrain, kMaintenance, kDecommission,
+  kWindowEnd  // a perishable window closed (tidal.dev/available-until): its owner takes the node back
 };
 inline constexpr const char* kDisruptionCauses[] = {"preemption",     "reclaim", "runtime-limit", "member-lost",
-                                                    "unhealthy-node", "drain",   "maintenance",   "decommission"};
+                                                    "unhealthy-node", "drain",   "maintenance",   "decommission",
+                                                    "window-end"};
 std::string_view DisruptionCauseName(DisruptionCause c);
 
 struct DisruptionRecord {

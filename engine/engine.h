@@ -288,9 +288,10 @@ class Engine {
   };
   // With `ranks` (QuotaLedger::FairShareRanks) and the planner's queue rank: reservations of
   // gangs whose queue ranks behind it are left out (they yield to fair share; preemption holds
-  // never do).
+  // never do). fill_notice_s >= 0 (a workload that fills perishable windows, FillNoticeLocked):
+  // closes with room for its notice and perishable.minSeconds are left off for it.
   void ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank = -1,
-                             const std::vector<int32_t>* ranks = nullptr) const;
+                             const std::vector<int32_t>* ranks = nullptr, int64_t fill_notice_s = -1) const;
   // The fair-share rank of the queue of the book entry's gang (-1 when unknown).
   int32_t BookRankLocked(const std::string& plan_id, const std::vector<int32_t>& ranks) const;
   // Is the book entry's gang behind the planner's gang in queue order (same queue)?
@@ -525,8 +526,17 @@ class Engine {
   void LayClosesLocked(ClusterState& timeline) const;       // dry cycles: closing nodes take no reservation
   void ForgetDecommissionedLocked(const std::string& node);  // its last door deleted it
   void CancelCalledOffClosesLocked();  // after a drain is cancelled: its victims still in notice keep running
-  // A Kubernetes node's tidal.dev/drain-by annotation (nullptr: its Kubernetes record is gone):
-  // the drain every replica sees; a bad value is a warning on the node and changes nothing.
+  // --- perishable windows (engine_perishable.cc): the time before a close
+  // The notice a workload that may fill windows would get (perishable.fill), -1 when it may not.
+  int64_t FillNoticeLocked(const Workload& w) const;
+  // At each poll: the window GPU-seconds offered and filled since the last (metrics).
+  void CountPerishableLocked(int64_t now);
+  int64_t perishable_counted_s_ = 0;
+  // "" or, for a gang with members on nodes before a close it outlives, when it has to go.
+  std::string BorrowedTimeLocked(const Gang& g, int64_t* until) const;
+  // A Kubernetes node's tidal.dev/drain-by and tidal.dev/available-until annotations (nullptr: its
+  // Kubernetes record is gone): the close every replica sees; a bad value is a warning on the node
+  // and changes nothing.
   void AnnotatedDrainLocked(const std::string& node, const std::map<std::string, std::string>* annotations,
                             std::vector<NodeWarningInfo>* warnings);
   bool closes_called_off_ = false;  // an annotated drain went: CancelCalledOffClosesLocked at the next poll

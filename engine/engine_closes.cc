@@ -28,13 +28,11 @@
 namespace tidal {
 
 namespace {
-// Time a drained workload's eviction needs beyond its notice (termination grace, the shim's poll).
-constexpr int64_t kDrainSlackS = 30;
-
 std::string CloseWords(const NodeClose& c) {
   if (c.cause == DisruptionCause::kMaintenance) {
     return c.what + " from " + FormatUnixTime(c.by) + " to " + FormatUnixTime(c.until);
   }
+  if (c.cause == DisruptionCause::kWindowEnd) return "available until " + FormatUnixTime(c.by) + " (its owner takes it back)";
   return std::string(c.cause == DisruptionCause::kDecommission ? "decommissioned" : "drained") + " by " + FormatUnixTime(c.by);
 }
 }  // namespace
@@ -124,9 +122,10 @@ std::vector<NodeDrainInfo> Engine::Drain(const std::vector<std::string>& nodes, 
   std::vector<NodeDrainInfo> unknown;
   for (const auto& n : nodes) {
     if (auto d = drains_.find(n); d != drains_.end() && d->second.from_node) {
+      const std::string key = d->second.cause == DisruptionCause::kWindowEnd ? kAnnotationAvailableUntil : kAnnotationDrainBy;
       unknown.push_back({n, d->second.by, "annotated", 0, 0,
-                         "drained by its tidal.dev/drain-by annotation: change or remove that instead (kubectl annotate node " +
-                             n + " tidal.dev/drain-by-)"});
+                         "closed by its " + key + " annotation: change or remove that instead (kubectl annotate node " + n +
+                             " " + key + "-)"});
     } else if (cancel) {
       changed = drains_.erase(n) > 0 || changed;
     } else if (!nodes_.count(n)) {
@@ -164,22 +163,30 @@ void Engine::AnnotatedDrainLocked(const std::string& node, const std::map<std::s
                                   std::vector<NodeWarningInfo>* warnings) {
   auto d = drains_.find(node);
   const bool had = d != drains_.end() && d->second.from_node;
-  const std::string* value = nullptr;
-  if (annotations != nullptr) {
-    if (auto it = annotations->find(kAnnotationDrainBy); it != annotations->end()) value = &it->second;
-  }
+  // A drain (tidal.dev/drain-by) and a perishable window's end (tidal.dev/available-until): the
+  // earlier closes the node.
   std::optional<NodeClose> want;
-  if (value != nullptr) {
-    auto by = ParseUnixTime(*value, std::string("node ") + node + ": annotation " + kAnnotationDrainBy);
+  for (const char* key : {kAnnotationDrainBy, kAnnotationAvailableUntil}) {
+    if (annotations == nullptr) break;
+    auto it = annotations->find(key);
+    if (it == annotations->end()) continue;
+    auto by = ParseUnixTime(it->second, std::string("node ") + node + ": annotation " + key);
     if (!by.ok()) {
-      // Unreadable: nothing changes (a drain it had stays), and the node says why.
-      if (warnings != nullptr) warnings->push_back({node, "TidalDrainAnnotationInvalid", by.status().Message()});
+      // Unreadable: nothing changes (a close it had stays), and the node says why.
+      if (warnings != nullptr) {
+        warnings->push_back({node, key == kAnnotationDrainBy ? "TidalDrainAnnotationInvalid" : "TidalAvailableUntilAnnotationInvalid",
+                             by.status().Message()});
+      }
       return;
     }
-    auto dec = annotations->find(kAnnotationDecommission);
-    const bool decommission = dec != annotations->end() && dec->second == "true";
-    want = NodeClose{*by, INT64_MAX, decommission ? DisruptionCause::kDecommission : DisruptionCause::kDrain,
-                     decommission ? "decommission" : "drain", /*from_node=*/true};
+    NodeClose c{*by, INT64_MAX, DisruptionCause::kWindowEnd, "available-until", /*from_node=*/true};
+    if (key == kAnnotationDrainBy) {
+      auto dec = annotations->find(kAnnotationDecommission);
+      const bool decommission = dec != annotations->end() && dec->second == "true";
+      c.cause = decommission ? DisruptionCause::kDecommission : DisruptionCause::kDrain;
+      c.what = decommission ? "decommission" : "drain";
+    }
+    if (!want || c.by < want->by) want = c;
   }
   if (!want && !had) return;
   if (want && had && d->second.by == want->by && d->second.cause == want->cause) return;
@@ -194,7 +201,10 @@ void Engine::AnnotatedDrainLocked(const std::string& node, const std::map<std::s
   door_memory_version_.fetch_add(1, std::memory_order_relaxed);
   if (decision_log_ != nullptr) {
     decision_log_->Write({{"ts", clock_()},
-                          {"outcome", !want ? "drain-cancelled" : want->cause == DisruptionCause::kDecommission ? "decommission" : "drain"},
+                          {"outcome", !want                                          ? "drain-cancelled"
+                                      : want->cause == DisruptionCause::kDecommission ? "decommission"
+                                      : want->cause == DisruptionCause::kWindowEnd    ? "window"
+                                                                                      : "drain"},
                           {"nodes", {node}},
                           {"by", want ? want->by : 0},
                           {"source", "annotation"}});
@@ -207,7 +217,7 @@ void Engine::CancelCalledOffClosesLocked() {
   std::vector<std::string> off;
   for (const DisruptionRecord* r : disruptions_.All()) {
     const bool close = r->cause == DisruptionCause::kDrain || r->cause == DisruptionCause::kDecommission ||
-                       r->cause == DisruptionCause::kMaintenance;
+                       r->cause == DisruptionCause::kMaintenance || r->cause == DisruptionCause::kWindowEnd;
     if (!close || r->evicted_s != 0) continue;
     const bool still = std::any_of(r->pods.begin(), r->pods.end(), [&](const PodRefInfo& p) {
       auto c = charged_.find(p.uid);

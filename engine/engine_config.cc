@@ -76,6 +76,22 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     df.Bool("preemptSlurmJobs", &cfg.preempt_slurm_jobs);
     if (Status s = df.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
+  if (const auto* pe = f.Get("perishable")) {
+    Fields pf(*pe, "perishable");
+    std::string fill;
+    pf.Str("fill", &fill);
+    if (fill == "checkpointing") {
+      cfg.perishable_fill = EngineConfig::PerishableFill::kCheckpointing;
+    } else if (fill == "preemptible") {
+      cfg.perishable_fill = EngineConfig::PerishableFill::kPreemptible;
+    } else if (fill == "none") {
+      cfg.perishable_fill = EngineConfig::PerishableFill::kNone;
+    } else if (!fill.empty()) {
+      pf.FailField("fill", "unknown value \"" + fill.substr(0, 100) + "\" (accepted: checkpointing, preemptible, none)");
+    }
+    pf.Int("minSeconds", &cfg.perishable_min_s, 0, 7 * 86400);
+    if (Status s = pf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
   if (const auto* e = f.Get("elastic")) {
     Fields ef(*e, "elastic");
     ef.Int("growAfterSeconds", &cfg.elastic_grow_after_s, 0, 86400);

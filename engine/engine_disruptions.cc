@@ -173,6 +173,7 @@ std::vector<DisruptionAction> Engine::Disruptions(FrontDoor door) {
   }
   OpenUnhealthyLocked(now);
   OpenDrainsLocked(now);
+  CountPerishableLocked(now);
   return disruptions_.Due(door, now);
 }
 

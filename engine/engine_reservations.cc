@@ -167,7 +167,7 @@ bool Engine::BehindLocked(const std::string& plan_id, const std::string& own_pla
 }
 
 void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank,
-                                   const std::vector<int32_t>* ranks) const {
+                                   const std::vector<int32_t>* ranks, int64_t fill_notice_s) const {
   const Reservation* mine = nullptr;
   for (const auto& [id, res] : *book_) {
     if (id == own) {
@@ -199,8 +199,10 @@ void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, 
     }
     rv.view.latest_start = std::max(rv.view.latest_start, res.start_s);
   }
-  // Drains and maintenance windows (engine_closes.cc): a closing node's GPUs are all taken from
-  // its close, like a reservation's.
+  // Drains, maintenance windows and the ends of perishable windows (engine_closes.cc): a closing
+  // node's GPUs are all taken from its close, like a reservation's; not for a workload that fills
+  // windows (engine_perishable.cc) while its notice and the minimum fill still fit before it.
+  const int64_t fill_until = fill_notice_s < 0 ? INT64_MAX : clock_() + fill_notice_s + kDrainSlackS + cfg_.perishable_min_s;
   if (!close_from_.empty()) {
     if (rv.from.empty()) {
       rv.from.assign(static_cast<size_t>(state_->node_count()), INT64_MAX);
@@ -208,7 +210,7 @@ void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, 
     }
     rv.closing.assign(static_cast<size_t>(state_->node_count()), 0);
     for (size_t i = 0; i < close_from_.size() && i < rv.from.size(); ++i) {
-      if (close_from_[i] == INT64_MAX) continue;
+      if (close_from_[i] == INT64_MAX || close_from_[i] >= fill_until) continue;
       rv.from[i] = std::min(rv.from[i], close_from_[i]);
       rv.gpus[i] = close_gpus_[i];
       rv.closing[i] = 1;

@@ -130,6 +130,14 @@ struct EngineConfig {
   NodeHealthConfig node_health;
   // Maintenance windows (maintenance: {windows}; engine/maintenance.h): their nodes close.
   std::vector<MaintenanceWindow> maintenance;
+  // Perishable windows (perishable: {fill, minSeconds}; engine/engine_perishable.cc): before a node
+  // closes (a drain, a maintenance window, tidal.dev/available-until) it takes work that ends in
+  // time and, by `fill`, preemptible work that checkpoints on notice (kCheckpointing), any
+  // preemptible work (kPreemptible) or nothing more (kNone), while at least minSeconds are left
+  // beyond the work's notice; that work is disrupted before the close, as late as its notice allows.
+  enum class PerishableFill { kNone, kCheckpointing, kPreemptible };
+  PerishableFill perishable_fill = PerishableFill::kCheckpointing;
+  int64_t perishable_min_s = 300;
   // How long a node the front door's filters refused stays excluded for that gang.
   int64_t exclusion_ttl_s = 120;
   // Explain's dry run considers at most this many pending gangs ahead of the asked one.
@@ -140,7 +148,8 @@ struct EngineConfig {
 };
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
 // poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds},
-// disruption: {maxNoticeSeconds}, elastic: {growAfterSeconds, growMinMembers}, nodeHealth, maintenance: {windows}, topology: {levels}, profile, resources,
+// disruption: {maxNoticeSeconds}, elastic: {growAfterSeconds, growMinMembers}, nodeHealth, maintenance: {windows},
+// perishable: {fill, minSeconds}, topology: {levels}, profile, resources,
 // usageHalfLife, queues, frontDoors: [kubernetes, slurm]}. Every problem is one
 // reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);

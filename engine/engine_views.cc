@@ -209,6 +209,11 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
       j["domain"] = gang.plan->domain;
       return j;
     }
+    if (bound > 0) {
+      EnsureStateLocked();  // closes_
+      int64_t until = 0;
+      if (std::string b = BorrowedTimeLocked(gang, &until); !b.empty()) j["borrowed"] = {{"until_unix", until}, {"why", b}};
+    }
     if (bound >= spec->gang_size) {
       j["state"] = "running";
       return j;
@@ -300,6 +305,10 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
          " reserved: " + pl.explanation + "\n";
   }
   t += "last: " + g->second.last_reason + "\n";
+  if (bound > 0) {
+    EnsureStateLocked();  // closes_
+    if (std::string b = BorrowedTimeLocked(g->second, nullptr); !b.empty()) t += "window: " + b + "\n";
+  }
   if (std::string r = ReservedStartLocked(PlanId(g->second)); !r.empty()) t += "reservation: " + r + "\n";
   if (!g->second.pods.empty()) {
     const auto& spec = SpecLocked(pods_.at(*g->second.pods.begin()));
@@ -380,8 +389,10 @@ EngineGauges Engine::Gauges() {
     // A node an admin drains counts as draining from the drain on, while it still takes work that
     // ends in time (engine_closes.cc); a maintenance window's nodes count once it has started.
     NodeHealth shown = node.health;
+    auto c = closes_.find(node.name);
+    const bool window = c != closes_.end() && c->second.by > clock_();  // a perishable window (engine_perishable.cc)
     if (shown == NodeHealth::kReady || shown == NodeHealth::kDegraded) {
-      if (auto c = closes_.find(node.name); c != closes_.end() && c->second.cause != DisruptionCause::kMaintenance) {
+      if (c != closes_.end() && c->second.cause != DisruptionCause::kMaintenance && c->second.cause != DisruptionCause::kWindowEnd) {
         shown = NodeHealth::kDraining;
       }
     }
@@ -392,7 +403,7 @@ EngineGauges Engine::Gauges() {
       continue;
     }
     gpus[{"allocated", pool}] += static_cast<double>(std::min(node.capacity.gpus, node.allocated.gpus));
-    gpus[{"idle", pool}] += static_cast<double>(std::max<int64_t>(0, node.FreeGpus()));
+    gpus[{window ? "perishable" : "idle", pool}] += static_cast<double>(std::max<int64_t>(0, node.FreeGpus()));
   }
   // Plans are held as allocations in the state: move their GPUs from allocated to reserved.
   if (reserved_total > 0) {

@@ -45,14 +45,22 @@ struct MaintenanceWindow {
 // A Kubernetes node's own drain (engine_closes.cc, AnnotatedDrainLocked): RFC 3339 or unix s.
 inline constexpr const char* kAnnotationDrainBy = "tidal.dev/drain-by";
 inline constexpr const char* kAnnotationDecommission = "tidal.dev/decommission";  // "true": for good
+// A perishable window on a Kubernetes node: the node is Tidal's until then (capacity an owner lends
+// until a time, the hours before an outside reservation); from then on it takes no work while the
+// annotation stays (cause window-end). RFC 3339 or unix s.
+inline constexpr const char* kAnnotationAvailableUntil = "tidal.dev/available-until";
+
+// Time a closing node's workload needs beyond its notice to be gone by the close (termination
+// grace, the front door's poll): it is disrupted that much before the close.
+inline constexpr int64_t kDrainSlackS = 30;
 
 // When a node closes: from `by` to `until` (INT64_MAX: until cancelled) it takes no work.
 struct NodeClose {
   int64_t by = 0;
   int64_t until = INT64_MAX;
-  DisruptionCause cause = DisruptionCause::kDrain;  // kDrain, kDecommission or kMaintenance
+  DisruptionCause cause = DisruptionCause::kDrain;  // kDrain, kDecommission, kMaintenance or kWindowEnd
   std::string what;                                 // "maintenance window rack-7-firmware", "drain"
-  // From the node's tidal.dev/drain-by annotation (not the Drain RPC): it goes with the
+  // From the node's tidal.dev/drain-by or tidal.dev/available-until annotation (not the Drain RPC): it goes with the
   // annotation, is not written to the state file (the node brings it back), and the RPC cannot
   // cancel or change it.
   bool from_node = false;

@@ -54,6 +54,11 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
                                      "Gangs of more than one member taken off GPUs whole (none left half-running), "
                                      "by cause.",
                                      {"cause"})),
+      perishable_gpu_seconds(r.Counter("tidal_perishable_gpu_seconds_total",
+                                       "GPU-seconds of perishable windows (nodes before a drain, a maintenance "
+                                       "window or their tidal.dev/available-until): offered (all their GPUs) and "
+                                       "filled (used by work).",
+                                       {"use"})),
       grpc_requests(r.Counter("tidal_grpc_requests_total", "gRPC requests served, by method and status code.",
                               {"method", "code"})),
       grpc_duration(r.Histogram("tidal_grpc_request_duration_seconds", "gRPC request latency, by method.",
@@ -68,6 +73,7 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
     disruption_notice.With({cause});
     gangs_requeued_whole.With({cause});
   }
+  for (const char* use : {"offered", "filled"}) perishable_gpu_seconds.With({use});
   for (auto o : {Outcome::kPlaced, Outcome::kWaiting, Outcome::kPending, Outcome::kRejected, Outcome::kError}) {
     decisions.With({std::string(OutcomeName(o))});
   }

@@ -50,6 +50,9 @@ struct EngineMetrics {
   metrics::Family<metrics::Counter>& disruption_lost_gpu_seconds;  // cause
   metrics::Family<metrics::Histogram>& disruption_notice;    // cause
   metrics::Family<metrics::Counter>& gangs_requeued_whole;   // cause
+  // Perishable windows (engine_perishable.cc): GPU-seconds of nodes before their close, and of
+  // those used by work.
+  metrics::Family<metrics::Counter>& perishable_gpu_seconds;  // use: offered, filled
   metrics::Family<metrics::Counter>& grpc_requests;      // method, code
   metrics::Family<metrics::Histogram>& grpc_duration;    // method
 };

@@ -87,6 +87,9 @@ int Explain(const Args& args) {
   if (j.contains("position")) std::cout << "Position:  " << field("position") << " of " << field("queue_length") << "\n";
   if (j.contains("eta_unix")) std::cout << "ETA:       " << (j["eta_unix"].is_null() ? "unknown" : "t=" + j["eta_unix"].dump()) << "\n";
   if (j.contains("why")) std::cout << "Why:       " << field("why") << "\n";
+  if (j.contains("borrowed") && j["borrowed"].is_object() && j["borrowed"].contains("why")) {
+    std::cout << "Window:    " << j["borrowed"]["why"].get<std::string>() << "\n";
+  }
   std::cout << "Quota:     " << field("quota") << "\n" << "Last:      " << field("last") << "\n";
   return 0;
 }

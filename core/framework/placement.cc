@@ -362,8 +362,8 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
   }
   if (ctx.refused_closing) {
     st.AddReason(std::to_string(ctx.refused_closing) +
-                 " node(s) close for a drain or maintenance window before this workload would end (its runtime limit, "
-                 "else its class's default runtime)");
+                 " node(s) close (a drain, a maintenance window or a perishable window's end) before this workload "
+                 "would end (its runtime limit, else its class's default runtime)");
   }
   if (ctx.refused_filter) {
     st.AddReason(std::to_string(ctx.refused_filter) + " node(s) refused by filters, first: " +

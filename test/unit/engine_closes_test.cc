@@ -87,7 +87,7 @@ TEST_F(ClosesTest, BeforeADrainsDeadlineANodeTakesOnlyWorkThatEndsInTime) {
   std::string node;
   Status st = Plan(Pod("long", "2h"), &node);
   EXPECT_FALSE(st.ok()) << "a 2 h job would run into the drain";
-  EXPECT_NE(st.ToString().find("close for a drain or maintenance window"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.ToString().find("close (a drain, a maintenance window"), std::string::npos) << st.ToString();
   st = Plan(Pod("nolimit", ""), &node);
   EXPECT_FALSE(st.ok()) << "no runtime limit: its class's default runtime (batch: 1 h) runs past the deadline";
   ASSERT_TRUE(Plan(Pod("short", "20m"), &node).ok()) << "a 20 m job ends in time";

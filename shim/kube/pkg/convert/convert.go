@@ -119,18 +119,20 @@ func Node(n *v1.Node) *tidalv1.Node {
 	}) // over MaxObjectBytes: cordoned, without its labels and taints (limits.go)
 }
 
-// Node annotations the engine reads: a drain set on the Node object itself, which every
-// replica's shim streams to its own engine (a drain through tidalctl lives in one engine only).
+// Node annotations the engine reads: a drain or a perishable window's end set on the Node object
+// itself, which every replica's shim streams to its own engine (a drain through tidalctl lives in
+// one engine only).
 const (
-	DrainByAnnotation      = "tidal.dev/drain-by"     // RFC 3339 or unix seconds
-	DecommissionAnnotation = "tidal.dev/decommission" // "true": the drain is for good
+	DrainByAnnotation        = "tidal.dev/drain-by"        // RFC 3339 or unix seconds
+	DecommissionAnnotation   = "tidal.dev/decommission"    // "true": the drain is for good
+	AvailableUntilAnnotation = "tidal.dev/available-until" // RFC 3339 or unix seconds: the window's end
 )
 
-// nodeAnnotations: only DrainByAnnotation and DecommissionAnnotation, each value cut to
+// nodeAnnotations: only DrainByAnnotation, DecommissionAnnotation and AvailableUntilAnnotation, each value cut to
 // MaxNameBytes (a longer one is no time anyway; the engine says so on the node).
 func nodeAnnotations(n *v1.Node) map[string]string {
 	var out map[string]string
-	for _, k := range []string{DrainByAnnotation, DecommissionAnnotation} {
+	for _, k := range []string{DrainByAnnotation, DecommissionAnnotation, AvailableUntilAnnotation} {
 		if v, ok := n.Annotations[k]; ok {
 			if out == nil {
 				out = map[string]string{}

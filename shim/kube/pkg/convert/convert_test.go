@@ -154,11 +154,12 @@ func TestNode(t *testing.T) {
 
 func TestNodeDrainAnnotations(t *testing.T) {
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-7", Annotations: map[string]string{
-		DrainByAnnotation: "2026-12-02T20:00:00Z", DecommissionAnnotation: "true",
+		DrainByAnnotation: "2026-12-02T20:00:00Z", DecommissionAnnotation: "true", AvailableUntilAnnotation: "1796500000",
 		"kubectl.kubernetes.io/last-applied-configuration": "{...}", "tidal.dev/other": "x"}}}
 	got := Node(n).GetAnnotations()
-	want := map[string]string{DrainByAnnotation: "2026-12-02T20:00:00Z", DecommissionAnnotation: "true"}
-	if len(got) != len(want) || got[DrainByAnnotation] != want[DrainByAnnotation] || got[DecommissionAnnotation] != "true" {
+	want := map[string]string{DrainByAnnotation: "2026-12-02T20:00:00Z", DecommissionAnnotation: "true", AvailableUntilAnnotation: "1796500000"}
+	if len(got) != len(want) || got[DrainByAnnotation] != want[DrainByAnnotation] || got[DecommissionAnnotation] != "true" ||
+		got[AvailableUntilAnnotation] != want[AvailableUntilAnnotation] {
 		t.Errorf("annotations = %v, want only %v", got, want)
 	}
 	if a := Node(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}).GetAnnotations(); a != nil {
