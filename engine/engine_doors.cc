@@ -5,7 +5,7 @@
 // resync at once (the shim's snapshot came 0.3-0.9 s before tidal-slurm's in the e2e case
 // slurm-chaos). A node both doors report is one node: planned from one door's snapshot alone, it
 // looks free where the other door's work runs, and pods were bound onto GPUs Slurm jobs held
-// (docs/benchmarks.md, "Soak and chaos"). Unknown is never free:
+// (docs/benchmarks-resilience.md, "Soak and chaos"). Unknown is never free:
 //   - the engine remembers, per door, the nodes that door reported (door_memory_), and writes
 //     them into the state file beside the ledger ("doorNodes": {"kubernetes": [...], "slurm": [...]});
 //     main.cc saves within about a second of a change (DoorMemoryVersion);

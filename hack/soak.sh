@@ -6,7 +6,7 @@
 # says exactly what runs and what is checked). Exit status 1 when an invariant broke (a partial
 # gang, a pod bound twice, an over-committed node, a lost pod); the summary (resync time after
 # each engine kill, failover after each leader kill, engine RSS first/last/slope) is printed and
-# written to SOAK_OUT. tidal-slurm is not part of it (see docs/benchmarks.md, "Soak and chaos").
+# written to SOAK_OUT. tidal-slurm is not part of it (see docs/benchmarks-resilience.md, "Soak and chaos").
 #
 # Usage: hack/soak.sh   Env: SOAK_DURATION (600 s), SOAK_NODES (1024; rounded up to whole blocks of
 #        256 = 4 leaves x 8 NVLink domains x 8 nodes), SOAK_KILL_MEAN_S (20), SOAK_GAP_S (0.5),

@@ -33,7 +33,7 @@
 #       engine kill over-booked shared nodes: the restarted engine planned as soon as the
 #       scheduler's snapshot was in, while the Slurm door's running jobs were unknown to it until
 #       tidal-slurm's resync 0.3-0.9 s later, and 1-15 pods per kill were bound onto GPUs Slurm jobs
-#       held (docs/benchmarks.md, "Soak and chaos"). Per engine kill the case also prints when
+#       held (docs/benchmarks-resilience.md, "Soak and chaos"). Per engine kill the case also prints when
 #       /readyz named no door awaited and, from the logs, the pods bound between the scheduler's
 #       snapshot and tidal-slurm's resync pass (expected 0; reported, not asserted: log times are
 #       approximate) and during that pass.

@@ -9,7 +9,7 @@
 # whole, no pod bound twice (the two schedulers' bind logs), no node ever over-committed (sampled
 # every 0.5 s throughout), the standby bound nothing before it took the lease, and the killed
 # replica restarts as a synced standby. The failover bound asserted is generous (STANDBY_MAX_S, 15);
-# the measured figure is printed ("failover: ...") and recorded in docs/benchmarks.md.
+# the measured figure is printed ("failover: ...") and recorded in docs/benchmarks-resilience.md.
 #
 # Env: STANDBY_LOAD_S (load duration, 16), STANDBY_KILL_AFTER_S (kill the leader this long into the
 # load, 5), STANDBY_GAP_S (between gangs, 0.3), STANDBY_MAX_S (15), plus lib/ha.sh's.
