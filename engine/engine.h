@@ -53,6 +53,7 @@
 #include "engine/engine_results.h"
 #include "engine/engine_types.h"
 #include "engine/disruption_book.h"
+#include "engine/lending.h"
 #include "engine/observability.h"
 #include "engine/pod_spec.h"
 #include "engine/preempt_hold.h"
@@ -534,6 +535,12 @@ class Engine {
   int64_t perishable_counted_s_ = 0;
   // "" or, for a gang with members on nodes before a close it outlives, when it has to go.
   std::string BorrowedTimeLocked(const Gang& g, int64_t* until) const;
+  // --- pools lending and reclaiming nodes (engine_lending.cc; the rules: engine/lending.h)
+  PoolLending lending_;
+  void LendLocked(int64_t now);              // at each poll: lend, reclaim (borrowers disrupted), return
+  void ApplyLoanLocked(Node& n) const;       // ToNode: a lent node's pool is shared
+  void LentGaugesLocked(EngineGauges& out) const;
+  std::string LoanNoteLocked(const std::string& node) const;  // explain: "node X is lent by pool ..."
   // A Kubernetes node's tidal.dev/drain-by and tidal.dev/available-until annotations (nullptr: its
   // Kubernetes record is gone): the close every replica sees; a bad value is a warning on the node
   // and changes nothing.

@@ -38,7 +38,7 @@ std::string Engine::ShapeKey(const Workload& w) {
   return w.queue + "|" + std::to_string(w.per_member.gpus) + "|" + std::to_string(w.per_member.cpu_milli) + "|" +
          std::to_string(w.per_member.memory_bytes) + "|" + std::to_string(w.members) + "|" +
          std::to_string(w.min_members) + "|" + w.required_level + "|" + w.preferred_level + "|" + w.gpu_model + "|" +
-         w.constraints_sig;
+         w.constraints_sig + (w.preemptible ? "|p" : "");
 }
 
 AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {

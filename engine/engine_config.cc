@@ -121,6 +121,9 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
   if (const auto* m = f.Get("maintenance")) {
     if (Status s = DecodeMaintenance(*m, &cfg.maintenance); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
+  if (const auto* p = f.Get("pools")) {
+    if (Status s = DecodeLending(*p, &cfg.pools); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
   if (const auto* d = f.Get("frontDoors")) {
     if (Status s = DecodeFrontDoors(*d, &cfg.front_doors); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }

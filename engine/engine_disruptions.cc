@@ -5,7 +5,8 @@
 //   runtime-limit         OpenOverdueLocked, at each poll: a pod of this scheduler past its
 //                         tidal.dev/runtime-limit plus the grace takes its whole gang with it (the
 //                         members share the limit; a gang is never left half-running);
-//   member-lost, unhealthy-node, drain   engine_health.cc, at each poll.
+//   member-lost, unhealthy-node, drain   engine_health.cc, at each poll;
+//   reclaim of a lent node  LendLocked (engine_lending.cc), at each poll.
 // The notice is what the workload asks for (tidal.dev/checkpoint-on-notice), at most
 // max_notice_s; a member reporting a checkpoint since (tidal.dev/last-checkpoint) ends it early.
 // A disruption is counted when its last pod is gone, if it was evicted (tidal_disruptions_total,
@@ -174,6 +175,7 @@ std::vector<DisruptionAction> Engine::Disruptions(FrontDoor door) {
   OpenUnhealthyLocked(now);
   OpenDrainsLocked(now);
   CountPerishableLocked(now);
+  LendLocked(now);
   return disruptions_.Due(door, now);
 }
 

@@ -57,6 +57,13 @@ void Engine::CountPerishableLocked(int64_t now) {
 
 std::string Engine::BorrowedTimeLocked(const Gang& g, int64_t* until) const {
   const int64_t now = clock_();
+  for (const auto& uid : g.pods) {  // on a node lent by its owner pool (engine_lending.cc)
+    auto p = pods_.find(uid);
+    if (p == pods_.end() || !p->second.UsesCapacity()) continue;
+    if (const auto* l = lending_.Find(p->second.node_name); l != nullptr && p->second.door == BorrowerDoor(l->owner)) {
+      return "runs on borrowed time: " + LoanNoteLocked(p->second.node_name);
+    }
+  }
   const NodeClose* first = nullptr;
   std::string node;
   for (const auto& uid : g.pods) {

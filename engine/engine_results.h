@@ -51,6 +51,7 @@ struct EngineGauges {
   std::vector<Row> queue_door_gpus; // queue, door: GPUs the queue's bound members hold, per door
   std::vector<Row> door_nodes;      // door: nodes the door reports
   std::vector<Row> door_awaiting;   // door: 1 while its first resync since the start gates nodes
+  std::vector<Row> lent_gpus;       // from (owner pool), to (borrower door): GPUs of lent nodes
 };
 
 // A bound pod that outran its declared runtime limit (plus the grace): the front door evicts it.

@@ -90,6 +90,7 @@ Node Engine::ToNode(const NodeInfo& in) const {
       n.pool = *p;
     }
   }
+  ApplyLoanLocked(n);  // lent by its owner pool to the other door (engine_lending.cc)
   // A door not resynced since the engine started may run work here: none new (engine_doors.cc).
   if (n.health != NodeHealth::kUnhealthy && GatingDoorLocked(in.name) >= 0) n.health = NodeHealth::kDraining;
   return n;

@@ -17,6 +17,7 @@
 #include "core/api/workload.h"
 #include "core/framework/profile.h"
 #include "core/io/queue_config.h"
+#include "engine/lending.h"
 #include "engine/maintenance.h"
 #include "engine/node_health.h"
 #include "engine/pod_spec.h"
@@ -138,6 +139,9 @@ struct EngineConfig {
   enum class PerishableFill { kNone, kCheckpointing, kPreemptible };
   PerishableFill perishable_fill = PerishableFill::kCheckpointing;
   int64_t perishable_min_s = 300;
+  // Pools that lend idle nodes to the other door and reclaim them (pools: {kubernetes|slurm:
+  // {lend, keep, to, idleSeconds, graceCapSeconds}}; engine/lending.h). Empty: nothing is lent.
+  std::vector<LendingPolicy> pools;
   // How long a node the front door's filters refused stays excluded for that gang.
   int64_t exclusion_ttl_s = 120;
   // Explain's dry run considers at most this many pending gangs ahead of the asked one.
@@ -149,7 +153,7 @@ struct EngineConfig {
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
 // poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds},
 // disruption: {maxNoticeSeconds}, elastic: {growAfterSeconds, growMinMembers}, nodeHealth, maintenance: {windows},
-// perishable: {fill, minSeconds}, topology: {levels}, profile, resources,
+// perishable: {fill, minSeconds}, pools, topology: {levels}, profile, resources,
 // usageHalfLife, queues, frontDoors: [kubernetes, slurm]}. Every problem is one
 // reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);

@@ -344,6 +344,7 @@ void Engine::DoorGaugesLocked(EngineGauges& out) const {
     out.door_nodes.push_back({{door}, nodes[d]});
     out.door_awaiting.push_back({{door}, DoorAwaitedLocked(d) ? 1.0 : 0.0});
   }
+  LentGaugesLocked(out);
   const QueueTree& t = ledger_.tree();
   const auto& by_queue = BoundGpusByQueueDoorLocked();
   for (int q = 1; q < t.size(); ++q) {

@@ -59,6 +59,15 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
                                        "window or their tidal.dev/available-until): offered (all their GPUs) and "
                                        "filled (used by work).",
                                        {"use"})),
+      pool_lends(r.Counter("tidal_pool_lends_total", "Nodes an owner pool lent to the other front door.", {"from", "to"})),
+      pool_reclaims(r.Counter("tidal_pool_reclaims_total",
+                              "Lent nodes their owner pool began to reclaim (its work pending, or the node out of "
+                              "service).",
+                              {"from", "to"})),
+      pool_reclaim_seconds(r.Histogram("tidal_pool_reclaim_seconds",
+                                       "Time from a reclaim's start to the node being its owner's again (the "
+                                       "borrowers gone).",
+                                       {"from", "to"}, {1, 2, 5, 10, 15, 30, 60, 120, 300, 600})),
       grpc_requests(r.Counter("tidal_grpc_requests_total", "gRPC requests served, by method and status code.",
                               {"method", "code"})),
       grpc_duration(r.Histogram("tidal_grpc_request_duration_seconds", "gRPC request latency, by method.",
@@ -74,6 +83,11 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
     gangs_requeued_whole.With({cause});
   }
   for (const char* use : {"offered", "filled"}) perishable_gpu_seconds.With({use});
+  for (const auto& [from, to] : {std::pair{"slurm", "kubernetes"}, std::pair{"kubernetes", "slurm"}}) {
+    pool_lends.With({from, to});
+    pool_reclaims.With({from, to});
+    pool_reclaim_seconds.With({from, to});
+  }
   for (auto o : {Outcome::kPlaced, Outcome::kWaiting, Outcome::kPending, Outcome::kRejected, Outcome::kError}) {
     decisions.With({std::string(OutcomeName(o))});
   }

@@ -53,6 +53,11 @@ struct EngineMetrics {
   // Perishable windows (engine_perishable.cc): GPU-seconds of nodes before their close, and of
   // those used by work.
   metrics::Family<metrics::Counter>& perishable_gpu_seconds;  // use: offered, filled
+  // Pools lending nodes (engine_lending.cc), from (owner pool) to (borrower door): loans, reclaims
+  // begun, and the time from a reclaim's start to the node's return.
+  metrics::Family<metrics::Counter>& pool_lends;              // from, to
+  metrics::Family<metrics::Counter>& pool_reclaims;           // from, to
+  metrics::Family<metrics::Histogram>& pool_reclaim_seconds;  // from, to
   metrics::Family<metrics::Counter>& grpc_requests;      // method, code
   metrics::Family<metrics::Histogram>& grpc_duration;    // method
 };

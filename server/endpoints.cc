@@ -81,6 +81,8 @@ void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher
                     "1 while the engine awaits the door's first resync since it started (nodes the door may run work on take "
                     "no new work meanwhile), else 0.",
                     {"door"}, Rows(&EngineGauges::door_awaiting, e));
+  reg.CallbackGauge("tidal_pool_lent_gpus", "GPUs of nodes an owner pool lends to the other front door now.",
+                    {"from", "to"}, Rows(&EngineGauges::lent_gpus, e));
   reg.CallbackGauge("tidal_queue_door_gpus", "GPUs a queue's bound members hold, by front door (one ledger).",
                     {"queue", "door"}, Rows(&EngineGauges::queue_door_gpus, e));
   reg.CallbackGauge("tidal_fragmentation_unusable_free_gpus",

@@ -17,7 +17,7 @@ struct PlacementSearch::Ctx {
   // Why visited nodes were refused, for the explanation when nothing fits.
   int64_t refused_pool = 0, refused_model = 0, refused_degraded = 0, refused_health = 0, refused_resources = 0, refused_filter = 0, refused_reserved = 0,
           refused_closing = 0;
-  int64_t refused_constraints = 0;
+  int64_t refused_constraints = 0, refused_lent = 0;
   const PlacementConstraints* c = nullptr;
   Status first_filter_refusal;
   std::string first_constraint_refusal;
@@ -45,6 +45,9 @@ int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   };
   if (!node.SchedulableFor(ctx.cordoned)) return refuse(ctx.refused_health);
   if (!PoolAdmits(node.pool, ctx.w.front_door)) return refuse(ctx.refused_pool);
+  if (node.lent_preemptible_only && !ctx.w.preemptible) {
+    return refuse(ctx.refused_lent);  // lent by its owner pool to preemptible work only
+  }
   // A degraded node (GPU health tooling's verdict: engine nodeHealth) finishes what runs and takes
   // only single-member work: a gang there would be slowed, or broken, by its weakest node.
   if (node.health == NodeHealth::kDegraded && ctx.w.members > 1) return refuse(ctx.refused_degraded);
@@ -250,7 +253,7 @@ void PlacementSearch::Dfs(VertexId v, Ctx& ctx) const {
 Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const PlacementConstraints& c,
                              std::vector<Candidate>& out) const {
   out.clear();
-  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}, false, {}, 0, {}};
+  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}, false, {}, 0, {}};
   ctx.cordoned = w.constraints != nullptr && w.constraints->ToleratesUnschedulable();
   ctx.g = w.per_member.gpus;
   ctx.need = c.members;
@@ -341,6 +344,9 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
     }
   }
   if (ctx.refused_pool) st.AddReason(std::to_string(ctx.refused_pool) + " node(s) belong to another pool");
+  if (ctx.refused_lent) {
+    st.AddReason(std::to_string(ctx.refused_lent) + " node(s) are lent by their owner pool to preemptible work only");
+  }
   if (ctx.refused_health) {
     st.AddReason(std::to_string(ctx.refused_health) + " node(s) take no new work (unhealthy, draining or cordoned)");
   }

@@ -204,7 +204,7 @@ Status Scheduler::Resolve(Attempt& a) const {
   }
   a.d.constraints = a.c;
   a.key = ShapeCache::Key{w.per_member, a.c.members, w.min_members, a.c.required_level, a.c.preferred_level, w.gpu_model,
-                          w.front_door, ends_bucket, w.constraints_sig, a.c.model_caps};
+                          w.front_door, ends_bucket, w.constraints_sig, a.c.model_caps, w.preemptible};
   a.queue_key = w.queue_id >= 0 ? w.queue_id : static_cast<int32_t>(std::hash<std::string>()(w.queue) & 0x3fffffff);
   return Status::Ok();
 }

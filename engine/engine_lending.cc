@@ -1,0 +1,167 @@
+// Engine: pools lending and reclaiming nodes between the front doors (the rules: lending.h). At
+// each door's poll LendLocked gathers the lending pools' nodes and both doors' pending demand,
+// steps PoolLending, and applies its changes: a lent node takes the borrower door's work (ToNode
+// through ApplyLoanLocked: the borrower's pool, only preemptible work by policy); a reclaimed
+// node takes no new work and its borrowers' workloads are disrupted (cause reclaim, at
+// most the pool's graceCapSeconds of notice); a returned node is its owner's again. Every change is
+// in the decision log and the metrics (tidal_pool_lends_total, tidal_pool_reclaims_total,
+// tidal_pool_reclaim_seconds, tidal_pool_lent_gpus).
+// Threading and ownership: as engine.cc: the *Locked functions run under mu_; lending_ is the
+// Engine's (engine.h).
+#include <algorithm>
+#include <set>
+
+#include "core/api/duration.h"
+#include "engine/engine.h"
+
+namespace tidal {
+
+namespace {
+
+size_t DoorIndex(FrontDoor d) { return d == FrontDoor::kSlurm ? 1 : 0; }
+
+}  // namespace
+
+void Engine::ApplyLoanLocked(Node& n) const {
+  const PoolLending::Loan* l = lending_.Find(n.name);
+  if (l == nullptr || n.pool != l->owner) return;
+  // While lent the node is the borrower's alone (never both sides at once); while reclaimed it
+  // takes no new work from either side until its borrowers are gone and it is returned.
+  n.pool = BorrowerDoor(l->owner) == FrontDoor::kSlurm ? Pool::kSlurm : Pool::kKubernetes;
+  n.lent_by = l->owner;
+  n.lent_preemptible_only = l->preemptible_only;
+  if (l->reclaim_since_s > 0 && n.Schedulable()) n.health = NodeHealth::kDraining;
+}
+
+void Engine::LendLocked(int64_t now) {
+  if (cfg_.pools.empty() && lending_.loans().empty()) return;
+  EnsureStateLocked();
+  const uint8_t both = (1u << static_cast<int>(FrontDoor::kKubernetes)) | (1u << static_cast<int>(FrontDoor::kSlurm));
+  // GPUs each node's pods and jobs hold, by door; the workloads there.
+  std::unordered_map<std::string, std::array<int64_t, 2>> by_door;
+  std::unordered_map<std::string, std::set<std::string>> workloads;
+  for (const auto& [uid, where] : charged_) {
+    auto p = pods_.find(uid);
+    if (p == pods_.end()) continue;
+    by_door[where.first][DoorIndex(p->second.door)] += where.second.gpus;
+    workloads[where.first].insert(WorkloadIdLocked(p->second));
+  }
+  // The work a workload would lose if disrupted now: GPU-seconds since its start or checkpoint.
+  auto at_risk = [&](const std::string& id) {
+    std::vector<std::string> uids = {id};
+    if (auto g = gangs_.find(id); g != gangs_.end()) uids.assign(g->second.pods.begin(), g->second.pods.end());
+    int64_t lost = 0;
+    for (const auto& uid : uids) {
+      auto p = pods_.find(uid);
+      if (p == pods_.end() || !p->second.UsesCapacity()) continue;
+      int64_t since = p->second.start_unix > 0 ? p->second.start_unix : now;
+      if (auto b = bound_since_.find(uid); p->second.start_unix <= 0 && b != bound_since_.end()) since = b->second.since_s;
+      since = std::max(since, p->second.last_checkpoint_unix);
+      lost += p->second.request.gpus * std::max<int64_t>(0, now - since);
+    }
+    return lost;
+  };
+  std::vector<PoolLending::NodeFacts> facts;
+  for (NodeId id = 0; id < state_->node_count(); ++id) {
+    const Node& node = state_->node(id);
+    const Pool owner = node.lent_by != Pool::kShared ? node.lent_by : node.pool;
+    if (owner == Pool::kShared) continue;
+    const bool policy = std::any_of(cfg_.pools.begin(), cfg_.pools.end(), [&](const LendingPolicy& p) { return p.owner == owner; });
+    if (!policy && lending_.Find(node.name) == nullptr) continue;
+    auto u = node_usable_.find(node.name);
+    PoolLending::NodeFacts f;
+    f.name = node.name;
+    f.owner = owner;
+    f.in_service = node.Schedulable() && u != node_usable_.end() && (u->second & both) == both && !closes_.count(node.name);
+    f.gpus = node.capacity.gpus;
+    f.used_gpus = node.allocated.gpus;
+    if (auto b = by_door.find(node.name); b != by_door.end()) f.borrower_gpus = b->second[DoorIndex(BorrowerDoor(owner))];
+    if (f.borrower_gpus > 0) {
+      for (const auto& w : workloads[node.name]) f.at_risk_gpu_s += at_risk(w);
+    }
+    facts.push_back(std::move(f));
+  }
+  // Pending demand that found no room (tried, no plan), by door; for the borrower side only work
+  // the lending pool's policy lends to.
+  PoolLending::Demand demand;
+  for (const auto& [queue, heads] : pending_by_queue_) {
+    for (const HeadKey& h : heads) {
+      const Gang& g = *h.ptr;
+      if (g.plan || g.summary.pending <= 0 || g.last_reason.empty() || g.summary.spec == nullptr || !g.summary.spec->ok()) continue;
+      const int64_t gpus = g.summary.per_member.gpus * g.summary.pending;
+      const size_t d = DoorIndex(g.door);
+      demand.owner_gpus[d] += gpus;
+      const Pool lender = g.door == FrontDoor::kSlurm ? Pool::kKubernetes : Pool::kSlurm;
+      bool may = false;
+      for (const auto& p : cfg_.pools) may = may || (p.owner == lender && (!p.preemptible_only || (*g.summary.spec)->preemptible));
+      if (may) demand.borrower_gpus[d] += gpus;
+    }
+  }
+  const auto changes = lending_.Step(facts, demand, now, cfg_.pools);
+  for (const auto& c : changes) {
+    const std::string from(PoolName(c.owner)), to(FrontDoorName(BorrowerDoor(c.owner)));
+    const char* what = c.kind == PoolLending::Change::Kind::kLent         ? "lent"
+                       : c.kind == PoolLending::Change::Kind::kReclaiming ? "reclaim"
+                                                                          : "returned";
+    if (metrics_ != nullptr) {
+      if (c.kind == PoolLending::Change::Kind::kLent) metrics_->pool_lends.With({from, to}).Increment();
+      if (c.kind == PoolLending::Change::Kind::kReclaiming) metrics_->pool_reclaims.With({from, to}).Increment();
+      if (c.kind == PoolLending::Change::Kind::kReturned && c.reclaim_s >= 0) {
+        metrics_->pool_reclaim_seconds.With({from, to}).Observe(static_cast<double>(c.reclaim_s));
+      }
+    }
+    if (decision_log_ != nullptr) {
+      nlohmann::json line = {{"ts", now}, {"outcome", std::string("pool-") + what}, {"nodes", {c.node}}, {"from", from},
+                             {"to", to}, {"reason", c.why}};
+      if (c.reclaim_s >= 0 && c.kind == PoolLending::Change::Kind::kReturned) line["reclaim_s"] = c.reclaim_s;
+      decision_log_->Write(std::move(line));
+    }
+  }
+  if (!changes.empty()) {
+    state_.reset();  // lent nodes' pools change (ApplyLoanLocked)
+    EnsureStateLocked();
+    // kube-scheduler sees no event when a node is lent to it or comes back: its pods try again.
+    ActivateKubernetesPendingLocked();
+  }
+  // Nodes being reclaimed: their borrowers go, with at most the pool's grace cap of notice.
+  std::set<std::string> reclaiming;
+  for (const auto& [node, l] : lending_.loans()) {
+    if (l.reclaim_since_s > 0) reclaiming.insert(node);
+  }
+  for (const auto& [node, pods] : OurPodsOnLocked(reclaiming)) {
+    const PoolLending::Loan& l = *lending_.Find(node);
+    for (const PodInfo* p : pods) {
+      if (p->door != BorrowerDoor(l.owner) || p->terminating) continue;
+      const std::string id = WorkloadIdLocked(*p);
+      if (disruptions_.Find(id) != nullptr) continue;
+      OpenDisruptionLocked(id, DisruptionCause::kReclaim, VictimPodsLocked(id, {node}),
+                           "node " + node + " is reclaimed by its owner pool " + std::string(PoolName(l.owner)) +
+                               " (it was lent to " + std::string(FrontDoorName(p->door)) + ")",
+                           l.grace_cap_s);
+    }
+  }
+}
+
+void Engine::LentGaugesLocked(EngineGauges& out) const {
+  std::map<std::pair<std::string, std::string>, double> lent;
+  for (const auto& p : cfg_.pools) lent[{std::string(PoolName(p.owner)), std::string(FrontDoorName(BorrowerDoor(p.owner)))}] = 0;
+  for (const auto& [node, l] : lending_.loans()) {
+    auto n = nodes_.find(node);
+    if (n != nodes_.end()) {
+      lent[{std::string(PoolName(l.owner)), std::string(FrontDoorName(BorrowerDoor(l.owner)))}] +=
+          static_cast<double>(n->second.capacity.gpus);
+    }
+  }
+  for (const auto& [k, v] : lent) out.lent_gpus.push_back({{k.first, k.second}, v});
+}
+
+std::string Engine::LoanNoteLocked(const std::string& node) const {
+  const PoolLending::Loan* l = lending_.Find(node);
+  if (l == nullptr) return "";
+  return "node " + node + " is lent by pool " + std::string(PoolName(l->owner)) + " since " + FormatUnixTime(l->since_s) +
+         (l->reclaim_since_s > 0 ? "; its owner reclaims it since " + FormatUnixTime(l->reclaim_since_s)
+                                 : "; when its owner wants it back the job gets at most " + std::to_string(l->grace_cap_s) +
+                                       " s notice");
+}
+
+}  // namespace tidal

@@ -1,0 +1,208 @@
+// Pools that lend and reclaim nodes (see lending.h). Threading: plain data owned by Engine under
+// its mu_; DecodeLending is a pure function.
+#include "engine/lending.h"
+
+#include <algorithm>
+
+namespace tidal {
+
+namespace {
+
+size_t DoorIndex(FrontDoor d) { return d == FrontDoor::kSlurm ? 1 : 0; }
+
+const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, Pool p) {
+  for (const auto& pol : policies) {
+    if (pol.owner == p) return &pol;
+  }
+  return nullptr;
+}
+
+Status DecodePolicy(const nlohmann::json& j, const std::string& f, LendingPolicy* out) {
+  if (!j.is_object()) return Status::Error(f + ": must be a mapping");
+  auto integer = [&](const std::string& k, int64_t lo, int64_t hi, int64_t* v) -> Status {
+    const auto& x = j.at(k);
+    if (!x.is_number_integer() || x.get<int64_t>() < lo || x.get<int64_t>() > hi) {
+      return Status::Error(f + "." + k + ": must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    *v = x.get<int64_t>();
+    return Status::Ok();
+  };
+  for (const auto& [k, v] : j.items()) {
+    Status st;
+    int64_t n = 0;
+    if (k == "lend") {
+      if (!v.is_boolean()) return Status::Error(f + ".lend: must be true or false");
+      out->lend = v.get<bool>();
+    } else if (k == "keep") {
+      st = integer(k, 0, 1000000, &n);
+      out->keep_nodes = static_cast<int32_t>(n);
+    } else if (k == "to") {
+      const std::string to = v.is_string() ? v.get<std::string>() : "";
+      if (to != "preemptible" && to != "any") {
+        return Status::Error(f + ".to: unknown value " + v.dump().substr(0, 64) + " (accepted: preemptible, any)");
+      }
+      out->preemptible_only = to == "preemptible";
+    } else if (k == "idleSeconds") {
+      st = integer(k, 0, 86400, &out->idle_s);
+    } else if (k == "graceCapSeconds") {
+      st = integer(k, 0, 86400, &out->grace_cap_s);
+    } else {
+      return Status::Error(f + "." + k.substr(0, 64) + ": unknown field (accepted: lend, keep, to, idleSeconds, graceCapSeconds)");
+    }
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+FrontDoor OwnerDoor(Pool p) { return p == Pool::kSlurm ? FrontDoor::kSlurm : FrontDoor::kKubernetes; }
+FrontDoor BorrowerDoor(Pool p) { return p == Pool::kSlurm ? FrontDoor::kKubernetes : FrontDoor::kSlurm; }
+
+Status DecodeLending(const nlohmann::json& j, std::vector<LendingPolicy>* out) {
+  if (!j.is_object()) return Status::Error("pools: must be a mapping of pool (kubernetes, slurm) to its lending policy");
+  for (const auto& [name, v] : j.items()) {
+    LendingPolicy p;
+    if (name == "kubernetes") {
+      p.owner = Pool::kKubernetes;
+    } else if (name == "slurm") {
+      p.owner = Pool::kSlurm;
+    } else {
+      return Status::Error("pools." + name.substr(0, 64) +
+                           ": unknown pool (accepted: kubernetes, slurm; named pools are not built yet)");
+    }
+    if (Status s = DecodePolicy(v, "pools." + name, &p); !s.ok()) return s;
+    out->push_back(p);
+  }
+  return Status::Ok();
+}
+
+const PoolLending::Loan* PoolLending::Find(const std::string& node) const {
+  auto it = loans_.find(node);
+  return it == loans_.end() ? nullptr : &it->second;
+}
+
+void PoolLending::Clear() {
+  loans_.clear();
+  idle_since_.clear();
+}
+
+std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>& facts, Demand demand, int64_t now,
+                                                   const std::vector<LendingPolicy>& policies) {
+  std::vector<const NodeFacts*> nodes;
+  nodes.reserve(facts.size());
+  for (const auto& f : facts) nodes.push_back(&f);
+  std::sort(nodes.begin(), nodes.end(), [](const NodeFacts* a, const NodeFacts* b) { return a->name < b->name; });
+  // What each side can already use counts against its demand: the owner's free GPUs on its
+  // unlent nodes and on nodes coming back; the borrower's free GPUs on nodes lent to it.
+  int64_t unlent[2] = {0, 0};
+  for (const NodeFacts* f : nodes) {
+    const size_t owner = DoorIndex(OwnerDoor(f->owner)), borrower = DoorIndex(BorrowerDoor(f->owner));
+    const int64_t free = std::max<int64_t>(0, f->gpus - f->used_gpus);
+    auto l = loans_.find(f->name);
+    if (l == loans_.end()) {
+      if (f->in_service) {
+        demand.owner_gpus[owner] -= free;
+        ++unlent[owner];
+      }
+    } else if (l->second.reclaim_since_s > 0) {
+      demand.owner_gpus[owner] -= f->gpus;
+    } else if (f->in_service) {
+      demand.borrower_gpus[borrower] -= free;
+    }
+  }
+  std::vector<Change> out;
+  std::map<std::string, const NodeFacts*> by_name;
+  for (const NodeFacts* f : nodes) by_name.emplace(f->name, f);
+  auto reclaim = [&](const std::string& node, Loan& l, const NodeFacts& n, std::string why) {
+    l.reclaim_since_s = now;
+    demand.owner_gpus[DoorIndex(OwnerDoor(l.owner))] -= n.gpus;
+    out.push_back({node, l.owner, Change::Kind::kReclaiming, 0, std::move(why)});
+  };
+  // Loans the owner takes back whatever its demand: the pool stopped lending, the node is out of
+  // service. The others: idle clocks, and idle loans nobody needs go back.
+  std::vector<std::pair<int64_t, std::string>> candidates;  // (work lost, node): reclaimable on demand
+  for (auto it = loans_.begin(); it != loans_.end();) {
+    Loan& l = it->second;
+    auto f = by_name.find(it->first);
+    if (f == by_name.end()) {  // the node left (or its pool changed): nothing to give back
+      out.push_back({it->first, l.owner, Change::Kind::kReturned, -1, "the node is no longer in a lending pool"});
+      it = loans_.erase(it);
+      continue;
+    }
+    const NodeFacts& n = *f->second;
+    const LendingPolicy* pol = PolicyOf(policies, l.owner);
+    if (l.reclaim_since_s == 0) {
+      if (pol == nullptr || !pol->lend) {
+        reclaim(it->first, l, n, "the pool no longer lends");
+      } else if (!n.in_service) {
+        reclaim(it->first, l, n, "the node is out of service (drained, unhealthy or not reported by both doors)");
+      } else if (n.borrower_gpus > 0) {
+        l.idle_since_s = 0;
+        candidates.push_back({n.at_risk_gpu_s, it->first});
+      } else if (l.idle_since_s == 0) {
+        l.idle_since_s = now;
+        candidates.push_back({-1, it->first});
+      } else if (now - l.idle_since_s >= pol->idle_s && demand.borrower_gpus[DoorIndex(BorrowerDoor(l.owner))] <= 0) {
+        out.push_back({it->first, l.owner, Change::Kind::kReturned, -1,
+                       "no borrower used it for " + std::to_string(now - l.idle_since_s) + " s"});
+        idle_since_[it->first] = now;
+        it = loans_.erase(it);
+        continue;
+      } else {
+        candidates.push_back({-1, it->first});
+      }
+    }
+    ++it;
+  }
+  // The owner's demand takes back loans, least borrower work lost first (an unused loan first).
+  std::sort(candidates.begin(), candidates.end());
+  for (const auto& [lost, node] : candidates) {
+    Loan& l = loans_.at(node);
+    const size_t owner = DoorIndex(OwnerDoor(l.owner));
+    if (demand.owner_gpus[owner] <= 0) continue;
+    reclaim(node, l, *by_name.at(node),
+            std::string("the owner (") + std::string(FrontDoorName(OwnerDoor(l.owner))) + ") has " +
+                std::to_string(demand.owner_gpus[owner]) + " pending GPUs that found no room");
+  }
+  // Reclaimed loans whose borrowers let go: the owner's again.
+  for (auto it = loans_.begin(); it != loans_.end();) {
+    if (it->second.reclaim_since_s > 0 && by_name.at(it->first)->borrower_gpus == 0) {
+      out.push_back({it->first, it->second.owner, Change::Kind::kReturned, now - it->second.reclaim_since_s,
+                     "its borrowers are gone"});
+      idle_since_[it->first] = now;  // hysteresis: idle as long again before it is lent again
+      it = loans_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  // Idle owner nodes: lend.
+  for (const NodeFacts* f : nodes) {
+    if (loans_.count(f->name)) continue;
+    const LendingPolicy* pol = PolicyOf(policies, f->owner);
+    if (pol == nullptr || !pol->lend || !f->in_service || f->used_gpus > 0) {
+      idle_since_.erase(f->name);
+      continue;
+    }
+    const int64_t since = idle_since_.emplace(f->name, now).first->second;
+    const size_t owner = DoorIndex(OwnerDoor(f->owner)), borrower = DoorIndex(BorrowerDoor(f->owner));
+    if (now - since < pol->idle_s || demand.owner_gpus[owner] > -f->gpus || demand.borrower_gpus[borrower] <= 0 ||
+        unlent[owner] <= pol->keep_nodes) {
+      continue;
+    }
+    // The owner keeps this node's GPUs free for itself (counted above): lending it leaves the
+    // owner with less free room, so lend only while the owner's own demand stays covered.
+    demand.owner_gpus[owner] += f->gpus;
+    demand.borrower_gpus[borrower] -= f->gpus;
+    --unlent[owner];
+    idle_since_.erase(f->name);
+    loans_[f->name] = Loan{f->owner, now, 0, 0, pol->preemptible_only, pol->grace_cap_s};
+    out.push_back({f->name, f->owner, Change::Kind::kLent, 0,
+                   "idle " + std::to_string(now - since) + " s while " + std::string(FrontDoorName(BorrowerDoor(f->owner))) +
+                       " has pending work it may borrow for"});
+  }
+  std::sort(out.begin(), out.end(), [](const Change& a, const Change& b) { return a.node < b.node; });
+  return out;
+}
+
+}  // namespace tidal

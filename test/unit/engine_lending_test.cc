@@ -1,0 +1,205 @@
+// Pools lending across the doors (engine/engine_lending.cc): a Slurm pool's idle nodes are lent to
+// Kubernetes' pending preemptible pods (never its non-preemptible ones, never both sides at once),
+// Slurm's pending job reclaims them (the borrowers get at most graceCapSeconds of notice, cause
+// reclaim), the node goes back only once the borrowers are gone and the Slurm job then starts
+// there; an admin's drain of a lent node stays; every step is measured.
+// Threading: single-threaded; the engine's clock is now_.
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "engine/observability.h"
+#include "test/support/engine_objects.h"
+
+namespace tidal {
+namespace {
+
+using testing::GangPod;
+using testing::GpuNode;
+using testing::SlurmMember;
+
+class EngineLendingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Start("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n"
+          "pools:\n  slurm: {idleSeconds: 60, graceCapSeconds: 30}\n");
+  }
+  void Start(const std::string& yaml) {
+    auto cfg = ParseEngineConfig(yaml, "t.yaml");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    auto e = Engine::Create(*cfg, [this] { return now_; });
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(e).value();
+    engine_->SetObservability(&metrics_, nullptr);
+    // s0 and s1: Slurm's nodes (tidal.dev/pool=slurm) that both doors report.
+    for (FrontDoor door : {FrontDoor::kKubernetes, FrontDoor::kSlurm}) {
+      SyncBatch b;
+      b.resync = true;
+      b.upsert_nodes = {SlurmNode("s0", false), SlurmNode("s1", false)};
+      ASSERT_TRUE(Sync(b, door).ok());
+    }
+  }
+  static NodeInfo SlurmNode(const std::string& name, bool unschedulable) {
+    NodeInfo n = GpuNode(name, "l0", "v-" + name);
+    n.labels["tidal.dev/pool"] = "slurm";
+    n.unschedulable = unschedulable;
+    return n;
+  }
+  Status Sync(SyncBatch b, FrontDoor door) {
+    b.door = door;
+    for (auto& p : b.upsert_pods) p.door = door;
+    uint64_t gen = 0;
+    return engine_->Sync(b, &gen);
+  }
+  Status AddPod(PodInfo p) {
+    SyncBatch b;
+    b.upsert_pods = {std::move(p)};
+    return Sync(b, FrontDoor::kKubernetes);
+  }
+  static PodInfo KubePod(const std::string& name, bool preemptible, const std::string& notice = "", int64_t gpus = 8) {
+    PodInfo p = GangPod(name, "", 1, gpus);
+    p.labels[kLabelQueue] = "batch";
+    if (preemptible) p.labels[kLabelPreemptible] = "true";
+    if (!notice.empty()) p.annotations[kLabelCheckpointOnNotice] = notice;
+    return p;
+  }
+  // Plans the pod, binds it there and reports it running; the node ("" when it found none).
+  std::string Run(PodInfo p) {
+    EXPECT_TRUE(AddPod(p).ok());
+    PlanResult plan = engine_->PlanPod(p.uid);
+    if (!plan.status.ok()) return "";
+    p.node_name = plan.node;
+    p.phase = PodPhase::kRunning;
+    p.start_unix = now_;
+    EXPECT_TRUE(AddPod(p).ok());
+    return plan.node;
+  }
+  std::vector<DisruptionAction> Poll() { return engine_->Disruptions(FrontDoor::kKubernetes); }
+  double Lent() {
+    double v = 0;
+    for (const auto& r : engine_->Gauges().lent_gpus) v += r.value;
+    return v;
+  }
+  // The Slurm door's pending job `job` of `nodes` 8-GPU members.
+  void SubmitSlurm(const std::string& job, int nodes, int64_t gpus = 8) {
+    SyncBatch s;
+    for (int i = 0; i < nodes; ++i) s.upsert_pods.push_back(SlurmMember(job, i, nodes, "hpc", gpus));
+    ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  }
+  // Lends s0 to a running preemptible pod "borrower" (with `notice` on notice); its node.
+  std::string LendToABorrower(const std::string& notice = "", int64_t gpus = 8) {
+    EXPECT_EQ(Run(KubePod("borrower", true, notice, gpus)), "") << "Slurm's node: not lent yet";
+    Poll();
+    now_ += 60;
+    Poll();
+    return Run(KubePod("borrower", true, notice, gpus));
+  }
+
+  int64_t now_ = 100000;
+  metrics::Registry registry_;
+  EngineMetrics metrics_{registry_};
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineLendingTest, AnIdleSlurmNodeIsLentToPreemptiblePodsOnly) {
+  PodInfo rigid = KubePod("rigid", false, "", 4);
+  EXPECT_EQ(Run(rigid), "");
+  Poll();
+  now_ += 120;
+  EXPECT_TRUE(Poll().empty());
+  EXPECT_EQ(Lent(), 0) << "only non-preemptible pods wait: the pool lends to preemptible work";
+  const std::string node = LendToABorrower("", 4);
+  EXPECT_EQ(node, "s0");
+  EXPECT_EQ(Lent(), 8) << "one node: what the borrower needed";
+  // s0 has 4 free GPUs, but not for the non-preemptible pod.
+  EXPECT_EQ(metrics_.pool_lends.With({"slurm", "kubernetes"}).Value(), 1);
+  PlanResult plan = engine_->PlanPod(rigid.uid);
+  ASSERT_FALSE(plan.status.ok());
+  EXPECT_NE(plan.status.ToString().find("lent by their owner pool to preemptible work only"), std::string::npos)
+      << plan.status.ToString();
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/borrower", &text).ok());
+  EXPECT_NE(text.find("lent by pool slurm"), std::string::npos) << text;
+}
+
+TEST_F(EngineLendingTest, SlurmsDemandReclaimsWithCappedNoticeAndItsJobStartsOnceTheBorrowerIsGone) {
+  ASSERT_EQ(LendToABorrower("600s"), "s0");
+  // A 2-node Slurm job: s1 alone is not enough.
+  SubmitSlurm("7", 2);
+  AdmitResult r = engine_->Admit(FrontDoor::kSlurm, 0);
+  EXPECT_TRUE(r.admitted.empty());
+  ASSERT_EQ(r.waiting.size(), 1u);
+  const int64_t reclaimed = now_;
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, DisruptionAction::Kind::kNotice);
+  EXPECT_EQ(a[0].cause, "reclaim");
+  EXPECT_EQ(a[0].deadline_unix, now_ + 30) << "600 s asked, the pool's grace cap is 30 s";
+  EXPECT_NE(a[0].reason.find("reclaimed by its owner pool slurm"), std::string::npos) << a[0].reason;
+  EXPECT_EQ(metrics_.pool_reclaims.With({"slurm", "kubernetes"}).Value(), 1);
+  // Nobody new lands on the node being reclaimed, not even another borrower.
+  EXPECT_EQ(Run(KubePod("late", true)), "");
+  EXPECT_TRUE(engine_->Admit(FrontDoor::kSlurm, 0).admitted.empty()) << "the borrower still holds s0";
+  now_ += 30;
+  a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, DisruptionAction::Kind::kEvict);
+  now_ += 2;
+  SyncBatch gone;
+  gone.delete_pods = {"uid-borrower"};
+  ASSERT_TRUE(Sync(gone, FrontDoor::kKubernetes).ok());
+  Poll();
+  EXPECT_EQ(Lent(), 0);
+  EXPECT_EQ(metrics_.pool_reclaim_seconds.With({"slurm", "kubernetes"}).Collect().histogram.sample_count, 1u);
+  EXPECT_DOUBLE_EQ(metrics_.pool_reclaim_seconds.With({"slurm", "kubernetes"}).Collect().histogram.sample_sum,
+                   static_cast<double>(now_ - reclaimed));
+  r = engine_->Admit(FrontDoor::kSlurm, 0);
+  ASSERT_EQ(r.admitted.size(), 1u) << "Slurm's job starts on its nodes";
+  EXPECT_EQ(metrics_.disruptions.With({"reclaim"}).Value(), 1);
+}
+
+TEST_F(EngineLendingTest, ALentNodeIsNeverUsedByBothSidesAtOnce) {
+  Start("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n"
+        "pools:\n  slurm: {to: any, idleSeconds: 60}\n");
+  ASSERT_EQ(LendToABorrower("", 4), "s0");
+  // A 4-GPU Slurm job: it takes s1, not the lent s0's 4 free GPUs, and reclaims nothing.
+  SubmitSlurm("8", 1, 4);
+  AdmitResult r = engine_->Admit(FrontDoor::kSlurm, 0);
+  ASSERT_EQ(r.admitted.size(), 1u);
+  ASSERT_EQ(r.admitted[0].nodes.size(), 1u);
+  EXPECT_EQ(r.admitted[0].nodes[0], "s1");
+  EXPECT_TRUE(Poll().empty());
+  EXPECT_EQ(Lent(), 8);
+}
+
+TEST_F(EngineLendingTest, AnAdminDrainOfALentNodeReclaimsItAndStays) {
+  ASSERT_EQ(LendToABorrower(), "s0");
+  SyncBatch s;
+  s.upsert_nodes = {SlurmNode("s0", true)};  // scontrol update state=drain, by an admin
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].cause, "reclaim");
+  SyncBatch gone;
+  gone.delete_pods = {"uid-borrower"};
+  ASSERT_TRUE(Sync(gone, FrontDoor::kKubernetes).ok());
+  Poll();
+  EXPECT_EQ(Lent(), 0);
+  now_ += 600;
+  Poll();
+  EXPECT_EQ(Lent(), 0) << "still drained: not lent again";
+  SubmitSlurm("9", 2);
+  EXPECT_TRUE(engine_->Admit(FrontDoor::kSlurm, 0).admitted.empty()) << "the drain stays";
+}
+
+TEST_F(EngineLendingTest, AConfigWithoutPoolsTakesTheLoansBack) {
+  ASSERT_EQ(LendToABorrower(), "s0");
+  auto cfg = ParseEngineConfig("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n", "t.yaml");
+  ASSERT_TRUE(cfg.ok());
+  ASSERT_TRUE(engine_->Reconfigure(*cfg).ok());
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].cause, "reclaim");
+}
+
+}  // namespace
+}  // namespace tidal
