@@ -540,6 +540,7 @@ class Engine {
   void LendLocked(int64_t now);              // at each poll: lend, reclaim (borrowers disrupted), return
   void ApplyLoanLocked(Node& n) const;       // ToNode: a lent node's pool is shared
   void LentGaugesLocked(EngineGauges& out) const;
+  std::vector<std::string> LentNodesLocked(FrontDoor owner) const;  // the owner door's lent nodes
   std::string LoanNoteLocked(const std::string& node) const;  // explain: "node X is lent by pool ..."
   // A Kubernetes node's tidal.dev/drain-by and tidal.dev/available-until annotations (nullptr: its
   // Kubernetes record is gone): the close every replica sees; a bad value is a warning on the node

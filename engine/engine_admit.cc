@@ -151,6 +151,7 @@ AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
     }
     if (a.nodes.size() == g.plan->slots.size()) r.admitted.push_back(std::move(a));
   }
+  r.lent_nodes = LentNodesLocked(door);
   return r;
 }
 

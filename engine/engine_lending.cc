@@ -37,7 +37,7 @@ void Engine::LendLocked(int64_t now) {
   if (cfg_.pools.empty() && lending_.loans().empty()) return;
   EnsureStateLocked();
   const uint8_t both = (1u << static_cast<int>(FrontDoor::kKubernetes)) | (1u << static_cast<int>(FrontDoor::kSlurm));
-  // GPUs each node's pods and jobs hold, by door; the workloads there.
+  // GPUs each node's bound pods and jobs hold, by door; the workloads there.
   std::unordered_map<std::string, std::array<int64_t, 2>> by_door;
   std::unordered_map<std::string, std::set<std::string>> workloads;
   for (const auto& [uid, where] : charged_) {
@@ -75,7 +75,11 @@ void Engine::LendLocked(int64_t now) {
     f.in_service = node.Schedulable() && u != node_usable_.end() && (u->second & both) == both && !closes_.count(node.name);
     f.gpus = node.capacity.gpus;
     f.used_gpus = node.allocated.gpus;
-    if (auto b = by_door.find(node.name); b != by_door.end()) f.borrower_gpus = b->second[DoorIndex(BorrowerDoor(owner))];
+    // The borrower's: all the node holds but the owner's bound work (plans count: a planned pod
+    // is about to bind there).
+    int64_t owners = 0;
+    if (auto b = by_door.find(node.name); b != by_door.end()) owners = b->second[DoorIndex(OwnerDoor(owner))];
+    f.borrower_gpus = std::max<int64_t>(0, node.allocated.gpus - owners);
     if (f.borrower_gpus > 0) {
       for (const auto& w : workloads[node.name]) f.at_risk_gpu_s += at_risk(w);
     }
@@ -140,6 +144,14 @@ void Engine::LendLocked(int64_t now) {
                            l.grace_cap_s);
     }
   }
+}
+
+std::vector<std::string> Engine::LentNodesLocked(FrontDoor owner) const {
+  std::vector<std::string> out;
+  for (const auto& [node, l] : lending_.loans()) {
+    if (OwnerDoor(l.owner) == owner) out.push_back(node);
+  }
+  return out;  // loans() is a std::map: sorted
 }
 
 void Engine::LentGaugesLocked(EngineGauges& out) const {

@@ -123,6 +123,7 @@ struct AdmitResult {
   std::vector<AdmissionInfo> admitted;
   std::vector<WaitingInfo> waiting;
   int32_t tried = 0;  // gangs a placement was tried for
+  std::vector<std::string> lent_nodes;  // the door's nodes lent to the other door (sorted)
 };
 // --- end Slurm door
 

@@ -143,7 +143,9 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
       } else if (l.idle_since_s == 0) {
         l.idle_since_s = now;
         candidates.push_back({-1, it->first});
-      } else if (now - l.idle_since_s >= pol->idle_s && demand.borrower_gpus[DoorIndex(BorrowerDoor(l.owner))] <= 0) {
+      } else if (now - l.idle_since_s >= pol->idle_s &&
+                 demand.borrower_gpus[DoorIndex(BorrowerDoor(l.owner))] + std::max<int64_t>(0, n.gpus - n.used_gpus) <= 0) {
+        // Unused that long, and the borrower's demand is covered without it.
         out.push_back({it->first, l.owner, Change::Kind::kReturned, -1,
                        "no borrower used it for " + std::to_string(now - l.idle_since_s) + " s"});
         idle_since_[it->first] = now;

@@ -491,6 +491,7 @@ grpc::Status EngineService::Admit(grpc::ServerContext*, const v1::AdmitRequest* 
       out->set_reason(w.reason);
     }
     resp->set_tried(r.tried);
+    for (const auto& n : r.lent_nodes) resp->add_lent_nodes(n);
     return grpc::Status::OK;
   });
 }

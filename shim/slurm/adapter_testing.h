@@ -110,14 +110,32 @@ class MemorySlurm : public SlurmApi {
   Status Signal(const std::string& id, int sig, bool) override {
     return calls.push_back("signal " + id + " " + std::to_string(sig)), Status::Ok();
   }
-  Status Drain(const std::string& n, const std::string&) override { return calls.push_back("drain " + n), Status::Ok(); }
-  Status Undrain(const std::string& n) override { return calls.push_back("undrain " + n), Status::Ok(); }
+  NodeRecord* FindNode(const std::string& name) {
+    for (auto& n : state.nodes) {
+      if (n.name == name) return &n;
+    }
+    return nullptr;
+  }
+  // As slurmctld does: a drain sets the reason; an undrain clears it (tidal_slurm only undrains
+  // its own drains: the real API refuses others').
+  Status Drain(const std::string& n, const std::string& reason) override {
+    calls.push_back("drain " + n);
+    if (NodeRecord* r = FindNode(n)) r->drain = true, r->reason = reason;
+    return Status::Ok();
+  }
+  Status Undrain(const std::string& n) override {
+    calls.push_back("undrain " + n);
+    if (NodeRecord* r = FindNode(n)) r->drain = false, r->reason.clear();
+    return Status::Ok();
+  }
 };
 
 class ReconcileTest : public ::testing::Test {
  protected:
+  // The engine's config (a fixture may add to it).
+  virtual std::string EngineYaml() const { return "queues:\n  - name: qa\n    nominal: {gpus: 16}\n    borrowingLimit: {gpus: 0}\n"; }
   void SetUp() override {
-    auto cfg = ParseEngineConfig("queues:\n  - name: qa\n    nominal: {gpus: 16}\n    borrowingLimit: {gpus: 0}\n", "t.yaml");
+    auto cfg = ParseEngineConfig(EngineYaml(), "t.yaml");
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
     auto e = Engine::Create(*cfg);
     ASSERT_TRUE(e.ok());

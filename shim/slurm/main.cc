@@ -67,6 +67,11 @@ void RegisterMetrics(tidal::metrics::Registry& reg, tidal::slurm::Reconciler& r)
   reg.CallbackCounter("tidal_slurm_disruption_shrinks_total",
                       "Running elastic jobs shrunk (nodes given back, the job goes on) for the engine's disruptions.", {},
                       total([](const T& t) { return t.disruption_shrinks; }));
+  reg.CallbackCounter("tidal_slurm_lent_drains_total",
+                      "Nodes drained (reason 'tidal: lent to kubernetes') while the engine lends them to Kubernetes.", {},
+                      total([](const T& t) { return t.lent_drains; }));
+  reg.CallbackCounter("tidal_slurm_lent_undrains_total", "Nodes undrained when the engine gave them back to Slurm.", {},
+                      total([](const T& t) { return t.lent_undrains; }));
 }
 
 }  // namespace
@@ -146,12 +151,15 @@ int main(int argc, char** argv) {
       }
       last_error = err;
     }
-    if (st.released + st.held + st.comments + st.notices + st.disruption_requeues + st.disruption_shrinks > 0 ||
+    if (st.released + st.held + st.comments + st.notices + st.disruption_requeues + st.disruption_shrinks +
+                st.lent_drains + st.lent_undrains >
+            0 ||
         st.resynced) {
       spdlog::info("pass: {} jobs ({} pending, {} running, {} skipped), sent {} / deleted {}, released {}, held {}, "
-                   "comments {}, notices {}, requeued {}, shrunk {}, errors {}, {:.3f}s",
+                   "comments {}, notices {}, requeued {}, shrunk {}, lent {} / back {}, errors {}, {:.3f}s",
                    st.jobs, st.pending, st.running, st.skipped, st.upserts, st.deletes, st.released, st.held, st.comments,
-                   st.notices, st.disruption_requeues, st.disruption_shrinks, st.apply_errors, st.total_s);
+                   st.notices, st.disruption_requeues, st.disruption_shrinks, st.lent_drains, st.lent_undrains,
+                   st.apply_errors, st.total_s);
     }
     if (once) return st.admitted && st.apply_errors == 0 ? 0 : 1;
     while (!g_stop && std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(cfg.poll_interval_ms)) {

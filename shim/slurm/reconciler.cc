@@ -353,7 +353,24 @@ void Reconciler::Comment(const JobRecord& j, const std::string& id, const std::s
   ++st.comments;
 }
 
-void Reconciler::Apply(const ClusterRecords&, const Desired& d, const v1::AdmitResponse& admit, ReconcileStats& st) {
+void Reconciler::ApplyLoans(const ClusterRecords& rec, const v1::AdmitResponse& admit, ReconcileStats& st) {
+  const std::set<std::string> lent(admit.lent_nodes().begin(), admit.lent_nodes().end());
+  for (const NodeRecord& n : rec.nodes) {
+    const bool want = lent.count(n.name) > 0;
+    if (want == n.lent_drain || (want && n.drain)) continue;  // as wanted, or an admin's drain already
+    Status s = want ? slurm_->Drain(n.name, kLentReason) : slurm_->Undrain(n.name);
+    if (!s.ok()) {
+      ++st.apply_errors;
+      st.status.AddReason(s.ToString());
+      continue;
+    }
+    ++(want ? st.lent_drains : st.lent_undrains);
+  }
+}
+
+void Reconciler::Apply(const ClusterRecords& rec, const Desired& d, const v1::AdmitResponse& admit, ReconcileStats& st) {
+  // Nodes given back first: a job the engine admits onto one is released in this pass.
+  ApplyLoans(rec, admit, st);
   std::set<const JobRecord*> reheld;
   for (const auto& [j, why, requeued] : d.rehold) {
     if (!reheld.insert(j).second) continue;
@@ -417,6 +434,10 @@ ReconcileStats Reconciler::ReconcileOnce() {
   ClusterRecords rec;
   auto t = Clock::now();
   Status read = slurm_->Load(&rec);
+  for (NodeRecord& n : rec.nodes) {
+    // Tidal's own drain for a loan: Slurm starts nothing there, the engine decides (its pool).
+    if (n.drain && n.reason == kLentReason) n.drain = false, n.lent_drain = true;
+  }
   st.read_s = Since(t);
   if (!read.ok()) {
     // Unknown, not gone: nothing is sent, nothing applied.
@@ -480,6 +501,8 @@ ReconcileStats Reconciler::ReconcileOnce() {
   totals_.notices += st.notices;
   totals_.disruption_requeues += st.disruption_requeues;
   totals_.disruption_shrinks += st.disruption_shrinks;
+  totals_.lent_drains += st.lent_drains;
+  totals_.lent_undrains += st.lent_undrains;
   return st;
 }
 

@@ -4,7 +4,8 @@
 // (Admit) and applies that to Slurm: pin + release admitted jobs, say why the others wait in their
 // AdminComment, hold again jobs that escaped the gate (requeued, released by hand) or whose pin
 // names a node that went away (or that were held again since Tidal released them: their old pin
-// goes), then carries out the engine's disruptions of Slurm jobs (disruptions.h: notice with the
+// goes), drains the nodes the engine lends to Kubernetes (and undrains those it got back; an
+// admin's drain is never touched), then carries out the engine's disruptions of Slurm jobs (disruptions.h: notice with the
 // job's --signal, requeue). Everything it does follows from what it reads, so an adapter
 // restart, a slurmctld restart or an engine restart converges on the next pass; a failed read
 // changes nothing (unknown is never "gone").
@@ -39,6 +40,7 @@ struct ReconcileStats {
   int64_t admit_tried = 0;
   int64_t notices = 0, disruption_requeues = 0;  // jobs signalled / requeued for the engine's disruptions
   int64_t disruption_shrinks = 0;                // elastic jobs shrunk for them
+  int64_t lent_drains = 0, lent_undrains = 0;    // nodes drained for a loan to Kubernetes / given back
   double read_s = 0, convert_s = 0, sync_s = 0, admit_s = 0, apply_s = 0, disrupt_s = 0, total_s = 0;
 };
 
@@ -55,6 +57,7 @@ class Reconciler {
     int64_t passes = 0, read_errors = 0, sync_errors = 0, admit_errors = 0;
     int64_t released = 0, held = 0, comments = 0, apply_errors = 0;
     int64_t notices = 0, disruption_requeues = 0, disruption_shrinks = 0;
+    int64_t lent_drains = 0, lent_undrains = 0;
   };
   Totals totals();
 
@@ -70,6 +73,8 @@ class Reconciler {
   void Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& st);
   Status SendSync(const Desired& d, ReconcileStats& st);
   void Apply(const ClusterRecords& rec, const Desired& d, const v1::AdmitResponse& admit, ReconcileStats& st);
+  // The engine's lent nodes drained (kLentReason), the others Tidal drained for a loan undrained.
+  void ApplyLoans(const ClusterRecords& rec, const v1::AdmitResponse& admit, ReconcileStats& st);
   void Comment(const JobRecord& j, const std::string& id, const std::string& why, int* budget, ReconcileStats& st);
 
   AdapterConfig cfg_;

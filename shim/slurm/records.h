@@ -97,10 +97,16 @@ struct NodeRecord {
   int64_t cpus = 0;
   int64_t real_memory_mb = 0;
   std::string reason;              // drain/down reason ("tidal: ..." when Tidal set it)
+  // Drained by Tidal because its pool lends it to Kubernetes (reason kLentReason): Slurm starts
+  // nothing there, but for the engine it is in service (Reconciler::Read clears `drain`).
+  bool lent_drain = false;
   std::vector<std::string> partitions;
   std::vector<std::string> features;
   std::string parse_error;
 };
+
+// The drain reason of a node Tidal lends to Kubernetes.
+inline constexpr const char* kLentReason = "tidal: lent to kubernetes";
 
 struct ClusterRecords {
   std::vector<JobRecord> jobs;
