@@ -130,12 +130,18 @@ void Engine::OpenPreemptionDisruptionsLocked(const std::string& preemptor, Preem
       out.reason.find("reclaim") != std::string::npos && out.reason.find("priority") == std::string::npos
           ? DisruptionCause::kReclaim
           : DisruptionCause::kPreemption;
+  // A queue growing into its headroom gets the room back within its grace cap (core/state/headroom.h).
+  int64_t cap = INT64_MAX;
+  if (auto g = gangs_.find(preemptor); g != gangs_.end() && g->second.summary.spec != nullptr && g->second.summary.spec->ok()) {
+    const QueueTree& t = ledger_.tree();
+    if (const int q = t.Find((*g->second.summary.spec)->queue); q > 0 && t.Spec(q).headroom_gpus > 0) cap = t.Spec(q).headroom_grace_s;
+  }
   int64_t longest = 0;
   for (const auto& [id, pods] : out.victim_gangs) {
     std::vector<std::string> uids;
     for (const auto& p : pods) uids.push_back(p.uid);
     const int64_t notice =
-        OpenDisruptionLocked(id, cause, uids, "preempted for " + preemptor + " (" + out.reason + ")");
+        OpenDisruptionLocked(id, cause, uids, "preempted for " + preemptor + " (" + out.reason + ")", cap);
     const DisruptionRecord* r = disruptions_.Find(id);
     // Given notice (and not yet told to go): PostFilter gives notice instead of evicting.
     if (notice > 0 && r != nullptr && r->evicted_s == 0 && !r->acknowledged) {

@@ -17,6 +17,31 @@ bool ValidQueueName(const std::string& n) {
   return std::isalnum(static_cast<unsigned char>(n.front())) && std::isalnum(static_cast<unsigned char>(n.back()));
 }
 
+// Reads headroom: {gpus: N, graceCapSeconds: S} (core/state/headroom.h).
+void ReadHeadroom(const Document& doc, const nlohmann::json& j, const std::string& field, QueueSpec* q,
+                  std::vector<std::string>* errors) {
+  auto err = [&](const std::string& f, const std::string& why) {
+    errors->push_back(doc.Locate(Status::Error(f + ": " + why)).Message());
+  };
+  if (!j.is_object()) return err(field, "must be a mapping {gpus: N, graceCapSeconds: S}");
+  for (const auto& [k, v] : j.items()) {
+    const std::string f = field + "." + k.substr(0, 64);
+    const bool integer = v.is_number_integer();
+    if (k == "gpus") {
+      if (!integer || v.get<int64_t>() < 0 || v.get<int64_t>() > limits::kMaxGpusPerNode * int64_t{100000}) {
+        err(f, "must be an integer >= 0 (the GPUs the queue may grow to at any time)");
+      } else {
+        q->headroom_gpus = v.get<int64_t>();
+      }
+    } else if (k == "graceCapSeconds") {
+      if (!integer || v.get<int64_t>() < 0 || v.get<int64_t>() > 86400) err(f, "must be an integer in [0, 86400]");
+      else q->headroom_grace_s = v.get<int64_t>();
+    } else {
+      err(f, "unknown field (accepted: gpus, graceCapSeconds)");
+    }
+  }
+}
+
 // Reads {resource: quantity} into a vector; unknown names and negative values are errors.
 void ReadResVec(const Document& doc, const nlohmann::json& j, const std::string& field, const QueueConfig& cfg,
                 int64_t unset, ResVec* out, std::vector<std::string>* errors) {
@@ -152,8 +177,10 @@ QueueConfig DecodeQueueConfig(const Document& doc, const nlohmann::json& root, s
         else if (*d <= 0) err(f, "must be positive");
         else if (Status s = limits::CheckDuration(*d, f); !s.ok()) errors->push_back(doc.Locate(s).Message());
         else q.half_life_s = *d;
+      } else if (k == "headroom") {
+        ReadHeadroom(doc, v, f, &q, errors);
       } else {
-        err(f, "unknown field (accepted: name, parent, weight, nominal, borrowingLimit, lendingLimit, halfLife)");
+        err(f, "unknown field (accepted: name, parent, weight, nominal, borrowingLimit, lendingLimit, halfLife, headroom)");
       }
     }
     if (!j.contains("name")) err(p + ".name", "required");

@@ -267,6 +267,13 @@ void ClusterState::SetHealth(NodeId n, NodeHealth h) {
   NodeShareChanged(n, before);
 }
 
+void ClusterState::CountPreemptible(const Workload& w, int64_t members) {
+  if (!w.preemptible || w.per_member.gpus <= 0) return;
+  const int64_t gpus = w.per_member.gpus * members;
+  preemptible_gpus_ += gpus;
+  if ((preemptible_by_queue_[w.queue] += gpus) == 0) preemptible_by_queue_.erase(w.queue);
+}
+
 Status ClusterState::AddRunning(Allocation a) {
   if (running_.count(a.workload.id)) return Status::Error("workload " + a.workload.id + ": already running");
   for (const auto& as : a.assignments) {
@@ -274,7 +281,10 @@ Status ClusterState::AddRunning(Allocation a) {
       return Status::Error("workload " + a.workload.id + ": assignment to unknown node id " + std::to_string(as.node));
     }
   }
-  for (const auto& as : a.assignments) Allocate(as.node, a.workload.per_member * as.members);
+  for (const auto& as : a.assignments) {
+    Allocate(as.node, a.workload.per_member * as.members);
+    CountPreemptible(a.workload, as.members);
+  }
   std::string id = a.workload.id;
   running_.emplace(std::move(id), std::move(a));
   return Status::Ok();
@@ -283,7 +293,10 @@ Status ClusterState::AddRunning(Allocation a) {
 Status ClusterState::RemoveRunning(const std::string& id) {
   auto it = running_.find(id);
   if (it == running_.end()) return Status::Error("workload " + id + ": not running");
-  for (const auto& as : it->second.assignments) Release(as.node, it->second.workload.per_member * as.members);
+  for (const auto& as : it->second.assignments) {
+    Release(as.node, it->second.workload.per_member * as.members);
+    CountPreemptible(it->second.workload, -as.members);
+  }
   running_.erase(it);
   return Status::Ok();
 }
@@ -298,6 +311,7 @@ Status ClusterState::ReleaseMembers(const std::string& id, NodeId n, int32_t mem
                          (n >= 0 && n < node_count() ? node(n).name : std::to_string(n)));
   }
   Release(n, it->second.workload.per_member * members);
+  CountPreemptible(it->second.workload, -members);
   a->members -= members;
   it->second.workload.members -= members;
   if (a->members == 0) as.erase(a);

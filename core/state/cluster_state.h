@@ -115,8 +115,15 @@ class ClusterState {
   // Releases `members` members of running workload `id` on node `n` (e.g. a planned member that
   // is now accounted as a bound pod); the workload disappears when no member remains.
   Status ReleaseMembers(const std::string& id, NodeId n, int32_t members);
+  // GPUs running preemptible workloads hold, in all and of one queue (core/state/headroom.h).
+  int64_t preemptible_gpus() const { return preemptible_gpus_; }
+  int64_t PreemptibleGpusOf(const std::string& queue) const {
+    auto it = preemptible_by_queue_.find(queue);
+    return it == preemptible_by_queue_.end() ? 0 : it->second;
+  }
 
  private:
+  void CountPreemptible(const Workload& w, int64_t members);  // members < 0: released
   // What one node adds to the aggregates of its vertices.
   struct NodeShare {
     int64_t free = 0;       // free GPUs if it takes work (else 0), clamped to 0..max
@@ -147,6 +154,8 @@ class ClusterState {
   std::vector<int64_t> cordoned_free_;  // free GPUs of cordoned nodes
   std::vector<int32_t> whole_free_;
   std::unordered_map<std::string, Allocation> running_;
+  int64_t preemptible_gpus_ = 0;
+  std::unordered_map<std::string, int64_t> preemptible_by_queue_;
 };
 
 // An immutable view of the cluster for one cycle, with a generation number that increases with

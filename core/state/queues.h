@@ -54,6 +54,11 @@ struct QueueSpec {
   ResVec borrowing_limit;      // kUnlimited when unset
   ResVec lending_limit;        // kUnlimited when unset
   int64_t half_life_s = 0;     // 0 = the config's default
+  // Headroom (core/state/headroom.h): the cluster keeps room for this queue to grow to
+  // headroom_gpus GPUs at any time; other queues' preemptible work may fill that room, and this
+  // queue's pending work takes it back (notice at most headroom_grace_s). 0 = none.
+  int64_t headroom_gpus = 0;
+  int64_t headroom_grace_s = 30;
 };
 
 struct QueueConfig {

@@ -19,6 +19,7 @@
 #include "core/api/duration.h"
 #include "core/api/limits.h"
 #include "core/state/cluster_state.h"
+#include "core/state/headroom.h"
 #include "core/state/transaction.h"
 #include "plugins/args.h"
 
@@ -175,6 +176,7 @@ class VictimSearch {
     if (leaf_ > 0) {
       const AdmissionResult a = ledger_->CheckAdmission(leaf_, wanted_);
       preemptor_borrowing_ = a.borrowing || !a.status.ok();
+      within_headroom_ = WithinHeadroom(*ledger_, leaf_, w_.per_member.gpus * c_.members);
     }
   }
 
@@ -244,9 +246,17 @@ class VictimSearch {
     if (tree_ != nullptr) {
       const int qv = QueueOf(v);
       const bool same_queue = qv > 0 && leaf_ > 0 ? qv == leaf_ : v.queue == w_.queue;
+      if (!same_queue && qv > 0 && !Borrows(qv)) {
+        // Within quota, only its preemptible work in the room the preemptor's queue keeps
+        // (core/state/headroom.h) is taken, by reclaim.
+        if (!within_headroom_ || !v.preemptible) return false;
+        x.queue = qv;
+        x.reclaim = true;
+        x.lost = Preemption::WorkLost(v, a.start_time_s, ctx_.now_s);
+        return true;
+      }
       if (!same_queue && qv > 0) {
         // Another queue's work: only what that queue uses above its nominal quota now.
-        if (!Borrows(qv)) return false;
         x.queue = qv;
         x.budgeted = x.borrowing = true;
         x.per_member = Request(v, 1);
@@ -513,6 +523,7 @@ class VictimSearch {
   const QueueTree* tree_ = nullptr;
   int leaf_ = -1;
   bool preemptor_borrowing_ = false;
+  bool within_headroom_ = false;  // the preemptor's queue grows within its headroom
   ResVec wanted_;
   // Terminating workloads (sorted ids) and what they give back per queue.
   std::vector<std::string> leaving_;

@@ -10,7 +10,9 @@
 //   - by priority: lower priority than P and marked preemptible, and either of P's own queue (or of
 //     no configured queue), or of another queue that borrows; never another queue's in-quota work;
 //   - by reclaim (any priority up to P's, preemptible or not): of another queue that borrows, while
-//     P's own queue is within its guarantee (P would not borrow).
+//     P's own queue is within its guarantee (P would not borrow);
+//   - by headroom (reclaim too): preemptible work of another queue, borrowing or not, while P's
+//     queue grows within its headroom (core/state/headroom.h: room lent to preemptible work).
 // Borrowing is judged from the ledger's CURRENT state (QuotaLedger::OverNominal), not from a flag
 // frozen at admission: another queue V borrows when it uses more than its nominal quota now, in a
 // resource P asks for. Only that much may be taken from V: in each trial, victims of V are taken

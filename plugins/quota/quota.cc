@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/state/cluster_state.h"
+#include "core/state/headroom.h"
 #include "plugins/args.h"
 
 namespace tidal::plugins {
@@ -83,6 +84,7 @@ Status Quota::Reserve(CycleState& state, const ClusterState& cluster, const Work
   const ResVec r = PlacedRequest(ledger_->tree(), cluster, w, c);
   const AdmissionResult a = ledger_->CheckAdmission(d->leaf, r);
   if (!a.status.ok()) return a.status;
+  if (Status h = CheckHeadroom(*ledger_, cluster, w, d->leaf); !h.ok()) return h;
   return ledger_->Charge(w.id, d->leaf, r, a.borrowing);
 }
 

@@ -7,7 +7,8 @@
 // PreFilter: caps the members to place at what quota admits (elastic gangs shrink to fit quota);
 //   for a workload that takes any GPU model, also the members per model that the queue's
 //   gpus.<model> quotas admit (PlacementConstraints::model_caps, enforced by the search).
-// Reserve: charges the placed members to the queue, each with the GPU model of its node (as bound
+// Reserve: refuses non-preemptible work that would eat another queue's headroom
+//   (core/state/headroom.h); then charges the placed members to the queue, each with the GPU model of its node (as bound
 //   pods are charged), marked borrowed when the queue goes above its nominal quota (informational:
 //   preemption judges borrowing from the ledger's current state); Unreserve releases the charge.
 // Without a ledger or with no queues configured, every workload is admitted. Refusals are memoized
