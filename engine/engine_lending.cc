@@ -37,7 +37,7 @@ void Engine::LendLocked(int64_t now) {
   if (cfg_.pools.empty() && lending_.loans().empty()) return;
   EnsureStateLocked();
   const uint8_t both = (1u << static_cast<int>(FrontDoor::kKubernetes)) | (1u << static_cast<int>(FrontDoor::kSlurm));
-  // GPUs each node's bound pods and jobs hold, by door; the workloads there.
+  // GPUs each node's bound pods and jobs hold, by door (plans added below); the workloads there.
   std::unordered_map<std::string, std::array<int64_t, 2>> by_door;
   std::unordered_map<std::string, std::set<std::string>> workloads;
   for (const auto& [uid, where] : charged_) {
@@ -45,6 +45,12 @@ void Engine::LendLocked(int64_t now) {
     if (p == pods_.end()) continue;
     by_door[where.first][DoorIndex(p->second.door)] += where.second.gpus;
     workloads[where.first].insert(WorkloadIdLocked(p->second));
+  }
+  for (const auto& [key, g] : gangs_) {
+    if (!g.plan) continue;
+    for (const Slot& slot : g.plan->slots) {
+      if (slot.pod_uid.empty() || !charged_.count(slot.pod_uid)) by_door[slot.node][DoorIndex(g.door)] += g.plan->per_member.gpus;
+    }
   }
   // The work a workload would lose if disrupted now: GPU-seconds since its start or checkpoint.
   auto at_risk = [&](const std::string& id) {
@@ -75,11 +81,8 @@ void Engine::LendLocked(int64_t now) {
     f.in_service = node.Schedulable() && u != node_usable_.end() && (u->second & both) == both && !closes_.count(node.name);
     f.gpus = node.capacity.gpus;
     f.used_gpus = node.allocated.gpus;
-    // The borrower's: all the node holds but the owner's bound work (plans count: a planned pod
-    // is about to bind there).
-    int64_t owners = 0;
-    if (auto b = by_door.find(node.name); b != by_door.end()) owners = b->second[DoorIndex(OwnerDoor(owner))];
-    f.borrower_gpus = std::max<int64_t>(0, node.allocated.gpus - owners);
+    // The borrower door's bound and planned work (a planned pod is about to bind there).
+    if (auto b = by_door.find(node.name); b != by_door.end()) f.borrower_gpus = b->second[DoorIndex(BorrowerDoor(owner))];
     if (f.borrower_gpus > 0) {
       for (const auto& w : workloads[node.name]) f.at_risk_gpu_s += at_risk(w);
     }

@@ -178,10 +178,21 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
     }
     ++it;
   }
-  // Idle owner nodes: lend.
+  // Idle owner nodes: lend. An owner node the borrower's work already holds is a loan whoever
+  // made it (an engine restart forgets its loans; the pods and drains stay): adopted, so it is
+  // reclaimed and returned like any other, never left to both sides.
   for (const NodeFacts* f : nodes) {
     if (loans_.count(f->name)) continue;
     const LendingPolicy* pol = PolicyOf(policies, f->owner);
+    if (pol != nullptr && f->borrower_gpus > 0) {
+      loans_[f->name] = Loan{f->owner, now, 0, 0, pol->preemptible_only, pol->grace_cap_s};
+      idle_since_.erase(f->name);
+      if (f->in_service) demand.borrower_gpus[DoorIndex(BorrowerDoor(f->owner))] -= std::max<int64_t>(0, f->gpus - f->used_gpus);
+      out.push_back({f->name, f->owner, Change::Kind::kLent, 0,
+                     "adopted: " + std::string(FrontDoorName(BorrowerDoor(f->owner))) + "'s work holds " +
+                         std::to_string(f->borrower_gpus) + " GPUs there (a loan from before an engine restart)"});
+      continue;
+    }
     if (pol == nullptr || !pol->lend || !f->in_service || f->used_gpus > 0) {
       idle_since_.erase(f->name);
       continue;

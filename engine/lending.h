@@ -13,8 +13,10 @@
 //             (cause `reclaim`) with at most `graceCapSeconds` of notice;
 //   returned  once no borrower pod or job holds GPUs there, the node is the owner's again (the
 //             time from reclaim to return is tidal_pool_reclaim_seconds).
-// A lent node a drain, maintenance window or health verdict takes out of service is reclaimed as
-// well (returned when the borrowers are gone); an admin's drain stays: lending never undoes it.
+// An owner node the borrower's work holds without a loan (the engine restarted: loans live in its
+// memory; the pods and tidal-slurm's drains stay) is adopted as a loan at once, so it is reclaimed
+// and returned like any other. A lent node a drain, maintenance window or health verdict takes out
+// of service is reclaimed as well (returned when the borrowers are gone); an admin's drain stays: lending never undoes it.
 // Config (engine config `pools`):
 //   pools:
 //     slurm: {lend: true, keep: 2, to: preemptible, idleSeconds: 60, graceCapSeconds: 120}

@@ -191,6 +191,28 @@ TEST_F(EngineLendingTest, AnAdminDrainOfALentNodeReclaimsItAndStays) {
   EXPECT_TRUE(engine_->Admit(FrontDoor::kSlurm, 0).admitted.empty()) << "the drain stays";
 }
 
+TEST_F(EngineLendingTest, AfterARestartTheBorrowersNodeIsALoanAgain) {
+  ASSERT_EQ(LendToABorrower(), "s0");
+  // A new engine (loans live in memory): both doors resync, the borrower still runs on s0.
+  Start("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n"
+        "pools:\n  slurm: {idleSeconds: 60, graceCapSeconds: 30}\n");
+  PodInfo p = KubePod("borrower", true);
+  p.node_name = "s0";
+  p.phase = PodPhase::kRunning;
+  p.start_unix = now_;
+  ASSERT_TRUE(AddPod(p).ok());
+  Poll();
+  EXPECT_EQ(Lent(), 8) << "adopted at the first poll";
+  EXPECT_EQ(engine_->Admit(FrontDoor::kSlurm, 0).lent_nodes, std::vector<std::string>{"s0"})
+      << "tidal-slurm keeps s0 drained";
+  // Slurm's 2-node job reclaims it, as any loan.
+  SubmitSlurm("7", 2);
+  engine_->Admit(FrontDoor::kSlurm, 0);
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].cause, "reclaim");
+}
+
 TEST_F(EngineLendingTest, AConfigWithoutPoolsTakesTheLoansBack) {
   ASSERT_EQ(LendToABorrower(), "s0");
   auto cfg = ParseEngineConfig("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n", "t.yaml");

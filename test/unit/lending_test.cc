@@ -169,6 +169,22 @@ TEST_F(LendingTest, ANodeThatLeavesEndsItsLoan) {
   EXPECT_TRUE(lending_.loans().empty());
 }
 
+TEST_F(LendingTest, BorrowerWorkOnAnOwnerNodeWithoutALoanIsAdoptedAndReclaimedLikeAnyLoan) {
+  // An engine restart: the loans are forgotten, the borrower's pod still runs on s2.
+  Borrow(2, 8, 100);
+  auto c = Step(0);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].node, "s2");
+  EXPECT_EQ(c[0].kind, Kind::kLent);
+  EXPECT_NE(c[0].why.find("adopted"), std::string::npos) << c[0].why;
+  ASSERT_NE(lending_.Find("s2"), nullptr);
+  // The owner wants more than its three free nodes: the adopted loan is reclaimed.
+  c = Step(0, 32);
+  EXPECT_EQ(Of(c, Kind::kReclaiming), (std::vector<std::string>{"s2"}));
+  Borrow(2, 0);
+  EXPECT_EQ(Of(Step(0, 32), Kind::kReturned), (std::vector<std::string>{"s2"}));
+}
+
 TEST(LendingConfig, DecodesAPolicyAndNamesTheFieldOfABadOne) {
   std::vector<LendingPolicy> out;
   ASSERT_TRUE(DecodeLending(nlohmann::json::parse(
