@@ -218,6 +218,7 @@ class Engine {
     std::set<std::string> pods;  // uids of its pods (pending or bound)
     std::optional<Plan> plan;
     std::string last_reason;
+    bool wants_room = false;  // its last try found no placement (room), not quota or never (lending)
     // Nodes the front door's own filters refused for this gang (NodeRefused): node -> excluded
     // until (engine clock, s). Planned around until then, so a refused node is never planned twice.
     std::map<std::string, int64_t> excluded;

@@ -82,7 +82,7 @@ AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
     queues.push_back({q > 0 ? rank[static_cast<size_t>(q)] : INT32_MAX, name});
   }
   std::sort(queues.begin(), queues.end());
-  std::map<std::string, std::string> failed;  // shape -> why it did not fit
+  std::map<std::string, std::pair<std::string, bool>> failed;  // shape -> why it did not fit, wants_room
   std::vector<Gang*> order;                   // this door's pending gangs, in queue order
   const int32_t cap = max_waiting > 0 ? max_waiting : 10000;
   int32_t visited = 0, unplanned = 0;         // unplanned: gangs in `order` without a plan
@@ -108,11 +108,14 @@ AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
         if (PendingWorkloadRefLocked(g, &built, &w) && static_cast<int32_t>(g.pods.size()) >= (*g.summary.spec)->gang_min) {
           const std::string shape = built ? ShapeKey(*w) : g.summary.shape;
           if (auto f = failed.find(shape); f != failed.end()) {
-            g.last_reason = f->second;
+            g.last_reason = f->second.first;
+            g.wants_room = f->second.second;
           } else if (r.tried < kAdmitTries) {
             ++r.tried;
             Workload mine = built ? std::move(*built) : *w;
-            if (ScheduleGangLocked(g, **g.summary.spec, std::move(mine)).outcome != Outcome::kPlaced) failed[shape] = g.last_reason;
+            if (ScheduleGangLocked(g, **g.summary.spec, std::move(mine)).outcome != Outcome::kPlaced) {
+              failed[shape] = {g.last_reason, g.wants_room};
+            }
           }
         }
       }

@@ -88,13 +88,14 @@ void Engine::LendLocked(int64_t now) {
     }
     facts.push_back(std::move(f));
   }
-  // Pending demand that found no room (tried, no plan), by door; for the borrower side only work
+  // Pending demand that found no room (tried, no placement: not work held by quota or that can
+  // never run, which a loan would not help), by door; for the borrower side only work
   // the lending pool's policy lends to.
   PoolLending::Demand demand;
   for (const auto& [queue, heads] : pending_by_queue_) {
     for (const HeadKey& h : heads) {
       const Gang& g = *h.ptr;
-      if (g.plan || g.summary.pending <= 0 || g.last_reason.empty() || g.summary.spec == nullptr || !g.summary.spec->ok()) continue;
+      if (g.plan || g.summary.pending <= 0 || !g.wants_room || g.summary.spec == nullptr || !g.summary.spec->ok()) continue;
       const int64_t gpus = g.summary.per_member.gpus * g.summary.pending;
       const size_t d = DoorIndex(g.door);
       demand.owner_gpus[d] += gpus;

@@ -138,6 +138,7 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
     d.explanation = wait;
     d.status = Status::Unschedulable(std::move(wait), "elastic");
     g.last_reason = d.explanation;
+    g.wants_room = false;
     return d;
   }
   int32_t yielded = 0;
@@ -181,6 +182,7 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   if (d.outcome != Outcome::kPlaced) {
     if (g.last_reason != d.explanation) log(d.outcome == Outcome::kRejected ? "rejected" : "pending");
     g.last_reason = d.explanation;
+    g.wants_room = d.outcome == Outcome::kPending && d.placement_failed;
     return d;
   }
   log("placed");

@@ -213,6 +213,19 @@ TEST_F(EngineLendingTest, AfterARestartTheBorrowersNodeIsALoanAgain) {
   EXPECT_EQ(a[0].cause, "reclaim");
 }
 
+TEST_F(EngineLendingTest, OwnerWorkThatALoanWouldNotHelpNeitherBlocksLendingNorReclaims) {
+  Start("queues:\n  - name: batch\n    weight: 1\n  - {name: hpc, nominal: {gpus: 8}, borrowingLimit: {gpus: 0}}\n"
+        "pools:\n  slurm: {idleSeconds: 60, graceCapSeconds: 30}\n");
+  // Slurm's 2-node job waits for its queue's quota (8 GPUs), not for room.
+  SubmitSlurm("7", 2);
+  AdmitResult r = engine_->Admit(FrontDoor::kSlurm, 0);
+  ASSERT_EQ(r.waiting.size(), 1u);
+  EXPECT_NE(r.waiting[0].reason.find("hpc"), std::string::npos) << r.waiting[0].reason;
+  ASSERT_EQ(LendToABorrower(), "s0") << "the quota-bound job does not keep the idle nodes from Kubernetes";
+  engine_->Admit(FrontDoor::kSlurm, 0);
+  EXPECT_TRUE(Poll().empty()) << "nor takes them back";
+}
+
 TEST_F(EngineLendingTest, AConfigWithoutPoolsTakesTheLoansBack) {
   ASSERT_EQ(LendToABorrower(), "s0");
   auto cfg = ParseEngineConfig("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n", "t.yaml");
