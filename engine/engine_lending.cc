@@ -90,7 +90,10 @@ void Engine::LendLocked(int64_t now) {
   }
   // Pending demand that found no room (tried, no placement: not work held by quota or that can
   // never run, which a loan would not help), by door; for the borrower side only work
-  // the lending pool's policy lends to.
+  // the lending pool's policy lends to. Work larger than the whole pool it would use (the door's own
+  // pool, or the lender's) is not counted either: no loan or reclaim of that pool makes it fit.
+  int64_t pool_gpus[2] = {0, 0};  // GPUs of the pool each door owns (lent and reclaimed ones too)
+  for (const auto& f : facts) pool_gpus[DoorIndex(OwnerDoor(f.owner))] += f.gpus;
   PoolLending::Demand demand;
   for (const auto& [queue, heads] : pending_by_queue_) {
     for (const HeadKey& h : heads) {
@@ -98,10 +101,11 @@ void Engine::LendLocked(int64_t now) {
       if (g.plan || g.summary.pending <= 0 || !g.wants_room || g.summary.spec == nullptr || !g.summary.spec->ok()) continue;
       const int64_t gpus = g.summary.per_member.gpus * g.summary.pending;
       const size_t d = DoorIndex(g.door);
-      demand.owner_gpus[d] += gpus;
+      if (gpus <= pool_gpus[d]) demand.owner_gpus[d] += gpus;
       const Pool lender = g.door == FrontDoor::kSlurm ? Pool::kKubernetes : Pool::kSlurm;
-      bool may = false;
-      for (const auto& p : cfg_.pools) may = may || (p.owner == lender && (!p.preemptible_only || (*g.summary.spec)->preemptible));
+      bool may = gpus <= pool_gpus[1 - d];
+      for (const auto& p : cfg_.pools) may = may && (p.owner != lender || !p.preemptible_only || (*g.summary.spec)->preemptible);
+      may = may && std::any_of(cfg_.pools.begin(), cfg_.pools.end(), [&](const LendingPolicy& p) { return p.owner == lender; });
       if (may) demand.borrower_gpus[d] += gpus;
     }
   }

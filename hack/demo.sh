@@ -11,7 +11,8 @@
 #      Deployment on the default scheduler, and workloads that cannot run, to show why
 #   5. a report: where each workload landed, pod or Slurm job (nodes, leaves, NVLink domains), what is
 #      pending and why (pod events, tidal-explain, the AdminComment Tidal writes on Slurm jobs), and one
-#      ledger: each queue's GPUs by front door
+#      ledger: each queue's GPUs by front door; then an idle Slurm node lent to a Kubernetes pod and
+#      taken back by an sbatch job (test/e2e/demo/slurm.sh demo_slurm_lend)
 #   6. stays up until Ctrl-C (DEMO_ONCE=1: exits after the report), then tears everything down.
 # Usage: hack/demo.sh            (make demo builds first; this script expects the binaries)
 # Env:   DEMO_ONCE=1, TIDAL_DEMO_BASE (scratch dir; default a fresh mktemp dir, removed at the end),
@@ -252,6 +253,11 @@ if [ -z "$queues" ]; then echo "  (engine HTTP not reachable)"; else
   sed 's/^/  /' <<<"$queues"
 fi
 echo
+if [ "$SLURM_ON" = 1 ]; then
+  echo "--- capacity that moves: a Slurm node lent to Kubernetes, and taken back (docs/capacity.md) ---"
+  demo_slurm_lend "$NS" "$pods_tsv"
+  echo
+fi
 BOUND=$(awk -F'\t' '$4 != ""' "$pods_tsv" | wc -l)
 e2e_log "timings: cluster + Tidal up $(( (T_UP - T0) / 1000 ))s${SBASE:+, Slurm + tidal-slurm $(( (T_SLURM - T_UP) / 1000 ))s}, sample placed (settled) $(( (T_SETTLED - T_SUB) / 1000 ))s after submission;" \
   "$BOUND of $(wc -l <"$pods_tsv") pods bound${SBASE:+, $(awk -F'\t' '$5 == "RUNNING"' "$jobs_tsv" | wc -l) of $(wc -l <"$jobs_tsv") Slurm jobs running}"

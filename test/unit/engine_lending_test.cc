@@ -226,6 +226,18 @@ TEST_F(EngineLendingTest, OwnerWorkThatALoanWouldNotHelpNeitherBlocksLendingNorR
   EXPECT_TRUE(Poll().empty()) << "nor takes them back";
 }
 
+TEST_F(EngineLendingTest, OwnerWorkLargerThanItsWholePoolDoesNotBlockLending) {
+  // A Kubernetes-only node k0 makes room for 3 members in the cluster, not in Slurm's pool of 2.
+  SyncBatch k;
+  k.upsert_nodes = {GpuNode("k0", "l0", "v-k0")};
+  ASSERT_TRUE(Sync(k, FrontDoor::kKubernetes).ok());
+  SubmitSlurm("7", 3);
+  AdmitResult r = engine_->Admit(FrontDoor::kSlurm, 0);
+  ASSERT_EQ(r.waiting.size(), 1u);
+  ASSERT_TRUE(Run(KubePod("k0-user", false)) == "k0") << "k0 busy: the borrower needs Slurm's nodes";
+  ASSERT_EQ(LendToABorrower(), "s0") << "no reclaim would make the 3-node job fit: it does not block the loan";
+}
+
 TEST_F(EngineLendingTest, AConfigWithoutPoolsTakesTheLoansBack) {
   ASSERT_EQ(LendToABorrower(), "s0");
   auto cfg = ParseEngineConfig("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n", "t.yaml");

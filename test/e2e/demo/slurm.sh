@@ -16,6 +16,7 @@
 #   demo_slurm_state                      one line per job (id, state, nodes, AdminComment): for settling
 #   demo_slurm_tsv                        one row per job member: job name, job id, state, node, "slurm", job id
 #   demo_slurm_jobs ADAPTER_CONFIG        one row per job: id, name, account, queue, state, nodes, GPUs, where, AdminComment
+#   demo_slurm_lend NS PODS_TSV           a Slurm node lent to Kubernetes and taken back (docs/capacity.md)
 #   demo_slurm_down BASE SBASE            stop tidal-slurm, cancel the jobs, stop the daemons (by PID)
 #
 # Env: TIDAL_DEMO_SLURM_NODES (explicit node names; default: the last half of the NVLink domains of
@@ -137,6 +138,62 @@ demo_slurm_submit() {
   _demo_sbatch batch-reindex default -N 8 --gres=gpu:8
   _demo_sbatch llm-wide team-llm -N 12 --gres=gpu:8 --comment=tidal.dev/topology-required=leaf
   _demo_sbatch physics-sim physics -N 1 --gres=gpu:1
+}
+
+# demo_slurm_lend NS PODS_TSV: capacity that moves. An idle Slurm node becomes Slurm's own
+# (tidal.dev/pool=slurm; deploy/config/tidal.yaml lends that pool after 30 s idle), a preemptible pod
+# pinned to it waits until the engine lends it, slurmctld shows it drained "tidal: lent to
+# kubernetes"; then an sbatch job for that node takes it back: the pod gets its notice (20 s, its
+# checkpoint-on-notice), is evicted, and the job runs there. Prints each step with its time.
+demo_slurm_lend() {
+  local ns=$1 pods_tsv=$2 node="" n t0 job i
+  for n in $(scontrol -o show node 2>/dev/null | awk '/State=IDLE / {sub(/^NodeName=/, "", $1); print $1}' | sort -V); do
+    awk -F'\t' -v n="$n" '$4 == n {found = 1} END {exit found}' "$pods_tsv" && { node=$n; break; }
+  done
+  [ -n "$node" ] || { echo "  (no idle Slurm node without pods: skipped)"; return 0; }
+  e2e_kubectl "$BASE" label node "$node" tidal.dev/pool=slurm --overwrite >/dev/null
+  t0=$(e2e_now_ms)
+  e2e_kubectl "$BASE" create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: borrower
+  namespace: $ns
+  labels: {tidal.dev/queue: team-llm, tidal.dev/preemptible: "true"}
+  annotations: {tidal.dev/checkpoint-on-notice: 20s}
+spec:
+  schedulerName: tidal-scheduler
+  nodeSelector: {kubernetes.io/hostname: $node}
+  terminationGracePeriodSeconds: 0
+  containers:
+    - name: main
+      image: fake.invalid/batch:1
+      resources: {requests: {nvidia.com/gpu: "8"}, limits: {nvidia.com/gpu: "8"}}
+YAML
+  echo "  $node is Slurm's (tidal.dev/pool=slurm) and idle; pod borrower (preemptible, 8 GPUs) waits for it"
+  for ((i = 0; i < 450; i++)); do
+    [ "$(e2e_kubectl "$BASE" get pod -n "$ns" borrower -o jsonpath='{.status.phase}' 2>/dev/null)" = Running ] && break
+    sleep 0.2
+  done
+  if [ "$i" -ge 450 ]; then
+    echo "  not lent within 90 s (Slurm's own pending jobs keep its nodes):"
+    "$TIDAL_E2E_BIN/tidal-explain" --engine "unix://$BASE/run/engine.sock" "$ns/borrower" 2>&1 | sed 's/^/    /'
+  else
+    local lent_s=$(( ($(e2e_now_ms) - t0) / 1000 ))
+    for ((i = 0; i < 25; i++)); do scontrol -o show node "$node" | grep -q 'Reason=tidal: lent' && break; sleep 0.2; done  # tidal-slurm's next pass
+    echo "  +${lent_s}s lent: borrower runs on $node; slurmctld: $(scontrol -o show node "$node" | grep -o 'Reason=[^[]*' | head -n 1)"
+    "$TIDAL_E2E_BIN/tidal-explain" --engine "unix://$BASE/run/engine.sock" "$ns/borrower" 2>&1 | grep -i 'window' | sed 's/^/    /'
+    t0=$(e2e_now_ms)
+    job=$(slurm_submit_as "$DEMO_SLURM_USER" --job-name=reclaim -A team-llm -o /dev/null -t 120 -w "$node" --gres=gpu:8 --wrap 'sleep 3600')
+    echo "  sbatch -w $node (job $job): Slurm wants its node back"
+    for ((i = 0; i < 600; i++)); do [ "$(slurm_job_field "$job" JobState)" = RUNNING ] && break; sleep 0.2; done
+    echo "  +$(( ($(e2e_now_ms) - t0) / 1000 ))s job $job $(slurm_job_field "$job" JobState) on $(slurm_job_field "$job" NodeList);" \
+      "pod borrower: $(e2e_kubectl "$BASE" get pod -n "$ns" borrower -o jsonpath='{.status.phase}' 2>/dev/null || echo gone)" \
+      "(its notice: $(e2e_kubectl "$BASE" get events -n "$ns" --field-selector involvedObject.name=borrower -o jsonpath='{range .items[*]}{.reason} {end}' 2>/dev/null))"
+  fi
+  curl -sf "http://127.0.0.1:$TIDAL_E2E_ENGINE_HTTP_PORT/metrics" | grep -E '^tidal_pool_(lends|reclaims)_total|^tidal_pool_reclaim_seconds_(sum|count)|^tidal_pool_lent_gpus' | grep -v ' 0$' | sed 's/^/    /'
+  e2e_kubectl "$BASE" delete pod -n "$ns" borrower --wait=false >/dev/null 2>&1 || true
+  e2e_kubectl "$BASE" label node "$node" tidal.dev/pool- >/dev/null 2>&1 || true
 }
 
 # demo_slurm_admitted: Tidal has answered every job and Slurm has acted on it: each one runs, or
