@@ -122,6 +122,9 @@ void Engine::LendLocked(int64_t now) {
         metrics_->pool_reclaim_seconds.With({from, to}).Observe(static_cast<double>(c.reclaim_s));
       }
     }
+    static const char* const kReasons[] = {"TidalNodeLent", "TidalNodeReclaimed", "TidalNodeReturned"};
+    lending_.RecordEvent({c.node, kReasons[static_cast<int>(c.kind)],
+                          std::string(what) + " (pool " + from + ", borrower " + to + "): " + c.why});
     if (decision_log_ != nullptr) {
       nlohmann::json line = {{"ts", now}, {"outcome", std::string("pool-") + what}, {"nodes", {c.node}}, {"from", from},
                              {"to", to}, {"reason", c.why}};
@@ -152,6 +155,13 @@ void Engine::LendLocked(int64_t now) {
                            l.grace_cap_s);
     }
   }
+}
+
+std::vector<NodeWarningInfo> Engine::TakeNodeEvents() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<NodeWarningInfo> out;
+  for (auto& e : lending_.TakeEvents()) out.push_back({std::move(e.node), std::move(e.reason), std::move(e.message)});
+  return out;
 }
 
 std::vector<std::string> Engine::LentNodesLocked(FrontDoor owner) const {

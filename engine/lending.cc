@@ -82,6 +82,17 @@ const PoolLending::Loan* PoolLending::Find(const std::string& node) const {
   return it == loans_.end() ? nullptr : &it->second;
 }
 
+void PoolLending::RecordEvent(Event e) {
+  if (events_.size() >= kMaxEvents) events_.erase(events_.begin());
+  events_.push_back(std::move(e));
+}
+
+std::vector<PoolLending::Event> PoolLending::TakeEvents() {
+  std::vector<PoolLending::Event> out;
+  out.swap(events_);
+  return out;
+}
+
 void PoolLending::Clear() {
   loans_.clear();
   idle_since_.clear();

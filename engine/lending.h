@@ -91,12 +91,21 @@ class PoolLending {
                            const std::vector<LendingPolicy>& policies);
   const Loan* Find(const std::string& node) const;
   const std::map<std::string, Loan>& loans() const { return loans_; }
+  // Node events of the changes (reason TidalNodeLent, TidalNodeReclaimed, TidalNodeReturned),
+  // kept until taken, at most kMaxEvents (the oldest dropped).
+  struct Event {
+    std::string node, reason, message;
+  };
+  static constexpr size_t kMaxEvents = 1000;
+  void RecordEvent(Event e);
+  std::vector<Event> TakeEvents();
   // Drops every loan and idle clock (a config reload that removed lending; nodes go back).
   void Clear();
 
  private:
   std::map<std::string, Loan> loans_;
   std::map<std::string, int64_t> idle_since_;  // unlent owner nodes: idle since
+  std::vector<Event> events_;
 };
 
 }  // namespace tidal

@@ -410,6 +410,14 @@ grpc::Status EngineService::Disruptions(grpc::ServerContext*, const v1::Disrupti
       d->set_reason(a.reason);
       d->set_deadline_unix(a.deadline_unix);
     }
+    if (*door == FrontDoor::kKubernetes) {
+      for (const auto& e : engine_.TakeNodeEvents()) {
+        v1::NodeWarning* w = resp->add_node_events();
+        w->set_node(e.node);
+        w->set_reason(e.reason);
+        w->set_message(e.message);
+      }
+    }
     ToProto(Status::Ok(), resp->mutable_status());
     return grpc::Status::OK;
   });

@@ -112,6 +112,12 @@ TEST_F(EngineLendingTest, AnIdleSlurmNodeIsLentToPreemptiblePodsOnly) {
   EXPECT_EQ(Lent(), 8) << "one node: what the borrower needed";
   // s0 has 4 free GPUs, but not for the non-preemptible pod.
   EXPECT_EQ(metrics_.pool_lends.With({"slurm", "kubernetes"}).Value(), 1);
+  auto events = engine_->TakeNodeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].node, "s0");
+  EXPECT_EQ(events[0].reason, "TidalNodeLent");
+  EXPECT_NE(events[0].message.find("pool slurm, borrower kubernetes"), std::string::npos) << events[0].message;
+  EXPECT_TRUE(engine_->TakeNodeEvents().empty()) << "each event is taken once";
   PlanResult plan = engine_->PlanPod(rigid.uid);
   ASSERT_FALSE(plan.status.ok());
   EXPECT_NE(plan.status.ToString().find("lent by their owner pool to preemptible work only"), std::string::npos)
@@ -136,6 +142,9 @@ TEST_F(EngineLendingTest, SlurmsDemandReclaimsWithCappedNoticeAndItsJobStartsOnc
   EXPECT_EQ(a[0].deadline_unix, now_ + 30) << "600 s asked, the pool's grace cap is 30 s";
   EXPECT_NE(a[0].reason.find("reclaimed by its owner pool slurm"), std::string::npos) << a[0].reason;
   EXPECT_EQ(metrics_.pool_reclaims.With({"slurm", "kubernetes"}).Value(), 1);
+  bool reclaimed_event = false;
+  for (const auto& e : engine_->TakeNodeEvents()) reclaimed_event = reclaimed_event || e.reason == "TidalNodeReclaimed";
+  EXPECT_TRUE(reclaimed_event);
   // Nobody new lands on the node being reclaimed, not even another borrower.
   EXPECT_EQ(Run(KubePod("late", true)), "");
   EXPECT_TRUE(engine_->Admit(FrontDoor::kSlurm, 0).admitted.empty()) << "the borrower still holds s0";

@@ -9,14 +9,16 @@
 #           10 s notice) run on two lent nodes; 10 s later two more on two more. The engine's
 #           tidal_pool_lent_gpus{from="slurm",to="kubernetes"} is 32, tidal_pool_lends_total 4,
 #           and slurmctld shows exactly those 4 nodes drained "tidal: lent to kubernetes" (no
-#           Slurm job can land there) while the 12 others stay idle.
+#           Slurm job can land there) while the 12 others stay idle; a lent node has a
+#           TidalNodeLent event.
 #       (2) An sbatch job for 14 nodes (account team-a): 12 are free, so the engine reclaims 2
 #           loans, those whose borrowers lose the least (the two younger pods): they get their
 #           notice (the DisruptionTarget condition), are evicted, the nodes are undrained and
 #           the job runs on 14 nodes. The time from sbatch to RUNNING is printed and must be at
 #           most the grace cap + 5 s; the two older pods keep running, on nodes not in the job's
 #           NodeList; tidal_pool_reclaims_total and tidal_disruptions_total{cause="reclaim"} grow
-#           by 2, tidal_pool_reclaim_seconds counts 2, the lent GPUs are 16.
+#           by 2, tidal_pool_reclaim_seconds counts 2, the lent GPUs are 16; a reclaimed node has
+#           TidalNodeReclaimed and TidalNodeReturned events.
 #       (3) Everything ends (pods, job) and the label goes: no node is left drained by Tidal.
 #       Alone: test/e2e/run.sh slurm-lend
 [ -n "${SL_SOURCED:-}" ] || source "$E2E_DIR/cases/slurm.sh"
@@ -29,9 +31,12 @@ sll_lent_nodes() {  # the nodes slurmctld shows drained "tidal: lent to kubernet
 sll_lent_count() { sll_lent_nodes | grep -c . || true; }
 sll_pod_node() { k get pod -n "$1" "$2" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
 sll_gone() { ! k get pod -n "$1" "$2" >/dev/null 2>&1; }
+sll_node_events() {  # the reasons of the events on node $1
+  k get events -A --field-selector "involvedObject.kind=Node,involvedObject.name=$1" -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}' 2>/dev/null
+}
 
 case_slurm-lend() {
-  local ns=e2e-slurm-lend t0 j p labels ann old_nodes new_nodes job_nodes l0 r0 d0 ms cap=20
+  local ns=e2e-slurm-lend t0 j p n labels ann old_nodes new_nodes job_nodes l0 r0 d0 ms cap=20
   new_ns $ns
   sl_up || { fail "slurm + tidal-slurm did not come up"; return; }
   # shellcheck disable=SC2068
@@ -60,6 +65,9 @@ case_slurm-lend() {
   check "slurmctld shows the 4 lent nodes drained 'tidal: lent to kubernetes' ($(sll_lent_nodes | tr '\n' ' '), pods on $old_nodes$new_nodes)" \
     until_true 10 eval "[ \"\$(sll_lent_nodes | tr '\n' ' ')\" = \"\$(echo $old_nodes $new_nodes | tr ' ' '\n' | sort | tr '\n' ' ')\" ]"
 
+  n=$(echo $old_nodes | cut -d' ' -f1)
+  check "node $n has a TidalNodeLent event ($(sll_node_events "$n" | tr '\n' ' '))" until_true 10 eval "sll_node_events $n | grep -q TidalNodeLent"
+
   # (2) sbatch arrives: two loans come back with notice, the job starts.
   t0=$(e2e_now_ms)
   j=$(sl_sbatch team-a wide 8 600 -N 14 2>"$BASE/sbatch.err") || { fail "sbatch refused: $(cat "$BASE/sbatch.err")"; sl_clean $ns; return; }
@@ -73,9 +81,12 @@ case_slurm-lend() {
   check "the younger borrowers were evicted" eval "sll_gone $ns new-0 && sll_gone $ns new-1"
   check "the older borrowers keep running (least work lost first)" all_running $ns 2
   job_nodes=$(sl_hosts "$(sl_field "$j" NodeList)" | tr '\n' ' ')
-  local n clash=""
+  local clash=""
   for n in $old_nodes; do case " $job_nodes" in *" $n "*) clash+="$n " ;; esac; done
   check "the job's nodes ($job_nodes) are not the borrowers' ($old_nodes)" test -z "$clash"
+  n=$(echo $new_nodes | cut -d' ' -f1)
+  check "node $n has TidalNodeReclaimed and TidalNodeReturned events ($(sll_node_events "$n" | tr '\n' ' '))" \
+    until_true 10 eval "sll_node_events $n | grep -q TidalNodeReclaimed && sll_node_events $n | grep -q TidalNodeReturned"
   check "tidal_pool_reclaims_total grew by 2" \
     eval "[ \"\$(sll_metric 'tidal_pool_reclaims_total{from=\"slurm\",to=\"kubernetes\"}')\" = $((r0 + 2)) ]"
   check "tidal_disruptions_total{cause=\"reclaim\"} grew by 2" \

@@ -17,6 +17,9 @@ package tidal
 // once per pod and action (p.event drops repeats). The poller asks only while the Sync stream is
 // synced (a refused scheduler must not act on the holder's disruptions) and only on the leader.
 //
+// The answer also carries node events (a pool lent, reclaimed or got back a node): written as
+// Normal events on the nodes (TidalNodeLent, TidalNodeReclaimed, TidalNodeReturned).
+//
 // A disruption the engine called off while in notice is simply no longer answered: after each
 // successful answer the poller withdraws the notice of the pods it no longer names (withdraw.go).
 //
@@ -113,6 +116,7 @@ func (dp *disruptionPoller) once(ctx context.Context) []string {
 		dp.logger.V(2).Info("disruptions: engine not asked; retried next tick", "err", dp.client.Describe(err))
 		return nil
 	}
+	dp.nodeEvents(resp.GetNodeEvents())
 	var out []string
 	for _, d := range resp.GetDisruptions() {
 		p := dp.owner(d)
@@ -134,6 +138,30 @@ func (dp *disruptionPoller) once(ctx context.Context) []string {
 		out = append(out, dp.withdraw(ctx, resp, asked)...)
 	}
 	return out
+}
+
+// nodeEvents writes what the engine did with nodes (a pool lent one, reclaimed it, got it back) as
+// Normal events on them, through the first profile's recorder (the poller runs on the leader only).
+func (dp *disruptionPoller) nodeEvents(evs []*tidalv1.NodeWarning) {
+	if len(evs) == 0 {
+		return
+	}
+	dp.mu.Lock()
+	var p *Plugin
+	if len(dp.plugins) > 0 {
+		p = dp.plugins[0]
+	}
+	dp.mu.Unlock()
+	if p == nil || p.handle == nil || p.handle.EventRecorder() == nil || p.nodes == nil {
+		return
+	}
+	for _, e := range evs {
+		n, err := p.nodes.Get(e.GetNode())
+		if err != nil {
+			continue // not a Kubernetes node (a Slurm-only one) or gone
+		}
+		p.handle.EventRecorder().Eventf(n, nil, v1.EventTypeNormal, e.GetReason(), "Lending", "%s", e.GetMessage())
+	}
 }
 
 // overdue is the fallback for an engine without Disruptions: every profile evicts its pods past
