@@ -67,6 +67,9 @@ type disruptionPoller struct {
 	lastOverdue time.Time // the fallback's last Overdue round
 
 	notices noticeBook // for withdrawing called-off notices (withdraw.go); its own mu
+	// The earliest deadline of the notices the last answer named (zero: none); the poll goroutine's
+	// own (once and run), no lock.
+	nextDeadline time.Time
 }
 
 // disruptionPollers: the one poller per engine client.
@@ -88,7 +91,7 @@ func pollDisruptions(ctx context.Context, client *engineclient.Client, p *Plugin
 }
 
 func (dp *disruptionPoller) run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -98,8 +101,23 @@ func (dp *disruptionPoller) run(ctx context.Context, every time.Duration) {
 			if dp.client.Synced() && leader.Leading() { // a standby replica disrupts nothing
 				dp.once(ctx)
 			}
+			t.Reset(dp.nextWait(every, time.Now()))
 		}
 	}
+}
+
+// nextWait: `every`, or less when a notice given at the last poll ends sooner, so its pods are
+// evicted at their deadline rather than up to a poll later (the engine's clock is in seconds: the
+// poll comes just after the deadline's second begins).
+func (dp *disruptionPoller) nextWait(every time.Duration, now time.Time) time.Duration {
+	if dp.nextDeadline.IsZero() {
+		return every
+	}
+	wait := dp.nextDeadline.Sub(now) + 20*time.Millisecond
+	if wait >= every {
+		return every
+	}
+	return max(wait, 10*time.Millisecond)
 }
 
 // once asks the engine once and carries out its actions; it returns the pods it gave notice to,
@@ -117,8 +135,13 @@ func (dp *disruptionPoller) once(ctx context.Context) []string {
 		return nil
 	}
 	dp.nodeEvents(resp.GetNodeEvents())
+	dp.nextDeadline = time.Time{}
 	var out []string
 	for _, d := range resp.GetDisruptions() {
+		if dl := time.Unix(d.GetDeadlineUnix(), 0); d.GetAction() == tidalv1.Disruption_NOTICE && dl.After(asked) &&
+			(dp.nextDeadline.IsZero() || dl.Before(dp.nextDeadline)) {
+			dp.nextDeadline = dl
+		}
 		p := dp.owner(d)
 		if p == nil {
 			break
