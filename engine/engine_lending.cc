@@ -138,15 +138,20 @@ void Engine::LendLocked(int64_t now) {
     // kube-scheduler sees no event when a node is lent to it or comes back: its pods try again.
     ActivateKubernetesPendingLocked();
   }
-  // Nodes being reclaimed: their borrowers go, with at most the pool's grace cap of notice.
+  // Nodes being reclaimed: their borrowers go, with at most the pool's grace cap of notice (those
+  // that end within it by their runtime limit are left to end).
   std::set<std::string> reclaiming;
   for (const auto& [node, l] : lending_.loans()) {
     if (l.reclaim_since_s > 0) reclaiming.insert(node);
   }
   for (const auto& [node, pods] : OurPodsOnLocked(reclaiming)) {
     const PoolLending::Loan& l = *lending_.Find(node);
+    const int64_t deadline = l.reclaim_since_s + l.grace_cap_s;
     for (const PodInfo* p : pods) {
       if (p->door != BorrowerDoor(l.owner) || p->terminating) continue;
+      // Work whose declared runtime ends within the grace cap finishes instead (drain-and-wait);
+      // past the deadline it goes like the rest.
+      if (const int64_t end = ExpectedEndLocked(*p); end > 0 && end <= deadline && now < deadline) continue;
       const std::string id = WorkloadIdLocked(*p);
       if (disruptions_.Find(id) != nullptr) continue;
       OpenDisruptionLocked(id, DisruptionCause::kReclaim, VictimPodsLocked(id, {node}),

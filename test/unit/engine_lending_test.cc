@@ -166,6 +166,24 @@ TEST_F(EngineLendingTest, SlurmsDemandReclaimsWithCappedNoticeAndItsJobStartsOnc
   EXPECT_EQ(metrics_.disruptions.With({"reclaim"}).Value(), 1);
 }
 
+TEST_F(EngineLendingTest, ABorrowerThatEndsWithinTheGraceCapFinishesInsteadOfBeingDisrupted) {
+  PodInfo p = KubePod("borrower", true);
+  p.annotations[kLabelRuntimeLimit] = "100s";
+  EXPECT_EQ(Run(p), "");
+  Poll();
+  now_ += 60;
+  Poll();
+  ASSERT_EQ(Run(p), "s0");
+  now_ += 80;  // 20 s of its 100 s limit left; the grace cap is 30 s
+  SubmitSlurm("7", 2);
+  engine_->Admit(FrontDoor::kSlurm, 0);
+  EXPECT_TRUE(Poll().empty()) << "it ends before the owner's deadline: left to end";
+  now_ += 31;  // past the deadline and still there (its limit is not enforced here)
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].cause, "reclaim");
+}
+
 TEST_F(EngineLendingTest, ALentNodeIsNeverUsedByBothSidesAtOnce) {
   Start("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n"
         "pools:\n  slurm: {to: any, idleSeconds: 60}\n");
