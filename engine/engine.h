@@ -539,7 +539,7 @@ class Engine {
   // --- pools lending and reclaiming nodes (engine_lending.cc; the rules: engine/lending.h)
   PoolLending lending_;
   void LendLocked(int64_t now);              // at each poll: lend, reclaim (borrowers disrupted), return
-  void ApplyLoanLocked(Node& n) const;       // ToNode: a lent node's pool is shared
+  void ApplyLoanLocked(Node& n) const;       // ToNode: a lent node is in the borrower door's pool
   void LentGaugesLocked(EngineGauges& out) const;
   std::vector<std::string> LentNodesLocked(FrontDoor owner) const;  // the owner door's lent nodes
   std::string LoanNoteLocked(const std::string& node) const;  // explain: "node X is lent by pool ..."

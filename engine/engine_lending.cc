@@ -16,12 +16,6 @@
 
 namespace tidal {
 
-namespace {
-
-size_t DoorIndex(FrontDoor d) { return d == FrontDoor::kSlurm ? 1 : 0; }
-
-}  // namespace
-
 void Engine::ApplyLoanLocked(Node& n) const {
   const PoolLending::Loan* l = lending_.Find(n.name);
   if (l == nullptr || n.pool != l->owner) return;
@@ -36,44 +30,14 @@ void Engine::ApplyLoanLocked(Node& n) const {
 void Engine::LendLocked(int64_t now) {
   if (cfg_.pools.empty() && lending_.loans().empty()) return;
   EnsureStateLocked();
-  const uint8_t both = (1u << static_cast<int>(FrontDoor::kKubernetes)) | (1u << static_cast<int>(FrontDoor::kSlurm));
-  // GPUs each node's bound pods and jobs hold, by door (plans added below); the workloads there.
-  std::unordered_map<std::string, std::array<int64_t, 2>> by_door;
-  std::unordered_map<std::string, std::set<std::string>> workloads;
-  for (const auto& [uid, where] : charged_) {
-    auto p = pods_.find(uid);
-    if (p == pods_.end()) continue;
-    by_door[where.first][DoorIndex(p->second.door)] += where.second.gpus;
-    workloads[where.first].insert(WorkloadIdLocked(p->second));
-  }
-  for (const auto& [key, g] : gangs_) {
-    if (!g.plan) continue;
-    for (const Slot& slot : g.plan->slots) {
-      if (slot.pod_uid.empty() || !charged_.count(slot.pod_uid)) by_door[slot.node][DoorIndex(g.door)] += g.plan->per_member.gpus;
-    }
-  }
-  // The work a workload would lose if disrupted now: GPU-seconds since its start or checkpoint.
-  auto at_risk = [&](const std::string& id) {
-    std::vector<std::string> uids = {id};
-    if (auto g = gangs_.find(id); g != gangs_.end()) uids.assign(g->second.pods.begin(), g->second.pods.end());
-    int64_t lost = 0;
-    for (const auto& uid : uids) {
-      auto p = pods_.find(uid);
-      if (p == pods_.end() || !p->second.UsesCapacity()) continue;
-      int64_t since = p->second.start_unix > 0 ? p->second.start_unix : now;
-      if (auto b = bound_since_.find(uid); p->second.start_unix <= 0 && b != bound_since_.end()) since = b->second.since_s;
-      since = std::max(since, p->second.last_checkpoint_unix);
-      lost += p->second.request.gpus * std::max<int64_t>(0, now - since);
-    }
-    return lost;
-  };
+  const uint8_t both = (1u << DoorIndex(FrontDoor::kKubernetes)) | (1u << DoorIndex(FrontDoor::kSlurm));
+  // The nodes of the lending pools (and of loans whose pool stopped lending), in node order.
   std::vector<PoolLending::NodeFacts> facts;
+  std::unordered_map<std::string, size_t> fact_of;
   for (NodeId id = 0; id < state_->node_count(); ++id) {
     const Node& node = state_->node(id);
     const Pool owner = node.lent_by != Pool::kShared ? node.lent_by : node.pool;
-    if (owner == Pool::kShared) continue;
-    const bool policy = std::any_of(cfg_.pools.begin(), cfg_.pools.end(), [&](const LendingPolicy& p) { return p.owner == owner; });
-    if (!policy && lending_.Find(node.name) == nullptr) continue;
+    if (owner == Pool::kShared || (PolicyOf(cfg_.pools, owner) == nullptr && lending_.Find(node.name) == nullptr)) continue;
     auto u = node_usable_.find(node.name);
     PoolLending::NodeFacts f;
     f.name = node.name;
@@ -81,12 +45,42 @@ void Engine::LendLocked(int64_t now) {
     f.in_service = node.Schedulable() && u != node_usable_.end() && (u->second & both) == both && !closes_.count(node.name);
     f.gpus = node.capacity.gpus;
     f.used_gpus = node.allocated.gpus;
-    // The borrower door's bound and planned work (a planned pod is about to bind there).
-    if (auto b = by_door.find(node.name); b != by_door.end()) f.borrower_gpus = b->second[DoorIndex(BorrowerDoor(owner))];
-    if (f.borrower_gpus > 0) {
-      for (const auto& w : workloads[node.name]) f.at_risk_gpu_s += at_risk(w);
-    }
+    fact_of.emplace(node.name, facts.size());
     facts.push_back(std::move(f));
+  }
+  if (facts.empty() && lending_.loans().empty()) return;
+  // The borrower door's bound and planned work there (a planned pod is about to bind), and what
+  // its workloads would lose if disrupted now: GPU-seconds since their start or last checkpoint.
+  std::unordered_map<std::string, std::set<std::string>> borrowers;  // node -> workload ids
+  for (const auto& [uid, where] : charged_) {
+    auto f = fact_of.find(where.first);
+    auto p = pods_.find(uid);
+    if (f == fact_of.end() || p == pods_.end() || p->second.door != BorrowerDoor(facts[f->second].owner)) continue;
+    facts[f->second].borrower_gpus += where.second.gpus;
+    borrowers[where.first].insert(WorkloadIdLocked(p->second));
+  }
+  for (const auto& [key, g] : gangs_) {
+    if (!g.plan) continue;
+    for (const Slot& slot : g.plan->slots) {
+      auto f = fact_of.find(slot.node);
+      if (f == fact_of.end() || g.door != BorrowerDoor(facts[f->second].owner)) continue;
+      if (slot.pod_uid.empty() || !charged_.count(slot.pod_uid)) facts[f->second].borrower_gpus += g.plan->per_member.gpus;
+    }
+  }
+  auto at_risk = [&](const std::string& id) {
+    std::vector<std::string> uids = {id};
+    if (auto g = gangs_.find(id); g != gangs_.end()) uids.assign(g->second.pods.begin(), g->second.pods.end());
+    int64_t lost = 0;
+    for (const auto& uid : uids) {
+      auto p = pods_.find(uid);
+      auto b = bound_since_.find(uid);  // since its start (status.startTime) once known
+      if (p == pods_.end() || !p->second.UsesCapacity() || b == bound_since_.end()) continue;
+      lost += p->second.request.gpus * std::max<int64_t>(0, now - std::max(b->second.since_s, p->second.last_checkpoint_unix));
+    }
+    return lost;
+  };
+  for (const auto& [node, ids] : borrowers) {
+    for (const auto& w : ids) facts[fact_of.at(node)].at_risk_gpu_s += at_risk(w);
   }
   // Pending demand that found no room (tried, no placement: not work held by quota or that can
   // never run, which a loan would not help), by door; for the borrower side only work
@@ -102,11 +96,10 @@ void Engine::LendLocked(int64_t now) {
       const int64_t gpus = g.summary.per_member.gpus * g.summary.pending;
       const size_t d = DoorIndex(g.door);
       if (gpus <= pool_gpus[d]) demand.owner_gpus[d] += gpus;
-      const Pool lender = g.door == FrontDoor::kSlurm ? Pool::kKubernetes : Pool::kSlurm;
-      bool may = gpus <= pool_gpus[1 - d];
-      for (const auto& p : cfg_.pools) may = may && (p.owner != lender || !p.preemptible_only || (*g.summary.spec)->preemptible);
-      may = may && std::any_of(cfg_.pools.begin(), cfg_.pools.end(), [&](const LendingPolicy& p) { return p.owner == lender; });
-      if (may) demand.borrower_gpus[d] += gpus;
+      const LendingPolicy* lender = PolicyOf(cfg_.pools, g.door == FrontDoor::kSlurm ? Pool::kKubernetes : Pool::kSlurm);
+      if (lender != nullptr && gpus <= pool_gpus[1 - d] && (!lender->preemptible_only || (*g.summary.spec)->preemptible)) {
+        demand.borrower_gpus[d] += gpus;
+      }
     }
   }
   const auto changes = lending_.Step(facts, demand, now, cfg_.pools);
@@ -178,14 +171,11 @@ std::vector<std::string> Engine::LentNodesLocked(FrontDoor owner) const {
 }
 
 void Engine::LentGaugesLocked(EngineGauges& out) const {
-  std::map<std::pair<std::string, std::string>, double> lent;
-  for (const auto& p : cfg_.pools) lent[{std::string(PoolName(p.owner)), std::string(FrontDoorName(BorrowerDoor(p.owner)))}] = 0;
+  std::map<std::pair<std::string, std::string>, double> lent;  // (from, to) -> GPUs
+  auto pair = [](Pool owner) { return std::make_pair(std::string(PoolName(owner)), std::string(FrontDoorName(BorrowerDoor(owner)))); };
+  for (const auto& p : cfg_.pools) lent[pair(p.owner)] = 0;
   for (const auto& [node, l] : lending_.loans()) {
-    auto n = nodes_.find(node);
-    if (n != nodes_.end()) {
-      lent[{std::string(PoolName(l.owner)), std::string(FrontDoorName(BorrowerDoor(l.owner)))}] +=
-          static_cast<double>(n->second.capacity.gpus);
-    }
+    if (auto n = nodes_.find(node); n != nodes_.end()) lent[pair(l.owner)] += static_cast<double>(n->second.capacity.gpus);
   }
   for (const auto& [k, v] : lent) out.lent_gpus.push_back({{k.first, k.second}, v});
 }

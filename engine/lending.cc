@@ -8,15 +8,6 @@ namespace tidal {
 
 namespace {
 
-size_t DoorIndex(FrontDoor d) { return d == FrontDoor::kSlurm ? 1 : 0; }
-
-const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, Pool p) {
-  for (const auto& pol : policies) {
-    if (pol.owner == p) return &pol;
-  }
-  return nullptr;
-}
-
 Status DecodePolicy(const nlohmann::json& j, const std::string& f, LendingPolicy* out) {
   if (!j.is_object()) return Status::Error(f + ": must be a mapping");
   auto integer = [&](const std::string& k, int64_t lo, int64_t hi, int64_t* v) -> Status {
@@ -55,6 +46,13 @@ Status DecodePolicy(const nlohmann::json& j, const std::string& f, LendingPolicy
 }
 
 }  // namespace
+
+const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, Pool p) {
+  for (const auto& pol : policies) {
+    if (pol.owner == p) return &pol;
+  }
+  return nullptr;
+}
 
 FrontDoor OwnerDoor(Pool p) { return p == Pool::kSlurm ? FrontDoor::kSlurm : FrontDoor::kKubernetes; }
 FrontDoor BorrowerDoor(Pool p) { return p == Pool::kSlurm ? FrontDoor::kKubernetes : FrontDoor::kSlurm; }

@@ -51,6 +51,10 @@ Status DecodeLending(const nlohmann::json& j, std::vector<LendingPolicy>* out);
 // The door that owns a pool's nodes, and the door that borrows them.
 FrontDoor OwnerDoor(Pool p);
 FrontDoor BorrowerDoor(Pool p);
+// Per-door arrays below are indexed by the door (FrontDoor's value).
+inline size_t DoorIndex(FrontDoor d) { return static_cast<size_t>(d); }
+// The policy of pool `p` (nullptr: it does not lend).
+const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, Pool p);
 
 class PoolLending {
  public:

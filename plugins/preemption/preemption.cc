@@ -252,10 +252,7 @@ class VictimSearch {
         if (!within_headroom_ || !v.preemptible) return false;
         x.queue = qv;
         x.reclaim = true;
-        x.lost = Preemption::WorkLost(v, a.start_time_s, ctx_.now_s);
-        return true;
-      }
-      if (!same_queue && qv > 0) {
+      } else if (!same_queue && qv > 0) {
         // Another queue's work: only what that queue uses above its nominal quota now.
         x.queue = qv;
         x.budgeted = x.borrowing = true;

@@ -46,6 +46,15 @@ class SlurmLendingTest : public ReconcileTest {
     uint64_t gen = 0;
     return engine_->Sync(b, &gen);
   }
+  // A first pass, Kubernetes' view of the nodes and its pending preemptible pod "b"; b's plan.
+  PlanResult ABorrowerWaits(Reconciler& r) {
+    EXPECT_TRUE(r.ReconcileOnce().admitted);
+    KubernetesReportsTheNodes();
+    SyncBatch add;
+    add.upsert_pods = {Borrower()};
+    EXPECT_TRUE(KubeSync(add).ok());
+    return engine_->PlanPod("uid-b");
+  }
   size_t Calls(const std::string& prefix) {
     size_t n = 0;
     for (const auto& c : slurm_.calls) n += c.rfind(prefix, 0) == 0 ? 1 : 0;
@@ -55,12 +64,7 @@ class SlurmLendingTest : public ReconcileTest {
 
 TEST_F(SlurmLendingTest, ALentNodeIsDrainedInSlurmAndUndrainedBeforeTheReclaimingJobIsReleasedOntoIt) {
   Reconciler r(acfg_, &slurm_, link_.get());
-  ASSERT_TRUE(r.ReconcileOnce().admitted);
-  KubernetesReportsTheNodes();
-  SyncBatch add;
-  add.upsert_pods = {Borrower()};
-  ASSERT_TRUE(KubeSync(add).ok());
-  ASSERT_FALSE(engine_->PlanPod("uid-b").status.ok()) << "Slurm's nodes: not lent yet";
+  ASSERT_FALSE(ABorrowerWaits(r).status.ok()) << "Slurm's nodes: not lent yet";
   ASSERT_TRUE(r.ReconcileOnce().admitted);  // the adapter's Disruptions poll: the engine lends gpu01
   ReconcileStats st = r.ReconcileOnce();    // Admit names it: drained
   ASSERT_TRUE(st.admitted) << st.status.ToString();
@@ -109,12 +113,7 @@ TEST_F(SlurmLendingTest, ALentNodeIsDrainedInSlurmAndUndrainedBeforeTheReclaimin
 
 TEST_F(SlurmLendingTest, AnAdminsDrainIsNeverLifted) {
   Reconciler r(acfg_, &slurm_, link_.get());
-  ASSERT_TRUE(r.ReconcileOnce().admitted);
-  KubernetesReportsTheNodes();
-  SyncBatch add;
-  add.upsert_pods = {Borrower()};
-  ASSERT_TRUE(KubeSync(add).ok());
-  (void)engine_->PlanPod("uid-b");
+  (void)ABorrowerWaits(r);
   ASSERT_TRUE(r.ReconcileOnce().admitted);
   ASSERT_EQ(r.ReconcileOnce().lent_drains, 1);
   // The admin drains the lent node for repair: Slurm's reason is theirs now.

@@ -85,6 +85,11 @@ class EngineLendingTest : public ::testing::Test {
     for (int i = 0; i < nodes; ++i) s.upsert_pods.push_back(SlurmMember(job, i, nodes, "hpc", gpus));
     ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
   }
+  // Slurm's 2-node job 7 arrives and is tried (it needs a node Slurm lent).
+  void SlurmWantsBothNodes() {
+    SubmitSlurm("7", 2);
+    engine_->Admit(FrontDoor::kSlurm, 0);
+  }
   // Lends s0 to a running preemptible pod "borrower" (with `notice` on notice); its node.
   std::string LendToABorrower(const std::string& notice = "", int64_t gpus = 8) {
     EXPECT_EQ(Run(KubePod("borrower", true, notice, gpus)), "") << "Slurm's node: not lent yet";
@@ -175,8 +180,7 @@ TEST_F(EngineLendingTest, ABorrowerThatEndsWithinTheGraceCapFinishesInsteadOfBei
   Poll();
   ASSERT_EQ(Run(p), "s0");
   now_ += 80;  // 20 s of its 100 s limit left; the grace cap is 30 s
-  SubmitSlurm("7", 2);
-  engine_->Admit(FrontDoor::kSlurm, 0);
+  SlurmWantsBothNodes();
   EXPECT_TRUE(Poll().empty()) << "it ends before the owner's deadline: left to end";
   now_ += 31;  // past the deadline and still there (its limit is not enforced here)
   auto a = Poll();
@@ -233,8 +237,7 @@ TEST_F(EngineLendingTest, AfterARestartTheBorrowersNodeIsALoanAgain) {
   EXPECT_EQ(engine_->Admit(FrontDoor::kSlurm, 0).lent_nodes, std::vector<std::string>{"s0"})
       << "tidal-slurm keeps s0 drained";
   // Slurm's 2-node job reclaims it, as any loan.
-  SubmitSlurm("7", 2);
-  engine_->Admit(FrontDoor::kSlurm, 0);
+  SlurmWantsBothNodes();
   auto a = Poll();
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].cause, "reclaim");
