@@ -53,7 +53,7 @@
 #include "engine/engine_results.h"
 #include "engine/engine_types.h"
 #include "engine/disruption_book.h"
-#include "engine/lending.h"
+#include "core/state/lending.h"
 #include "engine/observability.h"
 #include "engine/pod_spec.h"
 #include "engine/preempt_hold.h"
@@ -536,7 +536,7 @@ class Engine {
   int64_t perishable_counted_s_ = 0;
   // "" or, for a gang with members on nodes before a close it outlives, when it has to go.
   std::string BorrowedTimeLocked(const Gang& g, int64_t* until) const;
-  // --- pools lending and reclaiming nodes (engine_lending.cc; the rules: engine/lending.h)
+  // --- pools lending and reclaiming nodes (engine_lending.cc; the rules: core/state/lending.h)
   PoolLending lending_;
   void LendLocked(int64_t now);              // at each poll: lend, reclaim (borrowers disrupted), return
   void ApplyLoanLocked(Node& n) const;       // ToNode: a lent node is in the borrower door's pool

@@ -17,14 +17,9 @@
 namespace tidal {
 
 void Engine::ApplyLoanLocked(Node& n) const {
-  const PoolLending::Loan* l = lending_.Find(n.name);
-  if (l == nullptr || n.pool != l->owner) return;
   // While lent the node is the borrower's alone (never both sides at once); while reclaimed it
   // takes no new work from either side until its borrowers are gone and it is returned.
-  n.pool = BorrowerDoor(l->owner) == FrontDoor::kSlurm ? Pool::kSlurm : Pool::kKubernetes;
-  n.lent_by = l->owner;
-  n.lent_preemptible_only = l->preemptible_only;
-  if (l->reclaim_since_s > 0 && n.Schedulable()) n.health = NodeHealth::kDraining;
+  if (const PoolLending::Loan* l = lending_.Find(n.name); l != nullptr) n = LentView(*l, std::move(n));
 }
 
 void Engine::LendLocked(int64_t now) {

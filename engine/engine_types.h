@@ -17,7 +17,7 @@
 #include "core/api/workload.h"
 #include "core/framework/profile.h"
 #include "core/io/queue_config.h"
-#include "engine/lending.h"
+#include "core/state/lending.h"
 #include "engine/maintenance.h"
 #include "engine/node_health.h"
 #include "engine/pod_spec.h"
@@ -140,7 +140,7 @@ struct EngineConfig {
   PerishableFill perishable_fill = PerishableFill::kCheckpointing;
   int64_t perishable_min_s = 300;
   // Pools that lend idle nodes to the other door and reclaim them (pools: {kubernetes|slurm:
-  // {lend, keep, to, idleSeconds, graceCapSeconds}}; engine/lending.h). Empty: nothing is lent.
+  // {lend, keep, to, idleSeconds, graceCapSeconds}}; core/state/lending.h). Empty: nothing is lent.
   std::vector<LendingPolicy> pools;
   // How long a node the front door's filters refused stays excluded for that gang.
   int64_t exclusion_ttl_s = 120;

@@ -54,4 +54,21 @@ std::string DescribeFabric(const TopologyLevels& levels, const SyntheticFabric& 
   return s;
 }
 
+Status SplitPools(ClusterState& state, int64_t slurm_gpus) {
+  int64_t total = 0;
+  for (const auto& n : state.nodes()) total += n.capacity.gpus;
+  if (slurm_gpus <= 0 || slurm_gpus >= total) {
+    return Status::Error("--slurm-gpus: must leave both pools GPUs: 1.." + std::to_string(total - 1) + ", got " +
+                         std::to_string(slurm_gpus));
+  }
+  int64_t slurm = 0;
+  for (NodeId id = state.node_count() - 1; id >= 0; --id) {
+    const bool to_slurm = slurm < slurm_gpus;
+    if (to_slurm) slurm += state.node(id).capacity.gpus;
+    state.SetPool(id, to_slurm ? Pool::kSlurm : Pool::kKubernetes, Pool::kShared, false);
+  }
+  if (slurm >= total) return Status::Error("--slurm-gpus: " + std::to_string(slurm_gpus) + " leaves the Kubernetes pool no node");
+  return Status::Ok();
+}
+
 }  // namespace tidal::sim

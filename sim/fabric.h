@@ -28,5 +28,9 @@ struct SyntheticFabric {
 StatusOr<ClusterState> BuildSyntheticFabric(const TopologyLevels& levels, const SyntheticFabric& f);
 // "2048 GPUs = 256 nodes x 8; nvlink: 4 nodes, leaf: 8 nvlink, block: 4 leaf (2 block)"
 std::string DescribeFabric(const TopologyLevels& levels, const SyntheticFabric& f);
+// Two pools on one fabric (sim/lending.h): the last nodes in topology order holding at least
+// `slurm_gpus` GPUs become the Slurm pool's, the others the Kubernetes pool's. Errors when either
+// pool would be empty.
+Status SplitPools(ClusterState& state, int64_t slurm_gpus);
 
 }  // namespace tidal::sim

@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 
+#include "sim/lending.h"
+
 namespace tidal::sim {
 
 double Percentile(const std::vector<double>& sorted, double p) {
@@ -31,6 +33,32 @@ const char* Bucket(int64_t gpus) {
   return "65+";
 }
 
+// With pools: each door's jobs and queueing delay, and the lending driver's figures.
+nlohmann::json PoolMetrics(const Simulator& sim) {
+  nlohmann::json out = sim.lending()->Metrics();
+  std::vector<double> delay[2];
+  int64_t jobs[2] = {0, 0}, unfinished[2] = {0, 0};
+  for (size_t i = 0; i < sim.records().size(); ++i) {
+    const JobRecord& r = sim.records()[i];
+    const size_t d = static_cast<size_t>(sim.jobs()[i].w.front_door);
+    ++jobs[d];
+    if (r.rejected) continue;
+    if (r.state != JobState::kDone) {
+      ++unfinished[d];
+      continue;
+    }
+    delay[d].push_back(static_cast<double>(r.start_s - r.submit_s));
+  }
+  nlohmann::json doors = nlohmann::json::object();
+  for (size_t d = 0; d < 2; ++d) {
+    doors[std::string(FrontDoorName(static_cast<FrontDoor>(d)))] = {
+        {"jobs", jobs[d]}, {"completed", static_cast<int64_t>(delay[d].size())}, {"unfinished", unfinished[d]},
+        {"queueing_delay_s", Summary(delay[d])}};
+  }
+  out["by_door"] = doors;
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json ComputeMetrics(const Simulator& sim, const MetricsOptions& opts) {
@@ -38,7 +66,8 @@ nlohmann::json ComputeMetrics(const Simulator& sim, const MetricsOptions& opts) 
   const auto& jobs = sim.jobs();
   const Integrals& in = sim.integrals();
   nlohmann::json m;
-  m["policy"] = std::string(sim.policy().Name());
+  const bool lends = sim.lending() != nullptr && sim.lending()->lends();
+  m["policy"] = std::string(sim.policy().Name()) + (lends ? "+lending" : "");
 
   int64_t completed = 0, rejected = 0, unfinished = 0, killed = 0, preemptions = 0;
   double lost = 0;
@@ -135,6 +164,7 @@ nlohmann::json ComputeMetrics(const Simulator& sim, const MetricsOptions& opts) 
                 {"avg_queueing_delay_s", q.completed ? Round(q.delay / static_cast<double>(q.completed)) : 0.0}};
   }
   m["per_queue"] = pq;
+  if (sim.lending() != nullptr) m["pools"] = PoolMetrics(sim);
   const SimStats& st = sim.stats();
   nlohmann::json s = {{"events", st.events}, {"cycles", st.cycles}, {"skipped", st.skipped},
                       {"retries", st.retries}, {"decisions", st.decisions}};
@@ -150,16 +180,24 @@ nlohmann::json ComputeMetrics(const Simulator& sim, const MetricsOptions& opts) 
     const auto& ser = sim.series();
     nlohmann::json t = nlohmann::json::array(), a = nlohmann::json::array(), h = nlohmann::json::array(),
                    p = nlohmann::json::array();
-    nlohmann::json qs = nlohmann::json::array();
+    nlohmann::json qs = nlohmann::json::array(), kube = nlohmann::json::array(), slurm = nlohmann::json::array(),
+                   lent = nlohmann::json::array();
     for (size_t q = 0; q < sim.queues().size(); ++q) qs.push_back(nlohmann::json::array());
     for (const auto& x : ser) {
       t.push_back(x.t);
+      kube.push_back(x.per_door[0]);
+      slurm.push_back(x.per_door[1]);
+      lent.push_back(x.lent);
       a.push_back(x.allocated);
       h.push_back(x.held);
       p.push_back(x.pending);
       for (size_t q = 0; q < x.per_queue.size(); ++q) qs[q].push_back(x.per_queue[q]);
     }
     m["series"] = {{"t", t}, {"allocated", a}, {"held", h}, {"pending", p}, {"queues", sim.queues()}, {"per_queue", qs}};
+    if (sim.lending() != nullptr) {
+      m["series"]["doors"] = {{"kubernetes", kube}, {"slurm", slurm}};
+      m["series"]["lent"] = lent;
+    }
   }
   return m;
 }

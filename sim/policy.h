@@ -49,6 +49,12 @@ class Policy {
     (void)sim;
     (void)j;
   }
+  // A running job was evicted by the loop, not by the policy (a reclaimed loan: sim/lending.h);
+  // its allocation is already gone and it is back in the pending queue.
+  virtual void OnEvicted(Simulator& sim, JobId j) {
+    (void)sim;
+    (void)j;
+  }
 };
 
 }  // namespace tidal::sim

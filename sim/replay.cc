@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/lending.h"
 #include "sim/policies/fifo.h"
 #include "sim/policies/kube_default.h"
 #include "sim/policies/tidal.h"
@@ -15,12 +16,12 @@ StatusOr<std::vector<std::string>> ParsePolicies(const std::string& text) {
   std::stringstream ss(text);
   std::string p;
   while (std::getline(ss, p, ',')) {
-    bool known = false;
+    bool known = p == kLendingPolicyName;
     for (const auto& n : PolicyNames()) known = known || n == p;
     if (!known) {
       std::string names;
       for (const auto& n : PolicyNames()) names += n + ", ";
-      return Status::Error("--policy: unknown policy \"" + p + "\" (accepted: " + names + "all)");
+      return Status::Error("--policy: unknown policy \"" + p + "\" (accepted: " + names + kLendingPolicyName + ", all)");
     }
     for (const auto& o : out) {
       if (o == p) return Status::Error("--policy: \"" + p + "\" given twice");
@@ -29,6 +30,26 @@ StatusOr<std::vector<std::string>> ParsePolicies(const std::string& text) {
   }
   if (out.empty()) return Status::Error("--policy: empty");
   return out;
+}
+
+std::vector<LendingPolicy> DefaultSimLending() {
+  std::vector<LendingPolicy> out;
+  for (Pool p : {Pool::kKubernetes, Pool::kSlurm}) {
+    LendingPolicy l;
+    l.owner = p;
+    l.preemptible_only = false;
+    l.idle_s = 60;
+    l.grace_cap_s = 120;
+    out.push_back(l);
+  }
+  return out;
+}
+
+bool HasPools(const ClusterState& fabric) {
+  for (const auto& n : fabric.nodes()) {
+    if (n.pool != Pool::kShared || n.lent_by != Pool::kShared) return true;
+  }
+  return false;
 }
 
 QueueConfig EffectiveQueues(const ReplaySpec& spec) {
@@ -58,7 +79,7 @@ StatusOr<Replay> MakeReplay(const ReplaySpec& spec, const std::string& policy) {
     p = std::make_unique<FifoPolicy>(FifoPolicy::Mode::kEasyBackfill);
   } else if (policy == "kube-default") {
     p = std::make_unique<KubeDefaultPolicy>();
-  } else if (policy == "tidal") {
+  } else if (policy == "tidal" || policy == kLendingPolicyName) {
     auto tree = QueueTree::Build(queues);
     if (!tree.ok()) return Status::Error("queues: " + tree.status().Message());
     r.ledger = std::make_unique<QuotaLedger>(*tree);
@@ -69,7 +90,14 @@ StatusOr<Replay> MakeReplay(const ReplaySpec& spec, const std::string& policy) {
   } else {
     return Status::Error("unknown policy \"" + policy + "\"");
   }
+  const bool lends = policy == kLendingPolicyName;
+  if (lends && !HasPools(*spec.fabric)) {
+    return Status::Error(std::string(kLendingPolicyName) + ": needs two pools (tidalctl sim --slurm-trace)");
+  }
   r.sim = std::make_unique<Simulator>(*spec.fabric, std::move(p));
+  if (HasPools(*spec.fabric)) {
+    r.sim->SetLending(std::make_unique<LendingDriver>(lends ? spec.lending : std::vector<LendingPolicy>{}));
+  }
   std::map<std::string, double> weights;
   for (const auto& q : queues.queues) weights[q.name] = q.weight;
   r.sim->SetQueueWeights(std::move(weights));

@@ -3,7 +3,9 @@
 //
 // Policies: "fifo", "easy-backfill", "kube-default" (sim-only baselines, sim/policies/) and
 // "tidal" (the engine's Scheduler with the configured profile, default ProfileSpec::Default()).
-// "all" expands to all four, in that order.
+// "all" expands to all four, in that order. With two pools (a fabric split between the doors,
+// sim/fabric.h SplitPools) every policy runs on the static partition, and "tidal+lending" is the
+// tidal policy with the pools lending to each other by the engine's rules (sim/lending.h).
 //
 // Queues: the config's queue tree when it has queues (jobs of an unconfigured queue are then
 // rejected by the quota plugin, as tidal-engine would); otherwise one queue per trace queue
@@ -18,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/framework/profile.h"
+#include "core/state/lending.h"
 #include "core/state/queues.h"
 #include "sim/metrics.h"
 #include "sim/simulator.h"
@@ -28,8 +31,16 @@ inline const std::vector<std::string>& PolicyNames() {
   static const std::vector<std::string> kNames = {"fifo", "easy-backfill", "kube-default", "tidal"};
   return kNames;
 }
-// "all" or a comma-separated list of policy names; errors name the unknown one.
+inline constexpr const char* kLendingPolicyName = "tidal+lending";
+// "all" or a comma-separated list of policy names (PolicyNames() or kLendingPolicyName); errors
+// name the unknown one.
 StatusOr<std::vector<std::string>> ParsePolicies(const std::string& text);
+
+// Both pools lend, to any work, after 60 s idle, with 120 s of notice on reclaim (the engine's
+// defaults with `to: any`: the traces mark no job preemptible).
+std::vector<LendingPolicy> DefaultSimLending();
+// Does the fabric have pools (a node owned by a door's pool)?
+bool HasPools(const ClusterState& fabric);
 
 struct ReplaySpec {
   const ClusterState* fabric = nullptr;   // copied for each policy
@@ -38,6 +49,7 @@ struct ReplaySpec {
   ProfileSpec profile = ProfileSpec::Default();
   int64_t sample_interval_s = 0;          // 0 = auto: about 2,000 samples over the trace
   bool tidal_shortcuts = true;            // the tidal policy's exact shortcuts (policies/tidal.h)
+  std::vector<LendingPolicy> lending = DefaultSimLending();  // for kLendingPolicyName
 };
 
 // A simulator with what it needs kept alive (the ledger the tidal profile charges).

@@ -21,6 +21,42 @@ std::string Triple(const nlohmann::json& s) {
   return HumanSeconds(Num(s, "avg")) + " / " + HumanSeconds(Num(s, "p50")) + " / " + HumanSeconds(Num(s, "p99"));
 }
 
+// Two pools: each door's queueing delay and each pool's lending figures, per policy.
+std::string PoolsReport(const nlohmann::json& pols) {
+  if (pols.empty() || !pols[0].contains("pools")) return "";
+  std::string out =
+      "\nTwo pools: queueing delay by door (avg / p50 / p99), each pool's idle GPU-hours, lending and reclaim:\n\n"
+      "| policy | kubernetes door | slurm door | pool | idle GPU-h | lent GPU-h | filled GPU-h | lends / reclaims | "
+      "reclaim p50 / p99 / max | lost to reclaim (of filled) | windows >= 15 min: offered GPU-h, filled |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& p : pols) {
+    const auto& pl = p.at("pools");
+    const auto& doors = pl.at("by_door");
+    bool first = true;
+    for (const auto& x : pl.at("pools")) {
+      const auto& rs = x.at("reclaim_s");
+      const auto& lw = x.at("long_windows");
+      out += "| " + (first ? p.value("policy", "?") + " | " + Triple(doors.at("kubernetes").at("queueing_delay_s")) + " | " +
+                                 Triple(doors.at("slurm").at("queueing_delay_s"))
+                           : std::string(" | | ")) +
+             " | " + x.value("pool", "?") + " (" + std::to_string(x.value("gpus", 0)) + " GPUs) | " +
+             Fixed(Num(x, "idle_gpu_hours"), 0) + " | " + Fixed(Num(x, "lent_gpu_hours"), 0) + " | " +
+             Fixed(Num(x, "filled_gpu_hours"), 0) + " | " + std::to_string(x.value("lends", 0)) + " / " +
+             std::to_string(x.value("reclaims", 0)) + " | " +
+             (rs.value("count", 0) > 0 ? HumanSeconds(Num(rs, "p50")) + " / " + HumanSeconds(Num(rs, "p99")) + " / " +
+                                             HumanSeconds(Num(rs, "max"))
+                                       : std::string("-")) +
+             " | " + Fixed(Num(x, "lost_gpu_hours"), 0) + " GPU-h (" + Pct(Num(x, "lost_share_of_filled")) + ") | " +
+             Fixed(Num(lw, "offered_gpu_hours"), 0) + ", " + Pct(Num(lw, "filled_share")) + " |\n";
+      first = false;
+    }
+  }
+  out += "\nidle: free GPU-time on the pool's nodes. filled: the other door's GPU-time on nodes the pool lent. "
+         "windows: stretches while the pool had whole nodes its owner did not use and the other door had work "
+         "waiting that could use them; offered = min(those GPUs, the other door's waiting GPUs + what it ran there).\n";
+  return out;
+}
+
 }  // namespace
 
 std::string HumanSeconds(double s) {
@@ -77,6 +113,7 @@ std::string MarkdownReport(const nlohmann::json& doc) {
     }
     out += "\n";
   }
+  out += PoolsReport(pols);
   out += "\nGPU alloc: GPU-time allocated (running jobs and partly placed gangs) / capacity over the replay. "
          "stranded: idle GPU-time while a waiting job asked for no more GPUs than were idle, / capacity. "
          "Jain: over queues' allocation / weighted max-min fair share, time-averaged while jobs wait. "

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "sim/lending.h"
 #include "sim/policies/tidal.h"
 
 namespace tidal::sim {
@@ -16,6 +17,8 @@ Simulator::Simulator(ClusterState state, std::unique_ptr<Scheduler> scheduler, Q
     : state_(std::move(state)), policy_(std::make_unique<TidalPolicy>(std::move(scheduler), ledger)) {}
 
 Simulator::~Simulator() = default;
+
+void Simulator::SetLending(std::unique_ptr<LendingDriver> d) { lending_ = std::move(d); }
 
 void Simulator::Submit(SimJob job) {
   const JobId i = jobs_.size();
@@ -46,6 +49,9 @@ void Simulator::AddPending(JobId j) {
   ++pending_gpus_[MinRequest(w)];
   ++pending_member_gpus_[w.per_member.gpus];
   queue_pending_[static_cast<size_t>(queue_of_[j])] += w.TotalGpus();
+  auto& door = pending_door_[static_cast<size_t>(w.front_door)];
+  ++door[0][w.TotalGpus()];
+  if (w.preemptible) ++door[1][w.TotalGpus()];
 }
 
 void Simulator::RemovePendingCounters(JobId j) {
@@ -57,7 +63,12 @@ void Simulator::RemovePendingCounters(JobId j) {
   dec(pending_gpus_, MinRequest(w));
   dec(pending_member_gpus_, w.per_member.gpus);
   queue_pending_[static_cast<size_t>(queue_of_[j])] -= w.TotalGpus();
+  auto& door = pending_door_[static_cast<size_t>(w.front_door)];
+  dec(door[0], w.TotalGpus());
+  if (w.preemptible) dec(door[1], w.TotalGpus());
 }
+
+void Simulator::CountDoor(JobId j, int64_t gpus) { door_running_[static_cast<size_t>(jobs_[j].w.front_door)] += gpus; }
 
 void Simulator::Locality(JobId j, const std::vector<MemberAssignment>& a) {
   JobRecord& r = records_[j];
@@ -108,6 +119,7 @@ void Simulator::Started(JobId j, const std::vector<MemberAssignment>& assignment
   assignments_[j] = assignments;
   allocated_gpus_ += r.gpus;
   queue_running_[static_cast<size_t>(queue_of_[j])] += r.gpus;
+  CountDoor(j, r.gpus);
   running_preemptible_ += job.w.preemptible ? 1 : 0;
   Locality(j, assignments);
 }
@@ -143,6 +155,7 @@ void Simulator::Evicted(JobId j, int32_t members) {
     r.gpus -= g;
     allocated_gpus_ -= g;
     queue_running_[q] -= g;
+    CountDoor(j, -g);
     return;
   }
   ++r.preemptions;
@@ -154,6 +167,7 @@ void Simulator::Evicted(JobId j, int32_t members) {
   declared_ends_.erase({r.start_s + (limit > 0 ? limit : r.end_s - r.start_s), j});
   allocated_gpus_ -= r.gpus;
   queue_running_[q] -= r.gpus;
+  CountDoor(j, -r.gpus);
   r.start_s = r.end_s = -1;
   r.domain.clear();
   r.domain_level = -2;
@@ -162,6 +176,14 @@ void Simulator::Evicted(JobId j, int32_t members) {
   assignments_[j].clear();
   r.state = JobState::kFuture;  // back to pending when the policy's pass ends (see Run)
   requeue_.push_back(j);
+}
+
+Status Simulator::Evict(JobId j) {
+  if (j >= records_.size() || records_[j].state != JobState::kRunning) return Status::Error("evict: job is not running");
+  if (Status s = state_.RemoveRunning(records_[j].id); !s.ok()) return s;
+  Evicted(j, -1);
+  policy_->OnEvicted(*this, j);
+  return Status::Ok();
 }
 
 double Simulator::JainNow() const {
@@ -218,6 +240,7 @@ void Simulator::Account(int64_t t) {
     integrals_.contended_s += dt;
     integrals_.jain_dt += dt * JainNow();
   }
+  if (lending_) lending_->Account(*this, now_, t);
   while (sample_interval_ > 0 && next_sample_ < t) {
     Sample s;
     s.t = next_sample_;
@@ -226,6 +249,9 @@ void Simulator::Account(int64_t t) {
     s.pending = static_cast<int64_t>(pending_.size());
     s.running = static_cast<int64_t>(ends_.size());
     s.per_queue = queue_running_;
+    s.per_door[0] = door_running_[0];
+    s.per_door[1] = door_running_[1];
+    s.lent = lending_ ? lending_->lent_gpus() : 0;
     series_.push_back(std::move(s));
     next_sample_ += sample_interval_;
   }
@@ -244,6 +270,7 @@ void Simulator::Complete(int64_t t, Changes* ch) {
     running_preemptible_ -= jobs_[j].w.preemptible ? 1 : 0;
     allocated_gpus_ -= r.gpus;
     queue_running_[static_cast<size_t>(queue_of_[j])] -= r.gpus;
+    CountDoor(j, -r.gpus);
     policy_->OnComplete(*this, j);
     ch->freed = true;
   }
@@ -277,16 +304,18 @@ Status Simulator::Start() {
   now_ = first_submit_;
   next_sample_ = first_submit_;
   status_ = policy_->Prepare(*this);
+  if (status_.ok() && lending_) lending_->Prepare(*this);
   return status_;
 }
 
 void Simulator::Run(int64_t until_s) {
   if (!Start().ok()) return;
   const auto wall0 = std::chrono::steady_clock::now();
-  auto arrival_key = [&](JobId j) { return std::make_pair(jobs_[j].w.submit_time_s, j); };
-  while (next_arrival_ < arrivals_.size() || !ends_.empty()) {
-    int64_t t = INT64_MAX;
-    if (next_arrival_ < arrivals_.size()) t = jobs_[arrivals_[next_arrival_]].w.submit_time_s;
+  const int64_t none = INT64_MAX;
+  auto wakeup = [&] { return lending_ ? lending_->NextWakeup(now_) : none; };
+  while (next_arrival_ < arrivals_.size() || !ends_.empty() || (!pending_.empty() && wakeup() != none)) {
+    int64_t t = wakeup();
+    if (next_arrival_ < arrivals_.size()) t = std::min(t, jobs_[arrivals_[next_arrival_]].w.submit_time_s);
     if (!ends_.empty()) t = std::min(t, ends_.begin()->first);
     if (t > until_s) break;
     Account(t);
@@ -301,24 +330,40 @@ void Simulator::Run(int64_t until_s) {
       ch.arrived = true;
     }
     ++stats_.events;
-    // Evictions requeue jobs at once; the policy then gets another pass at the same time
-    // (bounded: a pass that evicts again is possible only while victims keep being chosen).
-    for (int pass = 0; pass < 8 && !pending_.empty(); ++pass) {
-      policy_->Schedule(*this, ch);
-      std::erase_if(pending_, [&](JobId j) { return records_[j].state != JobState::kPending; });
-      if (requeue_.empty()) break;
-      for (JobId j : requeue_) {
-        AddPending(j);
-        pending_.insert(std::lower_bound(pending_.begin(), pending_.end(), j,
-                                         [&](JobId a, JobId b) { return arrival_key(a) < arrival_key(b); }),
-                        j);
-      }
-      requeue_.clear();
-      ch = Changes{true, true};
+    Passes(ch);
+    // Lending: nodes lent, reclaimed or returned, borrowers evicted; then the policy again
+    // (bounded: each round either changes hands or stops).
+    for (int round = 0; lending_ && round < 4 && lending_->Step(*this); ++round) {
+      Requeue();
+      Passes(Changes{true, true});
     }
     if (on_cycle_) on_cycle_(t, *this);
   }
+  if (lending_) lending_->Finish(now_);
   stats_.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+}
+
+void Simulator::Requeue() {
+  auto arrival_key = [&](JobId j) { return std::make_pair(jobs_[j].w.submit_time_s, j); };
+  for (JobId j : requeue_) {
+    AddPending(j);
+    pending_.insert(std::lower_bound(pending_.begin(), pending_.end(), j,
+                                     [&](JobId a, JobId b) { return arrival_key(a) < arrival_key(b); }),
+                    j);
+  }
+  requeue_.clear();
+}
+
+void Simulator::Passes(Changes ch) {
+  // Evictions requeue jobs at once; the policy then gets another pass at the same time
+  // (bounded: a pass that evicts again is possible only while victims keep being chosen).
+  for (int pass = 0; pass < 8 && !pending_.empty(); ++pass) {
+    policy_->Schedule(*this, ch);
+    std::erase_if(pending_, [&](JobId j) { return records_[j].state != JobState::kPending; });
+    if (requeue_.empty()) break;
+    Requeue();
+    ch = Changes{true, true};
+  }
 }
 
 }  // namespace tidal::sim

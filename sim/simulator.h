@@ -2,10 +2,12 @@
 // same core and plugins as tidal-engine (no gRPC) for the `tidal` policy, sim-only baselines for
 // the others (sim/policy.h). One event loop for all policies.
 //
-// Event loop: at each event time t (submissions, completions; all events of one timestamp are
-// batched), the loop integrates the time-weighted metrics up to t, applies the completions (the
-// allocation leaves the ClusterState, the policy's OnComplete runs), adds the arrivals to the
-// pending queue, then calls the policy's Schedule once. A started job runs for its actual duration
+// Event loop: at each event time t (submissions, completions, and the lending driver's wake-ups;
+// all events of one timestamp are batched), the loop integrates the time-weighted metrics up to
+// t, applies the completions (the allocation leaves the ClusterState, the policy's OnComplete
+// runs), adds the arrivals to the pending queue, then calls the policy's Schedule once. With pools
+// (a fabric whose nodes belong to the two doors, sim/lending.h) the lending driver then steps the
+// engine's lending rules; when nodes changed hands or borrowers were evicted the policy runs again. A started job runs for its actual duration
 // (its declared runtime limit is only what schedulers see); a job whose duration exceeds its
 // declared limit is killed at the limit, as Slurm does. The replay ends when no event is left:
 // jobs still pending then (e.g. a deadlock of partly placed gangs) are reported as unfinished.
@@ -31,6 +33,8 @@
 #include "sim/policy.h"
 
 namespace tidal::sim {
+
+class LendingDriver;
 
 struct SimJob {
   Workload w;              // w.submit_time_s is the submit time; w.runtime_limit_s the declared limit
@@ -81,6 +85,8 @@ struct Sample {
   int64_t t = 0;
   int64_t allocated = 0, held = 0, pending = 0, running = 0;
   std::vector<int64_t> per_queue;  // allocated GPUs per queue (Simulator::queues() order)
+  int64_t per_door[2] = {0, 0};    // allocated GPUs by front door (FrontDoor's value)
+  int64_t lent = 0;                // GPUs of lent nodes (sim/lending.h)
 };
 
 class Simulator {
@@ -94,6 +100,9 @@ class Simulator {
   void Submit(SimJob job);
   // Fair-share weights for Jain's index (default 1 per queue).
   void SetQueueWeights(std::map<std::string, double> w) { weights_ = std::move(w); }
+  // Pools lending to each other by the engine's rules (sim/lending.h); null = none. Before Start.
+  void SetLending(std::unique_ptr<LendingDriver> d);
+  const LendingDriver* lending() const { return lending_.get(); }
   // Time-series sampling period in virtual seconds (0 = no series).
   void SetSampleInterval(int64_t s) { sample_interval_ = s; }
   // Freezes the job list and prepares the policy (called by Run if not called before; idempotent).
@@ -138,6 +147,14 @@ class Simulator {
   int64_t MinPendingMemberGpus() const {
     return pending_member_gpus_.empty() ? INT64_MAX : pending_member_gpus_.begin()->first;
   }
+  // Pending jobs' GPUs by front door: total GPUs of a job -> jobs (all, or the preemptible ones).
+  const std::map<int64_t, int64_t>& PendingByDoor(FrontDoor d, bool preemptible_only) const {
+    return pending_door_[static_cast<size_t>(d)][preemptible_only ? 1 : 0];
+  }
+  int64_t AllocatedByDoor(FrontDoor d) const { return door_running_[static_cast<size_t>(d)]; }
+  // Evicts a running job from outside the policy (the lending driver's reclaim): its allocation
+  // leaves the ClusterState, the policy's OnEvicted runs, it goes back to the pending queue.
+  Status Evict(JobId j);
   // The job is already running in the ClusterState under its id (e.g. placed by Scheduler::RunCycle).
   void Started(JobId j, const std::vector<MemberAssignment>& assignments);
   // Adds the allocation to the ClusterState, then Started.
@@ -163,6 +180,10 @@ class Simulator {
   void Complete(int64_t t, Changes* ch);
   void AddPending(JobId j);
   void RemovePendingCounters(JobId j);
+  void CountDoor(JobId j, int64_t gpus);
+  // The policy's passes at the current time (evictions requeue jobs and get another pass).
+  void Passes(Changes ch);
+  void Requeue();
   double JainNow() const;
   void Locality(JobId j, const std::vector<MemberAssignment>& a);
 
@@ -183,6 +204,9 @@ class Simulator {
   std::map<std::string, double> weights_;
   std::vector<double> queue_weight_;
   std::vector<int64_t> queue_running_, queue_pending_;  // GPUs
+  std::map<int64_t, int64_t> pending_door_[2][2];  // [door][preemptible only] total GPUs -> jobs
+  int64_t door_running_[2] = {0, 0};               // allocated GPUs by door
+  std::unique_ptr<LendingDriver> lending_;
   std::map<std::string, double> gpu_seconds_by_queue_;
   std::vector<double*> queue_gpu_s_;    // into gpu_seconds_by_queue_, by queue index
   int64_t allocated_gpus_ = 0, held_gpus_ = 0, capacity_gpus_ = 0, running_preemptible_ = 0;

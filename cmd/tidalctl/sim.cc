@@ -18,7 +18,7 @@
 namespace tidal::cli {
 namespace {
 
-constexpr const char* kSimUsage = R"(usage: tidalctl sim --trace FILE [options]
+constexpr const char* kSimUsage = R"(usage: tidalctl sim --trace FILE [--slurm-trace FILE] [options]
 
 Replays a job trace on a virtual clock through the same core and plugins as tidal-engine (policy
 tidal) and through baselines, and reports metrics per policy. Reference: docs/simulator.md.
@@ -33,6 +33,16 @@ Input
   --load-scale X          divide submit times by X (time compression; 2 = twice the arrival rate)
   --limit-factor F        declared runtime limit = actual duration x F for jobs that declare none
                           (default 2; the traces carry actual durations only)
+Two pools (docs/simulator.md, "Two pools")
+  --slurm-trace FILE      a second trace, submitted through the Slurm door; --trace is then the
+                          Kubernetes door's. The fabric is split into a Kubernetes and a Slurm pool;
+                          each policy runs on the static partition, and tidal+lending has the pools
+                          lend idle nodes to each other by the config's `pools` (default: both lend,
+                          to any work, idleSeconds 60, graceCapSeconds 120). Default policies:
+                          tidal,tidal+lending
+  --slurm-gpus N          the Slurm pool's GPUs (default: half the fabric; the last nodes in
+                          topology order)
+  --slurm-from T, --slurm-to T  the Slurm trace's window (default: --from, --to)
 Cluster and policies
   --config FILE           engine config (topology levels, queues, profile), as tidal-engine loads it;
                           without queues: one queue per trace queue (Philly: virtual cluster), weight 1
@@ -42,7 +52,8 @@ Cluster and policies
   --nodes-per-domain N    nodes per NVLink domain (deepest level; default 4)
   --fanout A,B            children per vertex below the outermost level, outermost first
                           (default 4,8: 4 leaves per block, 8 NVLink domains per leaf)
-  --policy P              tidal (default) | fifo | easy-backfill | kube-default | all | a,b,...
+  --policy P              tidal (default) | fifo | easy-backfill | kube-default | tidal+lending
+                          (two pools) | all | a,b,...
 Output
   --out FILE              metrics of every policy as JSON
   --report DIR            DIR/report.md (tables), DIR/metrics.json and PNG plots (python3 +
@@ -114,7 +125,7 @@ int Sim(const Args& args) {
   if (!flags.Parse({"--trace", "--format", "--on-bad-row", "--from", "--to", "--max-jobs", "--load-scale",
                     "--limit-factor", "--config", "--topology", "--gpus", "--gpus-per-node", "--nodes-per-domain",
                     "--fanout", "--policy", "--out", "--report", "--plot-script", "--sample-interval", "--timing",
-                    "--tidal-shortcuts"})) {
+                    "--tidal-shortcuts", "--slurm-trace", "--slurm-gpus", "--slurm-from", "--slurm-to"})) {
     std::cerr << kSimUsage;
     return 2;
   }
@@ -150,8 +161,11 @@ int Sim(const Args& args) {
     std::cerr << "tidalctl sim: --tidal-shortcuts: expected on or off\n";
     return 2;
   }
-  auto policies = sim::ParsePolicies(flags.Get("--policy", "tidal"));
+  const std::string slurm_file = flags.Get("--slurm-trace");
+  const bool two_pools = !slurm_file.empty();
+  auto policies = sim::ParsePolicies(flags.Get("--policy", two_pools ? std::string("tidal,") + sim::kLendingPolicyName : "tidal"));
   if (!policies.ok()) return std::cerr << "tidalctl sim: " << policies.status().Message() << "\n", 2;
+  if (two_pools && flags.Get("--policy") == "all") policies->push_back(sim::kLendingPolicyName);
 
   // Config: levels, queues, profile.
   EngineConfig cfg;
@@ -210,10 +224,44 @@ int Sim(const Args& args) {
     std::cerr << "tidalctl sim: " << trace->bad_rows.size() << " malformed row(s) skipped (--on-bad-row=fail refuses them)\n";
   }
   if (trace->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << trace_file << "\n", 1;
+  std::vector<sim::SimJob> jobs = trace->jobs;
+  nlohmann::json pools_input;
+  if (two_pools) {
+    sim::TraceOptions so = to;
+    so.from = flags.Get("--slurm-from", to.from);
+    so.to = flags.Get("--slurm-to", to.to);
+    auto st = sim::LoadTrace(slurm_file, so);
+    if (!st.ok()) return std::cerr << st.status().Message() << "\n", 1;
+    for (const auto& b : st->bad_rows) std::cerr << b.message << "\n";
+    if (st->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << slurm_file << "\n", 1;
+    for (auto j : st->jobs) {  // the Slurm door's, with ids of their own
+      j.w.front_door = FrontDoor::kSlurm;
+      j.w.id = "slurm/" + j.w.id;
+      jobs.push_back(std::move(j));
+    }
+    int64_t total = 0;
+    for (const auto& n : fabric->nodes()) total += n.capacity.gpus;
+    int64_t slurm_gpus = total / 2;
+    if (!ParseInt64("--slurm-gpus", flags.Get("--slurm-gpus", std::to_string(slurm_gpus)), 1, total, &slurm_gpus)) return 2;
+    if (Status s = sim::SplitPools(*fabric, slurm_gpus); !s.ok()) return std::cerr << "tidalctl sim: " << s.Message() << "\n", 2;
+    int64_t pool_gpus[2] = {0, 0};
+    for (const auto& n : fabric->nodes()) pool_gpus[n.pool == Pool::kSlurm ? 1 : 0] += n.capacity.gpus;
+    pools_input = {{"slurm_trace", slurm_file + " (" + st->format + ")"},
+                   {"slurm_jobs", static_cast<int64_t>(st->jobs.size())},
+                   {"malformed_rows", static_cast<int64_t>(st->bad_rows.size())},
+                   {"kubernetes_gpus", pool_gpus[0]},
+                   {"slurm_gpus", pool_gpus[1]}};
+    if (!so.from.empty() || !so.to.empty()) pools_input["slurm_window"] = "[" + so.from + ", " + so.to + ")";
+  } else {
+    for (const char* f : {"--slurm-gpus", "--slurm-from", "--slurm-to"}) {
+      if (!flags.Get(f).empty()) return std::cerr << "tidalctl sim: " << f << " needs --slurm-trace\n", 2;
+    }
+  }
 
   sim::ReplaySpec spec;
   spec.fabric = &*fabric;
-  spec.jobs = &trace->jobs;
+  spec.jobs = &jobs;
+  if (!cfg.pools.empty()) spec.lending = cfg.pools;
   spec.queues = cfg.queues;
   spec.profile = cfg.profile;
   spec.tidal_shortcuts = shortcuts == "on";
@@ -225,7 +273,7 @@ int Sim(const Args& args) {
 
   nlohmann::json input;
   input["trace"] = trace_file + " (" + trace->format + ")";
-  input["jobs"] = static_cast<int64_t>(trace->jobs.size());
+  input["jobs"] = static_cast<int64_t>(jobs.size());
   input["rows"] = trace->rows;
   input["malformed_rows"] = static_cast<int64_t>(trace->bad_rows.size());
   input["outside_window"] = trace->outside_window;
@@ -245,13 +293,23 @@ int Sim(const Args& args) {
   input["tidal_profile"] = cfg.profile.name + " (" + plugins + "; backfill depth " +
                            std::to_string(cfg.profile.backfill.depth) + ")";
 
+  if (two_pools) {
+    std::string lending;
+    for (const auto& l : spec.lending) {
+      lending += std::string(lending.empty() ? "" : "; ") + std::string(PoolName(l.owner)) + (l.lend ? " lends" : " keeps") +
+                 " to " + (l.preemptible_only ? "preemptible" : "any") + " work, keep " + std::to_string(l.keep_nodes) +
+                 ", idle " + std::to_string(l.idle_s) + " s, grace cap " + std::to_string(l.grace_cap_s) + " s";
+    }
+    pools_input["lending"] = lending + (cfg.pools.empty() ? " (default)" : " (from " + flags.Get("--config") + ")");
+    input["pools"] = pools_input;
+  }
   nlohmann::json doc;
   doc["input"] = input;
   doc["policies"] = nlohmann::json::array();
   sim::MetricsOptions mopts;
   mopts.timing = timing == "on";
   for (const auto& p : *policies) {
-    std::cerr << "tidalctl sim: replaying " << trace->jobs.size() << " jobs under " << p << " ...\n";
+    std::cerr << "tidalctl sim: replaying " << jobs.size() << " jobs under " << p << " ...\n";
     auto m = sim::RunPolicy(spec, p, mopts);
     if (!m.ok()) return std::cerr << "tidalctl sim: " << p << ": " << m.status().Message() << "\n", 1;
     if (mopts.timing) {

@@ -41,7 +41,7 @@ struct Node {
   Resources allocated;
   NodeHealth health = NodeHealth::kReady;
   Pool pool = Pool::kShared;
-  // A node its owner pool lends to the other door (engine/lending.h): pool is the borrower's and
+  // A node its owner pool lends to the other door (core/state/lending.h): pool is the borrower's and
   // lent_by the owner; the borrower's work may use it only if preemptible when lent_preemptible_only.
   Pool lent_by = Pool::kShared;
   bool lent_preemptible_only = false;

@@ -105,7 +105,7 @@ class ShapeCache {
     int64_t ends_bucket = 0;  // reservations it would have to respect (see ScheduleOne)
     std::string constraints;  // Workload::constraints_sig: which nodes it may use
     std::vector<PlacementConstraints::ModelCap> model_caps;  // per-model quota (PreFilter)
-    bool preemptible = false;  // lent nodes may take only preemptible work (engine/lending.h)
+    bool preemptible = false;  // lent nodes may take only preemptible work (core/state/lending.h)
     bool operator==(const Key&) const = default;
   };
   const Status* Find(const Key& k) const;

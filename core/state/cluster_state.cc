@@ -267,6 +267,13 @@ void ClusterState::SetHealth(NodeId n, NodeHealth h) {
   NodeShareChanged(n, before);
 }
 
+void ClusterState::SetPool(NodeId n, Pool pool, Pool lent_by, bool lent_preemptible_only) {
+  Node& node = nodes_[static_cast<size_t>(n)];
+  node.pool = pool;
+  node.lent_by = lent_by;
+  node.lent_preemptible_only = lent_preemptible_only;
+}
+
 void ClusterState::CountPreemptible(const Workload& w, int64_t members) {
   if (!w.preemptible || w.per_member.gpus <= 0) return;
   const int64_t gpus = w.per_member.gpus * members;

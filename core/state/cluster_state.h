@@ -105,6 +105,9 @@ class ClusterState {
   void Allocate(NodeId n, const Resources& r);
   void Release(NodeId n, const Resources& r);
   void SetHealth(NodeId n, NodeHealth h);
+  // Which door's work the node takes (a loan changes it: core/state/lending.h). The aggregates do
+  // not depend on pools (placement checks each node's pool).
+  void SetPool(NodeId n, Pool pool, Pool lent_by, bool lent_preemptible_only);
 
   // Running workloads.
   const std::unordered_map<std::string, Allocation>& running() const { return running_; }

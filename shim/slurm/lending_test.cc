@@ -1,4 +1,4 @@
-// tidal-slurm and pools lending (engine/lending.h): a Slurm node the engine lends to Kubernetes is
+// tidal-slurm and pools lending (core/state/lending.h): a Slurm node the engine lends to Kubernetes is
 // drained in Slurm ("tidal: lent to kubernetes") so no Slurm job lands there, stays in service for
 // the engine while drained so, and is undrained before the Slurm job that reclaimed it is released
 // onto it; an admin's drain is never lifted.

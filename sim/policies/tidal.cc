@@ -45,6 +45,7 @@ Status TidalPolicy::Prepare(Simulator& sim) {
       postfilter_known_ = false;
     }
   }
+  for (const auto& n : sim.state().nodes()) pooled_ = pooled_ || n.pool != Pool::kShared || n.lent_by != Pool::kShared;
   if (ledger_ == nullptr) return Status::Ok();
   const QueueTree& tree = ledger_->tree();
   ResVec cap(static_cast<size_t>(tree.resources()), 0);
@@ -188,14 +189,24 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
   // reserved; one that ends before may use them all. `base` counts the members usable by any job,
   // `by_start` the extra members on reserved nodes by reservation start (descending, running sums).
   caps_.clear();
-  auto cap_for = [&](int64_t g) -> const GpuCaps& {
+  auto admits = [&](const Node& n, FrontDoor door, bool preemptible) {
+    return !pooled_ || (PoolAdmits(n.pool, door) && (preemptible || !n.lent_preemptible_only));
+  };
+  auto cap_for = [&](int64_t g, FrontDoor door, bool preemptible) -> const GpuCaps& {
     for (const auto& c : caps_) {
-      if (c.g == g) return c;
+      if (c.g == g && (!pooled_ || (c.door == door && c.preemptible == preemptible))) return c;
     }
     GpuCaps c;
     c.g = g;
-    c.base = state.MemberCapacity(state.root(), g);
+    c.door = door;
+    c.preemptible = preemptible;
+    if (!pooled_) {
+      c.base = state.MemberCapacity(state.root(), g);
+    } else {
+      for (const auto& n : state.nodes()) c.base += admits(n, door, preemptible) ? std::max<int64_t>(0, n.FreeGpus()) / g : 0;
+    }
     for (const auto& rn : reserved_nodes_) {
+      if (!admits(state.node(rn.node), door, preemptible)) continue;
       const int64_t free = std::max<int64_t>(0, state.node(rn.node).FreeGpus());
       const int64_t m = free / g - std::max<int64_t>(0, free - rn.gpus) / g;
       if (m <= 0) continue;
@@ -204,13 +215,17 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
     }
     // Members that fit on the empty fabric: the most a reservation search (which releases all
     // running work and every reservation by its expected end) can find.
+    // With pools not cached: loans change pools and health between cycles.
     auto e = std::find_if(empty_caps_.begin(), empty_caps_.end(), [g](const auto& x) { return x.first == g; });
-    if (e == empty_caps_.end()) {
-      int64_t m = 0;
-      for (const auto& n : state.nodes()) m += n.Schedulable() ? n.capacity.gpus / g : 0;
-      e = empty_caps_.insert(empty_caps_.end(), {g, m});
+    if (pooled_ || e == empty_caps_.end()) {
+      c.reservable = 0;
+      for (const auto& n : state.nodes()) {
+        c.reservable += n.Schedulable() && admits(n, door, preemptible) ? n.capacity.gpus / g : 0;
+      }
+      if (!pooled_) empty_caps_.emplace_back(g, c.reservable);
+    } else {
+      c.reservable = e->second;
     }
-    c.reservable = e->second;
     std::sort(c.by_start.begin(), c.by_start.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t i = 1; i < c.by_start.size(); ++i) c.by_start[i].second += c.by_start[i - 1].second;
     caps_.push_back(std::move(c));
@@ -224,7 +239,7 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
       active_.push_back(items_[i]);
       continue;
     }
-    const GpuCaps& c = cap_for(g);
+    const GpuCaps& c = cap_for(g, w.front_door, w.preemptible);
     if (can_reserve && w.TotalGpus() >= reserve_from && c.reservable >= std::max(1, w.min_members)) {
       active_.push_back(items_[i]);
       continue;

@@ -34,6 +34,7 @@
 //      (ClusterState::RemoveRunning, QuotaLedger::Uncharge), the book restored, and the prefix
 //      grows up to the first (free GPUs + reservations left + 8) jobs that were not inert; up to
 //      the whole queue.
+//      With pools (sim/lending.h) the bounds count only the nodes the job's door may use.
 //   3. no futile victim searches: such cycles run on a second Scheduler over the same profile
 //      spec and ledger with SchedulerOptions::max_postfilter_attempts = 0; PostFilter could only
 //      have failed, so the decisions are the same.
@@ -71,6 +72,7 @@ class TidalPolicy final : public Policy {
   void AdvanceTo(Simulator& sim, int64_t t) override;
   void Schedule(Simulator& sim, const Changes& changes) override;
   void OnComplete(Simulator& sim, JobId j) override;
+  void OnEvicted(Simulator& sim, JobId j) override { OnComplete(sim, j); }  // the charge goes
 
   // Turns the exact shortcuts off (every cycle over the whole queue, with PostFilter), e.g. to
   // check them.
@@ -94,6 +96,8 @@ class TidalPolicy final : public Policy {
   };
   struct GpuCaps {
     int64_t g = 0, base = 0;
+    FrontDoor door = FrontDoor::kKubernetes;  // with pools: the nodes this door's work may use
+    bool preemptible = false;                 // (and, on nodes lent to preemptible work only, its own)
     int64_t reservable = 0;  // members that fit on the empty fabric
     std::vector<std::pair<int64_t, int64_t>> by_start;  // (reservation start, running sum of members)
   };
@@ -130,6 +134,9 @@ class TidalPolicy final : public Policy {
   std::vector<JobId> holders_;
   std::vector<GpuCaps> caps_;
   std::vector<std::pair<int64_t, int64_t>> empty_caps_;  // (member GPUs, members on the empty fabric)
+  // The fabric has pools (sim/lending.h): the bounds count only the nodes a job's door may use,
+  // and nodes change hands between cycles (nothing about them is cached across cycles).
+  bool pooled_ = false;
   int64_t shape_cache_hits_ = 0;
 };
 

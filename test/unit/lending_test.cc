@@ -1,10 +1,10 @@
-// PoolLending (engine/lending.h), the rules alone: idle hysteresis, the nodes a pool keeps, the
+// PoolLending (core/state/lending.h), the rules alone: idle hysteresis, the nodes a pool keeps, the
 // owner's own demand before any loan, reclaim on the owner's demand (least borrower work lost
 // first), return only once the borrowers are gone, idle loans going back; and the config's errors.
 // Threading: single-threaded.
 #include <gtest/gtest.h>
 
-#include "engine/lending.h"
+#include "core/state/lending.h"
 
 namespace tidal {
 namespace {

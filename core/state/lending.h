@@ -20,7 +20,10 @@
 // Config (engine config `pools`):
 //   pools:
 //     slurm: {lend: true, keep: 2, to: preemptible, idleSeconds: 60, graceCapSeconds: 120}
-// Threading: PoolLending is plain data owned by Engine and guarded by Engine::mu_ (engine.h).
+// Used by tidal-engine (engine/engine_lending.cc) and by the simulator's lending driver
+// (sim/lending.h): the same rules in both.
+// Threading: PoolLending is plain data with one owner: the Engine, under Engine::mu_ (engine.h), or
+// one simulator run.
 #pragma once
 
 #include <cstdint>
@@ -94,6 +97,10 @@ class PoolLending {
   std::vector<Change> Step(const std::vector<NodeFacts>& facts, Demand demand, int64_t now,
                            const std::vector<LendingPolicy>& policies);
   const Loan* Find(const std::string& node) const;
+  // The earliest time after `now` at which Step could change something with no new facts: an
+  // idle clock (an unlent idle node, or an unused loan) reaching its pool's idleSeconds.
+  // INT64_MAX if none.
+  int64_t NextDue(const std::vector<NodeFacts>& facts, int64_t now, const std::vector<LendingPolicy>& policies) const;
   const std::map<std::string, Loan>& loans() const { return loans_; }
   // Node events of the changes (reason TidalNodeLent, TidalNodeReclaimed, TidalNodeReturned),
   // kept until taken, at most kMaxEvents (the oldest dropped).
@@ -111,5 +118,10 @@ class PoolLending {
   std::map<std::string, int64_t> idle_since_;  // unlent owner nodes: idle since
   std::vector<Event> events_;
 };
+
+// How node `n` looks while `loan` lends it: the borrower door's pool, lent_by its owner, only
+// preemptible work by policy, and no new work (kDraining) while it is reclaimed. A node of
+// another pool than the loan's owner is returned unchanged.
+Node LentView(const PoolLending::Loan& loan, Node n);
 
 }  // namespace tidal

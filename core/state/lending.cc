@@ -1,6 +1,6 @@
-// Pools that lend and reclaim nodes (see lending.h). Threading: plain data owned by Engine under
-// its mu_; DecodeLending is a pure function.
-#include "engine/lending.h"
+// Pools that lend and reclaim nodes (see lending.h). Threading: plain data with one owner (the
+// Engine under its mu_, or one simulator run); DecodeLending and LentView are pure functions.
+#include "core/state/lending.h"
 
 #include <algorithm>
 
@@ -78,6 +78,35 @@ Status DecodeLending(const nlohmann::json& j, std::vector<LendingPolicy>* out) {
 const PoolLending::Loan* PoolLending::Find(const std::string& node) const {
   auto it = loans_.find(node);
   return it == loans_.end() ? nullptr : &it->second;
+}
+
+int64_t PoolLending::NextDue(const std::vector<NodeFacts>& facts, int64_t now,
+                             const std::vector<LendingPolicy>& policies) const {
+  int64_t due = INT64_MAX;
+  for (const auto& f : facts) {
+    const LendingPolicy* pol = PolicyOf(policies, f.owner);
+    if (pol == nullptr) continue;
+    int64_t since = 0;
+    if (auto l = loans_.find(f.name); l != loans_.end()) {
+      if (l->second.reclaim_since_s > 0 || l->second.idle_since_s == 0) continue;
+      since = l->second.idle_since_s;
+    } else if (auto i = idle_since_.find(f.name); i != idle_since_.end()) {
+      since = i->second;
+    } else {
+      continue;
+    }
+    if (since + pol->idle_s > now) due = std::min(due, since + pol->idle_s);
+  }
+  return due;
+}
+
+Node LentView(const PoolLending::Loan& loan, Node n) {
+  if (n.pool != loan.owner) return n;
+  n.pool = BorrowerDoor(loan.owner) == FrontDoor::kSlurm ? Pool::kSlurm : Pool::kKubernetes;
+  n.lent_by = loan.owner;
+  n.lent_preemptible_only = loan.preemptible_only;
+  if (loan.reclaim_since_s > 0 && n.Schedulable()) n.health = NodeHealth::kDraining;
+  return n;
 }
 
 void PoolLending::RecordEvent(Event e) {
