@@ -102,10 +102,9 @@ void LendingDriver::EvictDue(Simulator& sim, bool* changed) {
   }
   std::sort(victims.begin(), victims.end());  // deterministic: by job index
   for (const auto& [j, door] : victims) {
-    const JobRecord& r = sim.record(j);
-    const double lost = static_cast<double>(r.gpus) * static_cast<double>(sim.now() - r.start_s);
+    const double before = sim.record(j).lost_gpu_seconds;
     if (!sim.Evict(j).ok()) continue;
-    pools_[door].lost_gpu_s += lost;
+    pools_[door].lost_gpu_s += sim.record(j).lost_gpu_seconds - before;
     ++pools_[door].evictions;
     *changed = true;
   }

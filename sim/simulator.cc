@@ -68,6 +68,12 @@ void Simulator::RemovePendingCounters(JobId j) {
   if (w.preemptible) dec(door[1], w.TotalGpus());
 }
 
+int64_t Simulator::DeclaredEnd(JobId j) const {
+  const JobRecord& r = records_[j];
+  const int64_t limit = jobs_[j].w.runtime_limit_s;
+  return r.start_s + (limit > 0 ? std::max<int64_t>(1, limit - r.saved_s) : r.end_s - r.start_s);
+}
+
 void Simulator::CountDoor(JobId j, int64_t gpus) { door_running_[static_cast<size_t>(jobs_[j].w.front_door)] += gpus; }
 
 void Simulator::Locality(JobId j, const std::vector<MemberAssignment>& a) {
@@ -108,8 +114,9 @@ void Simulator::Started(JobId j, const std::vector<MemberAssignment>& assignment
   r.members = placed;
   r.gpus = job.w.per_member.gpus * placed;
   r.start_s = now_;
-  int64_t run = job.duration_s;
-  const int64_t limit = job.w.runtime_limit_s;
+  // What is left of its work and of its limit after what earlier runs checkpointed.
+  int64_t run = std::max<int64_t>(1, job.duration_s - r.saved_s);
+  const int64_t limit = job.w.runtime_limit_s > 0 ? std::max<int64_t>(1, job.w.runtime_limit_s - r.saved_s) : 0;
   r.killed_at_limit = limit > 0 && run > limit;
   if (r.killed_at_limit) run = limit;
   r.end_s = now_ + run;
@@ -160,11 +167,19 @@ void Simulator::Evicted(JobId j, int32_t members) {
   }
   ++r.preemptions;
   running_preemptible_ -= job.w.preemptible ? 1 : 0;
-  // No checkpoints in the traces: all work since the start is lost and the job restarts from scratch.
-  r.lost_gpu_seconds += static_cast<double>(r.gpus) * static_cast<double>(now_ - r.start_s);
-  const int64_t limit = job.w.runtime_limit_s;
   ends_.erase({r.end_s, j});
-  declared_ends_.erase({r.start_s + (limit > 0 ? limit : r.end_s - r.start_s), j});
+  declared_ends_.erase({DeclaredEnd(j), j});
+  // The work since its last checkpoint is lost (all of it without checkpoints; none when it
+  // checkpoints on notice: evictions come with notice); the next run resumes from there.
+  const int64_t ran = now_ - r.start_s;
+  int64_t kept = 0;
+  if (job.w.checkpoints_on_notice) {
+    kept = ran;
+  } else if (job.w.checkpoint_interval_s > 0) {
+    kept = ran / job.w.checkpoint_interval_s * job.w.checkpoint_interval_s;
+  }
+  r.lost_gpu_seconds += static_cast<double>(r.gpus) * static_cast<double>(ran - kept);
+  r.saved_s += kept;
   allocated_gpus_ -= r.gpus;
   queue_running_[q] -= r.gpus;
   CountDoor(j, -r.gpus);
@@ -263,8 +278,7 @@ void Simulator::Complete(int64_t t, Changes* ch) {
     const JobId j = ends_.begin()->second;
     ends_.erase(ends_.begin());
     JobRecord& r = records_[j];
-    const int64_t limit = jobs_[j].w.runtime_limit_s;
-    declared_ends_.erase({r.start_s + (limit > 0 ? limit : r.end_s - r.start_s), j});
+    declared_ends_.erase({DeclaredEnd(j), j});
     (void)state_.RemoveRunning(r.id);
     r.state = JobState::kDone;
     running_preemptible_ -= jobs_[j].w.preemptible ? 1 : 0;

@@ -9,7 +9,9 @@
 // (a fabric whose nodes belong to the two doors, sim/lending.h) the lending driver then steps the
 // engine's lending rules; when nodes changed hands or borrowers were evicted the policy runs again. A started job runs for its actual duration
 // (its declared runtime limit is only what schedulers see); a job whose duration exceeds its
-// declared limit is killed at the limit, as Slurm does. The replay ends when no event is left:
+// declared limit is killed at the limit, as Slurm does. An evicted job loses the work since its
+// last checkpoint (Workload::checkpoint_interval_s; none if it checkpoints on notice, all if it
+// never checkpoints) and its next run does only what is left. The replay ends when no event is left:
 // jobs still pending then (e.g. a deadlock of partly placed gangs) are reported as unfinished.
 //
 // Deterministic: same input, same output. Jobs are indexed in submission order, the pending queue
@@ -57,6 +59,7 @@ struct JobRecord {
   bool killed_at_limit = false;
   int32_t preemptions = 0;   // times it was evicted (and requeued)
   double lost_gpu_seconds = 0;
+  int64_t saved_s = 0;       // work kept by checkpoints over its evictions (the next run resumes)
   int64_t first_reservation_s = -1;  // EASY: the first reservation made for it as the head job
   std::string last_reason;
 };
@@ -181,6 +184,7 @@ class Simulator {
   void AddPending(JobId j);
   void RemovePendingCounters(JobId j);
   void CountDoor(JobId j, int64_t gpus);
+  int64_t DeclaredEnd(JobId j) const;  // start + what is left of its declared limit
   // The policy's passes at the current time (evictions requeue jobs and get another pass).
   void Passes(Changes ch);
   void Requeue();

@@ -43,6 +43,10 @@ Two pools (docs/simulator.md, "Two pools")
   --slurm-gpus N          the Slurm pool's GPUs (default: half the fabric; the last nodes in
                           topology order)
   --slurm-from T, --slurm-to T  the Slurm trace's window (default: --from, --to)
+  --checkpoint C          how --trace's jobs that declare none checkpoint: none (default: an evicted
+                          job loses all its work), notice (it checkpoints on notice and loses none)
+                          or a duration ("30m": it loses the work since its last periodic checkpoint)
+  --slurm-checkpoint C    the same for --slurm-trace's jobs
 Cluster and policies
   --config FILE           engine config (topology levels, queues, profile), as tidal-engine loads it;
                           without queues: one queue per trace queue (Philly: virtual cluster), weight 1
@@ -106,6 +110,29 @@ std::string FindPlotScript(const std::string& flag_value) {
   return "";
 }
 
+// --checkpoint: none | notice | a duration; applied to the jobs that declare no checkpointing.
+bool ApplyCheckpoint(const std::string& flag, const std::string& v, std::vector<sim::SimJob>::iterator begin,
+                     std::vector<sim::SimJob>::iterator end) {
+  bool notice = false;
+  int64_t every = 0;
+  if (v == "notice") {
+    notice = true;
+  } else if (v != "none") {
+    auto d = ParseDurationSeconds(v, flag);
+    if (!d.ok() || *d <= 0) {
+      std::cerr << "tidalctl sim: " << flag << ": expected none, notice or a positive duration, got \"" << v << "\"\n";
+      return false;
+    }
+    every = *d;
+  }
+  for (auto it = begin; it != end; ++it) {
+    if (it->w.checkpoints_on_notice || it->w.checkpoint_interval_s > 0) continue;
+    it->w.checkpoints_on_notice = notice;
+    it->w.checkpoint_interval_s = every;
+  }
+  return true;
+}
+
 std::string Quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -125,7 +152,8 @@ int Sim(const Args& args) {
   if (!flags.Parse({"--trace", "--format", "--on-bad-row", "--from", "--to", "--max-jobs", "--load-scale",
                     "--limit-factor", "--config", "--topology", "--gpus", "--gpus-per-node", "--nodes-per-domain",
                     "--fanout", "--policy", "--out", "--report", "--plot-script", "--sample-interval", "--timing",
-                    "--tidal-shortcuts", "--slurm-trace", "--slurm-gpus", "--slurm-from", "--slurm-to"})) {
+                    "--tidal-shortcuts", "--slurm-trace", "--slurm-gpus", "--slurm-from", "--slurm-to", "--checkpoint",
+                    "--slurm-checkpoint"})) {
     std::cerr << kSimUsage;
     return 2;
   }
@@ -225,6 +253,7 @@ int Sim(const Args& args) {
   }
   if (trace->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << trace_file << "\n", 1;
   std::vector<sim::SimJob> jobs = trace->jobs;
+  if (!ApplyCheckpoint("--checkpoint", flags.Get("--checkpoint", "none"), jobs.begin(), jobs.end())) return 2;
   nlohmann::json pools_input;
   if (two_pools) {
     sim::TraceOptions so = to;
@@ -234,10 +263,15 @@ int Sim(const Args& args) {
     if (!st.ok()) return std::cerr << st.status().Message() << "\n", 1;
     for (const auto& b : st->bad_rows) std::cerr << b.message << "\n";
     if (st->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << slurm_file << "\n", 1;
+    const size_t first_slurm = jobs.size();
     for (auto j : st->jobs) {  // the Slurm door's, with ids of their own
       j.w.front_door = FrontDoor::kSlurm;
       j.w.id = "slurm/" + j.w.id;
       jobs.push_back(std::move(j));
+    }
+    if (!ApplyCheckpoint("--slurm-checkpoint", flags.Get("--slurm-checkpoint", "none"),
+                         jobs.begin() + static_cast<std::ptrdiff_t>(first_slurm), jobs.end())) {
+      return 2;
     }
     int64_t total = 0;
     for (const auto& n : fabric->nodes()) total += n.capacity.gpus;
@@ -253,7 +287,7 @@ int Sim(const Args& args) {
                    {"slurm_gpus", pool_gpus[1]}};
     if (!so.from.empty() || !so.to.empty()) pools_input["slurm_window"] = "[" + so.from + ", " + so.to + ")";
   } else {
-    for (const char* f : {"--slurm-gpus", "--slurm-from", "--slurm-to"}) {
+    for (const char* f : {"--slurm-gpus", "--slurm-from", "--slurm-to", "--slurm-checkpoint"}) {
       if (!flags.Get(f).empty()) return std::cerr << "tidalctl sim: " << f << " needs --slurm-trace\n", 2;
     }
   }
@@ -281,6 +315,8 @@ int Sim(const Args& args) {
   if (!to.from.empty() || !to.to.empty()) input["window"] = "[" + to.from + ", " + to.to + ")";
   if (to.max_jobs > 0) input["max_jobs"] = to.max_jobs;
   input["load_scale"] = to.load_scale;
+  input["checkpoint"] = flags.Get("--checkpoint", "none") +
+                        (two_pools ? " (slurm trace: " + flags.Get("--slurm-checkpoint", "none") + ")" : "");
   input["runtime_estimate"] = "declared limit = actual duration x " + flags.Get("--limit-factor", "2") +
                               " (rounded up) unless the row declares one";
   input["fabric"] = fabric_desc;

@@ -185,6 +185,40 @@ TEST_F(LendingTest, BorrowerWorkOnAnOwnerNodeWithoutALoanIsAdoptedAndReclaimedLi
   EXPECT_EQ(Of(Step(0, 32), Kind::kReturned), (std::vector<std::string>{"s2"}));
 }
 
+TEST_F(LendingTest, NextDueIsTheEarliestIdleClockStillToExpire) {
+  EXPECT_EQ(lending_.NextDue(nodes_, now_, {policy_}), INT64_MAX) << "no idle clock started yet";
+  Step(8);  // idle clocks start at 1000
+  EXPECT_EQ(lending_.NextDue(nodes_, now_, {policy_}), 1060);
+  now_ = 1060;
+  EXPECT_EQ(Of(Step(8), Kind::kLent).size(), 1u);
+  // The loan is unused from 1060 (its idle clock), the other nodes' clocks expired: nothing due
+  // after 1060 but the loan's own, at 1120.
+  Step(8);
+  EXPECT_EQ(lending_.NextDue(nodes_, now_, {policy_}), 1120);
+  EXPECT_EQ(lending_.NextDue(nodes_, 1120, {policy_}), INT64_MAX) << "only times after now";
+  EXPECT_EQ(lending_.NextDue(nodes_, now_, {}), INT64_MAX) << "no policy: nothing is due";
+}
+
+TEST(LentView, ALentNodeIsTheBorrowersAndAReclaimedOneTakesNoNewWork) {
+  Node n;
+  n.name = "s0";
+  n.pool = Pool::kSlurm;
+  PoolLending::Loan loan;
+  loan.owner = Pool::kSlurm;
+  loan.preemptible_only = true;
+  Node v = LentView(loan, n);
+  EXPECT_EQ(v.pool, Pool::kKubernetes);
+  EXPECT_EQ(v.lent_by, Pool::kSlurm);
+  EXPECT_TRUE(v.lent_preemptible_only);
+  EXPECT_EQ(v.health, NodeHealth::kReady);
+  loan.reclaim_since_s = 5;
+  EXPECT_EQ(LentView(loan, n).health, NodeHealth::kDraining);
+  n.health = NodeHealth::kUnhealthy;
+  EXPECT_EQ(LentView(loan, n).health, NodeHealth::kUnhealthy) << "an unhealthy node stays unhealthy";
+  n.pool = Pool::kKubernetes;  // not the loan's owner pool: unchanged
+  EXPECT_EQ(LentView(loan, n).lent_by, Pool::kShared);
+}
+
 TEST(LendingConfig, DecodesAPolicyAndNamesTheFieldOfABadOne) {
   std::vector<LendingPolicy> out;
   ASSERT_TRUE(DecodeLending(nlohmann::json::parse(

@@ -147,6 +147,26 @@ TEST(SimLending, OwnerDemandReclaimsWithNoticeAndLeastWorkLostFirst) {
   EXPECT_FALSE(r.both_sides);
 }
 
+TEST(SimLending, CheckpointsBoundTheWorkAReclaimLoses) {
+  const ClusterState fabric = Pools(3, 2);
+  for (const int64_t every : {int64_t{0}, int64_t{200}}) {
+    std::vector<SimJob> jobs = Backlog();
+    for (auto& j : jobs) {
+      j.w.checkpoints_on_notice = every == 0;
+      j.w.checkpoint_interval_s = every;
+    }
+    jobs.push_back(Job("s0", kSlurm, 8, 500, 300));
+    Replayed r = Replay1(fabric, jobs, kLendingPolicyName);
+    // Evicted at 620 after 560 s: on notice it keeps all of it; every 200 s it keeps 400 s.
+    const double lost = every == 0 ? 0.0 : 8.0 * 160;
+    EXPECT_NEAR(r.pool("slurm")["lost_gpu_hours"].get<double>(), lost / 3600, 1e-3) << every;
+    const JobRecord& victim = r.rec("k1").preemptions > 0 ? r.rec("k1") : r.rec("k2");
+    EXPECT_EQ(victim.saved_s, every == 0 ? 560 : 400);
+    EXPECT_EQ(victim.end_s - victim.start_s, 1000 - victim.saved_s);  // the rest of its work
+    EXPECT_EQ(r.m["jobs"]["completed"], 5);
+  }
+}
+
 TEST(SimLending, BorrowerEndingWithinTheGraceCapFinishesInstead) {
   const ClusterState fabric = Pools(2, 1);
   // k1 borrows the Slurm node from 60 and declares 100 s; Slurm's job at 100 waits for it to end

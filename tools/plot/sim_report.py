@@ -9,6 +9,8 @@ Writes into OUT_DIR:
                           policy (kube-default's partly placed gangs also drawn alone, dashed)
   queue_shares.png        GPUs allocated per queue (stacked, fraction of capacity) over time,
                           one panel per policy
+  pools.png               with two pools (--slurm-trace): each door's allocated GPUs and the GPUs
+                          lent between the pools over time, one panel per policy
 Needs matplotlib (Debian: python3-matplotlib, installed by `make deps`). No other dependency.
 """
 import json
@@ -151,6 +153,32 @@ def shares(policies, out, top=6):
     save(fig, out)
 
 
+def pools(policies, out, hours=1.0):
+    ps = [p for p in policies if (p.get("series") or {}).get("doors")]
+    if not ps:
+        return
+    fig, axes = plt.subplots(len(ps), 1, figsize=(9, 2.4 * len(ps) + 0.8), sharex=True, squeeze=False)
+    for ax, p in zip(axes[:, 0], ps):
+        s = p["series"]
+        t = s["t"]
+        days = [(x - t[0]) / DAY for x in t]
+        period = (t[1] - t[0]) if len(t) > 1 else 1
+        window = max(1, int(round(hours * 3600 / period)) | 1)
+        sizes = {x["pool"]: x["gpus"] for x in p["pools"]["pools"]}
+        for door, c in (("kubernetes", "#1f77b4"), ("slurm", "#2ca02c")):
+            ax.plot(days, smooth(s["doors"][door], window), color=c, linewidth=1.0, label=door + " door's GPUs")
+            ax.axhline(sizes.get(door, 0), color=c, linewidth=0.8, linestyle=":", alpha=0.8)
+        ax.plot(days, smooth(s["lent"], window), color="#d62728", linewidth=1.0, linestyle="--", label="GPUs lent")
+        ax.set_ylabel(p["policy"], fontsize=9)
+        ax.grid(True, alpha=0.3)
+    axes[0, 0].set_title("GPUs by door (dotted: each pool's size) and GPUs lent, %g h moving average" % hours)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    axes[-1, 0].set_xlabel("days since the first submission")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    save(fig, out)
+
+
 def main(argv):
     if len(argv) != 3:
         sys.stderr.write(__doc__)
@@ -162,6 +190,7 @@ def main(argv):
     cdf(policies, out + "/queueing_delay_cdf.png")
     allocation(policies, out + "/gpu_allocation.png")
     shares(policies, out + "/queue_shares.png")
+    pools(policies, out + "/pools.png")
     return 0
 
 
