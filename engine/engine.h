@@ -104,7 +104,7 @@ class Engine {
   // checkpoint) or EVICT (every pod, whole). Opens the disruptions due at this call first: pods
   // of this scheduler over their runtime limit (their whole gang). Preempt opens its victims'.
   std::vector<DisruptionAction> Disruptions(FrontDoor door);
-  std::vector<NodeWarningInfo> TakeNodeEvents();  // lends and reclaims, for Kubernetes node events
+  NodeLendingInfo TakeNodeLending();  // lends and reclaims: Kubernetes node events and taints
   // Gang-aware drain (engine_closes.cc): until `by_s` the nodes take only work expected to end by
   // then, from `by_s` none, until cancelled (decommission: or until the node leaves for good);
   // work that ends by `by_s` (its declared runtime limit) finishes, the rest is disrupted (cause

@@ -150,10 +150,11 @@ void Engine::LendLocked(int64_t now) {
   }
 }
 
-std::vector<NodeWarningInfo> Engine::TakeNodeEvents() {
+NodeLendingInfo Engine::TakeNodeLending() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<NodeWarningInfo> out;
-  for (auto& e : lending_.TakeEvents()) out.push_back({std::move(e.node), std::move(e.reason), std::move(e.message)});
+  NodeLendingInfo out;
+  for (auto& e : lending_.TakeEvents()) out.events.push_back({std::move(e.node), std::move(e.reason), std::move(e.message)});
+  out.lent_to_slurm = LentNodesLocked(FrontDoor::kKubernetes);
   return out;
 }
 

@@ -78,6 +78,14 @@ struct NodeInfo {
 struct NodeWarningInfo {
   std::string node, reason, message;
 };
+// What the Kubernetes door's Disruptions poll carries about lending: what happened to nodes since
+// the last poll (each event once), and the Kubernetes pool's nodes lent to Slurm now (lent or being
+// reclaimed), which tidal-scheduler taints so that no other scheduler's pods land there.
+struct NodeLendingInfo {
+  std::vector<NodeWarningInfo> events;
+  std::vector<std::string> lent_to_slurm;  // sorted
+};
+
 
 // A job the door saw finish (its own records), for the gap it may have missed (Engine::Sync).
 struct FinishedJobInfo {

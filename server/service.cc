@@ -411,12 +411,15 @@ grpc::Status EngineService::Disruptions(grpc::ServerContext*, const v1::Disrupti
       d->set_deadline_unix(a.deadline_unix);
     }
     if (*door == FrontDoor::kKubernetes) {
-      for (const auto& e : engine_.TakeNodeEvents()) {
+      NodeLendingInfo lending = engine_.TakeNodeLending();
+      for (const auto& e : lending.events) {
         v1::NodeWarning* w = resp->add_node_events();
         w->set_node(e.node);
         w->set_reason(e.reason);
         w->set_message(e.message);
       }
+      for (auto& n : lending.lent_to_slurm) resp->add_lent_to_slurm(std::move(n));
+      resp->set_lending_known(true);
     }
     ToProto(Status::Ok(), resp->mutable_status());
     return grpc::Status::OK;

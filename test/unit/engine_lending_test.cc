@@ -117,12 +117,12 @@ TEST_F(EngineLendingTest, AnIdleSlurmNodeIsLentToPreemptiblePodsOnly) {
   EXPECT_EQ(Lent(), 8) << "one node: what the borrower needed";
   // s0 has 4 free GPUs, but not for the non-preemptible pod.
   EXPECT_EQ(metrics_.pool_lends.With({"slurm", "kubernetes"}).Value(), 1);
-  auto events = engine_->TakeNodeEvents();
+  auto events = engine_->TakeNodeLending().events;
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].node, "s0");
   EXPECT_EQ(events[0].reason, "TidalNodeLent");
   EXPECT_NE(events[0].message.find("pool slurm, borrower kubernetes"), std::string::npos) << events[0].message;
-  EXPECT_TRUE(engine_->TakeNodeEvents().empty()) << "each event is taken once";
+  EXPECT_TRUE(engine_->TakeNodeLending().events.empty()) << "each event is taken once";
   PlanResult plan = engine_->PlanPod(rigid.uid);
   ASSERT_FALSE(plan.status.ok());
   EXPECT_NE(plan.status.ToString().find("lent by their owner pool to preemptible work only"), std::string::npos)
@@ -148,7 +148,7 @@ TEST_F(EngineLendingTest, SlurmsDemandReclaimsWithCappedNoticeAndItsJobStartsOnc
   EXPECT_NE(a[0].reason.find("reclaimed by its owner pool slurm"), std::string::npos) << a[0].reason;
   EXPECT_EQ(metrics_.pool_reclaims.With({"slurm", "kubernetes"}).Value(), 1);
   bool reclaimed_event = false;
-  for (const auto& e : engine_->TakeNodeEvents()) reclaimed_event = reclaimed_event || e.reason == "TidalNodeReclaimed";
+  for (const auto& e : engine_->TakeNodeLending().events) reclaimed_event = reclaimed_event || e.reason == "TidalNodeReclaimed";
   EXPECT_TRUE(reclaimed_event);
   // Nobody new lands on the node being reclaimed, not even another borrower.
   EXPECT_EQ(Run(KubePod("late", true)), "");
@@ -276,6 +276,44 @@ TEST_F(EngineLendingTest, AConfigWithoutPoolsTakesTheLoansBack) {
   auto a = Poll();
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].cause, "reclaim");
+}
+
+// The other way round: a Kubernetes pool's idle node lent to Slurm is reported for its taint
+// (TakeNodeLending().lent_to_slurm) while Slurm has it, and no longer once it is returned.
+TEST_F(EngineLendingTest, AKubernetesNodeLentToSlurmIsReportedForItsTaintUntilReturned) {
+  Start("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n"
+        "pools:\n  kubernetes: {idleSeconds: 60, graceCapSeconds: 30, to: any}\n");
+  for (FrontDoor door : {FrontDoor::kKubernetes, FrontDoor::kSlurm}) {
+    SyncBatch b;
+    NodeInfo k0 = GpuNode("k0", "l1", "v-k0");
+    k0.labels["tidal.dev/pool"] = "kubernetes";
+    b.upsert_nodes = {k0};
+    ASSERT_TRUE(Sync(b, door).ok());
+  }
+  auto lent = [&] { return engine_->TakeNodeLending().lent_to_slurm; };
+  SyncBatch busy;  // Slurm's own nodes are full
+  busy.upsert_pods = {SlurmMember("1", 0, 1, "hpc", 8, "s0"), SlurmMember("2", 0, 1, "hpc", 8, "s1")};
+  ASSERT_TRUE(Sync(busy, FrontDoor::kSlurm).ok());
+  SubmitSlurm("9", 1);
+  engine_->Admit(FrontDoor::kSlurm, 0);  // tried: no room in Slurm's pool
+  Poll();                                // (lending steps at the doors' disruption polls)
+  EXPECT_TRUE(lent().empty()) << "idle for 0 s: not lent yet";
+  now_ += 60;
+  Poll();
+  AdmitResult a = engine_->Admit(FrontDoor::kSlurm, 0);
+  ASSERT_EQ(a.admitted.size(), 1u);
+  EXPECT_EQ(a.admitted[0].nodes, std::vector<std::string>{"k0"});
+  EXPECT_EQ(lent(), std::vector<std::string>{"k0"});
+  EXPECT_EQ(lent(), std::vector<std::string>{"k0"}) << "the set, at every poll (not once like events)";
+  // The job ends; with no Slurm work waiting the unused loan goes back after idleSeconds.
+  SyncBatch done;
+  done.delete_pods = {"slurm/9#0"};
+  ASSERT_TRUE(Sync(done, FrontDoor::kSlurm).ok());
+  Poll();
+  EXPECT_EQ(lent(), std::vector<std::string>{"k0"}) << "unused for 0 s: still lent";
+  now_ += 61;
+  Poll();
+  EXPECT_TRUE(lent().empty());
 }
 
 }  // namespace

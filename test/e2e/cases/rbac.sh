@@ -4,7 +4,9 @@
 # `kubectl auth can-i --as=system:serviceaccount:tidal-system:tidal-scheduler` for everything a
 # secondary kube-scheduler with Tidal's plugin must be able to do (yes) and a list it must not
 # (no), and `can-i --list` has no wildcard. The RBAC objects are deleted again afterwards.
-# Also: the security settings of deploy/base and of deploy/overlays/mtls (server-side dry run).
+# Also: the ValidatingAdmissionPolicy that narrows its node updates to its lent-node taint
+# (deploy/base/node-taint-policy.yaml), and the security settings of deploy/base and of
+# deploy/overlays/mtls (server-side dry run).
 MORE_CASES+=(rbac)
 
 RBAC_SA=system:serviceaccount:tidal-system:tidal-scheduler
@@ -27,6 +29,38 @@ rbac_sar() {
   [ "${got:-false}" = "$1" ] || { e2e_log "  SubjectAccessReview $2 $4.$3: allowed=${got:-error}, want $1"; return 1; }
 }
 
+# rbac_replace_node NODE PYTHON: updates NODE (PUT, as `update nodes` is all it may do) as the service
+# account after PYTHON changed the JSON object `n`; prints the API server's answer.
+rbac_replace_node() {
+  k get node "$1" -o json | python3 -c "import json, sys, time; n = json.load(sys.stdin); $2; print(json.dumps(n))" |
+    k replace --as="$RBAC_SA" -f - 2>&1 || true  # refused: the answer is the output
+}
+
+# The ValidatingAdmissionPolicy of deploy/base/node-taint-policy.yaml narrows tidal-scheduler's node
+# updates to its taint tidal.dev/lent-to=slurm:NoSchedule: adding and removing it is allowed, a
+# label, another taint or another value of it is refused.
+rbac_node_taint_policy() {
+  local node out
+  node=$(k get nodes -o jsonpath='{.items[0].metadata.name}')
+  k apply -f "$E2E_ROOT/deploy/base/node-taint-policy.yaml" >/dev/null || { fail "kubectl apply -f deploy/base/node-taint-policy.yaml"; return; }
+  local add="n['spec'].setdefault('taints', []).append({'key': 'tidal.dev/lent-to', 'value': 'slurm', 'effect': 'NoSchedule'})"
+  # The policy is enforced once the API server has compiled it: a label change is refused then.
+  check "node-taint policy: tidal-scheduler may not change a node's labels" until_true 20 eval \
+    "rbac_replace_node $node \"n['metadata']['labels']['tidal-e2e'] = str(time.time_ns())\" | grep -q 'may not change a node.s labels'"
+  # (Judged by the API server's answer, retried on a conflict: the running tidal-scheduler removes
+  # a taint the engine did not ask for at its next poll.)
+  check "node-taint policy: tidal-scheduler may add tidal.dev/lent-to=slurm:NoSchedule" until_true 10 eval \
+    "rbac_replace_node $node \"$add\" | grep -q '^node/$node replaced'"
+  out=$(rbac_replace_node "$node" "n['spec']['taints'] = [t for t in n['spec'].get('taints', []) if t['key'] != 'tidal.dev/lent-to'] + [{'key': 'tidal.dev/lent-to', 'value': 'x', 'effect': 'NoExecute'}]")
+  check "node-taint policy: not another value or effect of it" eval "grep -q 'must be tidal.dev/lent-to=slurm:NoSchedule' <<<\"\$out\""
+  out=$(rbac_replace_node "$node" "n['spec'].setdefault('taints', []).append({'key': 'other', 'effect': 'NoSchedule'})")
+  check "node-taint policy: not another taint" eval "grep -q 'may change only the tidal.dev/lent-to taint' <<<\"\$out\""
+  check "node-taint policy: tidal-scheduler may remove it" until_true 10 eval \
+    "rbac_replace_node $node \"n['spec']['taints'] = [t for t in n['spec'].get('taints', []) if t['key'] != 'tidal.dev/lent-to']\" | grep -q '^node/$node replaced'"
+  k label node "$node" tidal-e2e- >/dev/null 2>&1 || true
+  k delete -f "$E2E_ROOT/deploy/base/node-taint-policy.yaml" --wait=false >/dev/null 2>&1 || true
+}
+
 case_rbac() {
   k create namespace tidal-system >/dev/null 2>&1 || true
   if ! k apply -f "$E2E_ROOT/deploy/base/rbac.yaml" >/dev/null; then
@@ -45,6 +79,7 @@ get pods -A
 list pods -A
 watch pods -A
 create pods --subresource=binding -n default
+update nodes
 create pods --subresource=eviction -n default
 patch pods --subresource=status -n default
 update pods --subresource=status -n default
@@ -105,7 +140,6 @@ update pods -n default
 patch pods -n default
 delete nodes
 patch nodes
-update nodes
 create nodes
 patch nodes --subresource=status
 update pods --subresource=ephemeralcontainers -n default
@@ -148,6 +182,7 @@ EOF
   wild=$(k auth can-i --list --as="$RBAC_SA" 2>/dev/null |
     awk 'NR > 1 && ($1 == "*" || $1 == "*.*" || $0 ~ /\[\*\]/)' || true)
   check "can-i --list shows no wildcard resource or verb${wild:+ ($(echo "$wild" | tr -s ' \n' ' '))}" test -z "$wild"
+  rbac_node_taint_policy
   k delete -f "$E2E_ROOT/deploy/base/rbac.yaml" --wait=false >/dev/null 2>&1 || true
   # The deploy's security settings, as the API server sees them.
   local out

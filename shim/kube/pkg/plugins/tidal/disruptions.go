@@ -18,7 +18,9 @@ package tidal
 // synced (a refused scheduler must not act on the holder's disruptions) and only on the leader.
 //
 // The answer also carries node events (a pool lent, reclaimed or got back a node): written as
-// Normal events on the nodes (TidalNodeLent, TidalNodeReclaimed, TidalNodeReturned).
+// Normal events on the nodes (TidalNodeLent, TidalNodeReclaimed, TidalNodeReturned); and the
+// Kubernetes pool's nodes lent to Slurm, which keep the taint tidal.dev/lent-to while lent
+// (taints.go).
 //
 // A disruption the engine called off while in notice is simply no longer answered: after each
 // successful answer the poller withdraws the notice of the pods it no longer names (withdraw.go).
@@ -159,6 +161,7 @@ func (dp *disruptionPoller) once(ctx context.Context) []string {
 	// (an engine that restarted under the call knows nothing yet): else nothing is withdrawn.
 	if synced && dp.client.Synced() && dp.client.Epoch() == epoch {
 		out = append(out, dp.withdraw(ctx, resp, asked)...)
+		dp.syncLentTaints(ctx, resp) // the Kubernetes pool's nodes lent to Slurm (taints.go)
 	}
 	return out
 }
