@@ -164,9 +164,11 @@ queues:
   - {name: qb, weight: 1, halfLife: 20s}
   - {name: qq, nominal: {gpus: 16}, borrowingLimit: {gpus: 0}}
   - {name: tl}
-# Slurm's pool lends (slurm-lend): only nodes labelled tidal.dev/pool=slurm, which no other case has.
+# The pools lend (slurm-lend, slurm-kube-lend): only nodes labelled tidal.dev/pool, which no other
+# case has.
 pools:
   slurm: {idleSeconds: 5, graceCapSeconds: 20}
+  kubernetes: {idleSeconds: 5, graceCapSeconds: 20, to: any}
 YAML
   } >"$cfg"
   sl_restart_engine || return 1
