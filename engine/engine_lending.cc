@@ -16,6 +16,32 @@
 
 namespace tidal {
 
+namespace {
+
+// Adds the lent nodes of `door`'s pool that waiting work with constraints `c` could use to
+// demand->owner_wanted (the lent taint does not count: it goes when the node is returned); work
+// without constraints may use any (owner_any). Returns how many it added.
+size_t WantedLoans(const ClusterState& state, const PoolLending& lending, const NodeConstraints* c, FrontDoor door,
+                   PoolLending::Demand* demand) {
+  const size_t d = DoorIndex(door);
+  if (c == nullptr || c->Empty()) {
+    demand->owner_any[d] = true;
+    return 0;
+  }
+  size_t added = 0;
+  for (const auto& [name, loan] : lending.loans()) {
+    if (OwnerDoor(loan.owner) != door || demand->owner_wanted.count(name)) continue;
+    const NodeId id = state.FindNode(name);
+    if (id == kNoNode) continue;
+    Node n = state.node(id);
+    std::erase_if(n.taints, [](const Taint& t) { return t.key == kLentTaintKey; });
+    if (c->Refusal(n).empty()) added += demand->owner_wanted.insert(name).second ? 1 : 0;
+  }
+  return added;
+}
+
+}  // namespace
+
 void Engine::ApplyLoanLocked(Node& n) const {
   // While lent the node is the borrower's alone (never both sides at once); while reclaimed it
   // takes no new work from either side until its borrowers are gone and it is returned.
@@ -63,14 +89,17 @@ void Engine::LendLocked(int64_t now) {
     }
   }
   auto at_risk = [&](const std::string& id) {
-    std::vector<std::string> uids = {id};
-    if (auto g = gangs_.find(id); g != gangs_.end()) uids.assign(g->second.pods.begin(), g->second.pods.end());
     int64_t lost = 0;
-    for (const auto& uid : uids) {
+    auto add = [&](const std::string& uid) {
       auto p = pods_.find(uid);
       auto b = bound_since_.find(uid);  // since its start (status.startTime) once known
-      if (p == pods_.end() || !p->second.UsesCapacity() || b == bound_since_.end()) continue;
+      if (p == pods_.end() || !p->second.UsesCapacity() || b == bound_since_.end()) return;
       lost += p->second.request.gpus * std::max<int64_t>(0, now - std::max(b->second.since_s, p->second.last_checkpoint_unix));
+    };
+    if (auto g = gangs_.find(id); g != gangs_.end()) {
+      for (const auto& uid : g->second.pods) add(uid);
+    } else {
+      add(id);
     }
     return lost;
   };
@@ -84,13 +113,21 @@ void Engine::LendLocked(int64_t now) {
   int64_t pool_gpus[2] = {0, 0};  // GPUs of the pool each door owns (lent and reclaimed ones too)
   for (const auto& f : facts) pool_gpus[DoorIndex(OwnerDoor(f.owner))] += f.gpus;
   PoolLending::Demand demand;
+  demand.owner_any[0] = demand.owner_any[1] = false;  // until waiting work that may go anywhere
+  // Which loans the owner's waiting work can use: asked only while some loan is not known wanted
+  // (cheap when nothing is lent, the usual case).
+  size_t loans_of[2] = {0, 0}, wanted_of[2] = {0, 0};
+  for (const auto& [node, l] : lending_.loans()) ++loans_of[DoorIndex(OwnerDoor(l.owner))];
   for (const auto& [queue, heads] : pending_by_queue_) {
     for (const HeadKey& h : heads) {
       const Gang& g = *h.ptr;
       if (g.plan || g.summary.pending <= 0 || !g.wants_room || g.summary.spec == nullptr || !g.summary.spec->ok()) continue;
       const int64_t gpus = g.summary.per_member.gpus * g.summary.pending;
       const size_t d = DoorIndex(g.door);
-      if (gpus <= pool_gpus[d]) demand.owner_gpus[d] += gpus;
+      if (gpus <= pool_gpus[d]) {
+        demand.owner_gpus[d] += gpus;
+        if (wanted_of[d] < loans_of[d]) wanted_of[d] += WantedLoans(*state_, lending_, g.summary.constraints.get(), g.door, &demand);
+      }
       const LendingPolicy* lender = PolicyOf(cfg_.pools, g.door == FrontDoor::kSlurm ? Pool::kKubernetes : Pool::kSlurm);
       if (lender != nullptr && gpus <= pool_gpus[1 - d] && (!lender->preemptible_only || (*g.summary.spec)->preemptible)) {
         demand.borrower_gpus[d] += gpus;

@@ -3,6 +3,7 @@
 #include "core/state/lending.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace tidal {
 
@@ -160,6 +161,7 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
   // Loans the owner takes back whatever its demand: the pool stopped lending, the node is out of
   // service. The others: idle clocks, and idle loans nobody needs go back.
   std::vector<std::pair<int64_t, std::string>> candidates;  // (work lost, node): reclaimable on demand
+  auto wanted = [&](const std::string& node) { return demand.owner_wanted.count(node) > 0; };
   for (auto it = loans_.begin(); it != loans_.end();) {
     Loan& l = it->second;
     auto f = by_name.find(it->first);
@@ -195,12 +197,15 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
     }
     ++it;
   }
-  // The owner's demand takes back loans, least borrower work lost first (an unused loan first).
-  std::sort(candidates.begin(), candidates.end());
+  // The owner's demand takes back loans: those its waiting work can use first (only those when it
+  // can use no other), then the least borrower work lost (an unused loan first).
+  std::sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
+    return std::make_tuple(!wanted(a.second), a.first, a.second) < std::make_tuple(!wanted(b.second), b.first, b.second);
+  });
   for (const auto& [lost, node] : candidates) {
     Loan& l = loans_.at(node);
     const size_t owner = DoorIndex(OwnerDoor(l.owner));
-    if (demand.owner_gpus[owner] <= 0) continue;
+    if (demand.owner_gpus[owner] <= 0 || (!demand.owner_any[owner] && !wanted(node))) continue;
     reclaim(node, l, *by_name.at(node),
             std::string("the owner (") + std::string(FrontDoorName(OwnerDoor(l.owner))) + ") has " +
                 std::to_string(demand.owner_gpus[owner]) + " pending GPUs that found no room");

@@ -9,7 +9,9 @@
 //   lent      the node is the borrower door's alone (never both sides at once): only its
 //             preemptible work (`to: preemptible`, the default) or any (`to: any`);
 //   reclaim   the owner has pending work that found no room: enough lent nodes (its GPUs' worth;
-//             unused ones first, then those whose borrowers lose the least work) take no new work (neither side's); the borrowers' workloads there are disrupted
+//             those its waiting work can use first, only those when it can use no other; then
+//             unused ones first, then those whose borrowers lose the least work) take no new work
+//             (neither side's); the borrowers' workloads there are disrupted
 //             (cause `reclaim`) with at most `graceCapSeconds` of notice;
 //   returned  once no borrower pod or job holds GPUs there, the node is the owner's again (the
 //             time from reclaim to return is tidal_pool_reclaim_seconds).
@@ -28,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,9 @@
 #include "core/api/workload.h"
 
 namespace tidal {
+
+// The taint tidal-scheduler keeps on a Kubernetes node lent to Slurm (value slurm, NoSchedule).
+inline constexpr const char* kLentTaintKey = "tidal.dev/lent-to";
 
 struct LendingPolicy {
   Pool owner = Pool::kSlurm;  // kKubernetes or kSlurm
@@ -75,6 +81,11 @@ class PoolLending {
   struct Demand {
     int64_t owner_gpus[2] = {0, 0};     // by owner door (FrontDoor index)
     int64_t borrower_gpus[2] = {0, 0};  // by borrower door, work the policy lends to
+    // Which loans the owner's waiting work could use: any (some of it may go anywhere), else only
+    // those in owner_wanted (a job pinned to its nodes, -w, or with a node selector). Reclaims
+    // take wanted loans first, and only wanted ones when the owner's work cannot use any other.
+    bool owner_any[2] = {true, true};
+    std::set<std::string> owner_wanted;
   };
   struct Change {
     std::string node;

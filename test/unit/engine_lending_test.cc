@@ -278,6 +278,31 @@ TEST_F(EngineLendingTest, AConfigWithoutPoolsTakesTheLoansBack) {
   EXPECT_EQ(a[0].cause, "reclaim");
 }
 
+// An owner job pinned to one node (sbatch -w s0) gets that loan back, not the one whose borrower
+// would lose the least: reclaiming another would not let it start.
+TEST_F(EngineLendingTest, AnOwnerJobPinnedToALentNodeGetsThatNodeBack) {
+  ASSERT_EQ(LendToABorrower(), "s0");
+  now_ += 100;
+  EXPECT_EQ(Run(KubePod("young", true)), "");
+  Poll();  // s1 has been idle long enough: lent for the young pod
+  ASSERT_EQ(Run(KubePod("young", true)), "s1");
+  now_ += 10;  // the young borrower on s1 would lose 10 s of work, the older on s0 110 s
+  PodInfo pinned = SlurmMember("8", 0, 1, "hpc");
+  auto c = std::make_shared<NodeConstraints>();
+  SelectorTerm t;
+  t.fields.push_back({"metadata.name", SelectorOp::kIn, {"s0"}});
+  c->required.push_back(t);
+  pinned.constraints = c;
+  SyncBatch b;
+  b.upsert_pods = {pinned};
+  ASSERT_TRUE(Sync(b, FrontDoor::kSlurm).ok());
+  engine_->Admit(FrontDoor::kSlurm, 0);
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].cause, "reclaim");
+  EXPECT_NE(a[0].reason.find("node s0 is reclaimed"), std::string::npos) << a[0].reason;
+}
+
 // The other way round: a Kubernetes pool's idle node lent to Slurm is reported for its taint
 // (TakeNodeLending().lent_to_slurm) while Slurm has it, and no longer once it is returned.
 TEST_F(EngineLendingTest, AKubernetesNodeLentToSlurmIsReportedForItsTaintUntilReturned) {

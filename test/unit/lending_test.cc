@@ -185,6 +185,30 @@ TEST_F(LendingTest, BorrowerWorkOnAnOwnerNodeWithoutALoanIsAdoptedAndReclaimedLi
   EXPECT_EQ(Of(Step(0, 32), Kind::kReturned), (std::vector<std::string>{"s2"}));
 }
 
+TEST_F(LendingTest, AReclaimTakesTheLoansTheOwnersWorkCanUseAndOnlyThoseWhenItCanUseNoOther) {
+  now_ += 60;
+  Step(32);  // idle clocks start
+  now_ += 60;
+  ASSERT_EQ(Of(Step(32), Kind::kLent).size(), 4u);
+  for (size_t i = 0; i < 4; ++i) Borrow(i, 8, 100 * static_cast<int64_t>(i + 1));  // s0 loses the least
+  const PoolLending before = lending_;
+  PoolLending::Demand d;
+  d.owner_gpus[1] = 8;
+  d.owner_any[1] = false;
+  d.owner_wanted = {"s2"};  // e.g. a job pinned to s2
+  PoolLending pinned = before;
+  EXPECT_EQ(Of(pinned.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming), std::vector<std::string>{"s2"});
+  d.owner_wanted.clear();  // the owner's work can use none of the loans: reclaiming would not help
+  PoolLending none = before;
+  EXPECT_TRUE(Of(none.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming).empty());
+  d.owner_any[1] = true;  // work that may go anywhere: the least work lost first
+  PoolLending any = before;
+  EXPECT_EQ(Of(any.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming), std::vector<std::string>{"s0"});
+  d.owner_wanted = {"s3"};  // and a pinned job's node before it
+  PoolLending both = before;
+  EXPECT_EQ(Of(both.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming), std::vector<std::string>{"s3"});
+}
+
 TEST_F(LendingTest, NextDueIsTheEarliestIdleClockStillToExpire) {
   EXPECT_EQ(lending_.NextDue(nodes_, now_, {policy_}), INT64_MAX) << "no idle clock started yet";
   Step(8);  // idle clocks start at 1000
