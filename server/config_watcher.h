@@ -4,6 +4,11 @@
 // with LoadEngineConfig and, if valid, applies it through Engine::Reconfigure. An invalid file is
 // refused: the errors are logged and kept (LastError(), served on /config), and the last good
 // config keeps running. Counts of reload results are kept for metrics.
+//
+// Versions (GitOps drift, core/io/document_diff.h): the version of the config the engine runs (the
+// file as it was at the start or at the last good reload) and of the file now. They differ (drift)
+// when the file holds an edit the engine refused or cannot read: served on /config and as
+// tidal_config_info / tidal_config_drift.
 // Threading: one polling thread owned by the watcher; LastError/Counts are safe from any thread.
 #pragma once
 
@@ -14,6 +19,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/engine.h"
 
 namespace tidal {
@@ -22,6 +29,12 @@ class ConfigWatcher {
  public:
   struct Counts {
     int64_t success = 0, failure = 0;
+  };
+  struct Versions {
+    std::string running;       // DocumentVersion of the config the engine runs
+    std::string file;          // of the file now ("" when it cannot be read)
+    nlohmann::json running_doc;  // that config as the document it was read from
+    bool drift() const { return file != running; }
   };
   ConfigWatcher(Engine& engine, std::string path, std::chrono::milliseconds interval)
       : engine_(engine), path_(std::move(path)), interval_(interval) {}
@@ -32,6 +45,8 @@ class ConfigWatcher {
   bool CheckOnce();
   std::string LastError() const;
   Counts counts() const;
+  Versions versions() const;
+  const std::string& path() const { return path_; }
 
  private:
   Engine& engine_;
@@ -45,6 +60,7 @@ class ConfigWatcher {
   bool seen_ = false;
   std::string last_error_;
   Counts counts_;
+  Versions versions_;
   std::thread thread_;
 };
 

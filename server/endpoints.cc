@@ -93,7 +93,34 @@ void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher
     return std::vector<metrics::Sample>{{{"success"}, static_cast<double>(c.success)},
                                         {{"failure"}, static_cast<double>(c.failure)}};
   });
+  // GitOps drift: the config version the engine runs, and whether the watched file holds another.
+  reg.CallbackGauge("tidal_config_info", "The config the engine runs: 1 for its version (the file's canonical "
+                    "JSON hash; \"builtin\" without --config).", {"version"}, [watcher] {
+    return std::vector<metrics::Sample>{{{watcher != nullptr ? watcher->versions().running : "builtin"}, 1.0}};
+  });
+  reg.CallbackGauge("tidal_config_drift", "1 when the watched config file differs from the config the engine runs "
+                    "(an edit it refused, or a file it cannot read).", {}, [watcher] {
+    return std::vector<metrics::Sample>{{{}, watcher != nullptr && watcher->versions().drift() ? 1.0 : 0.0}};
+  });
 }
+
+namespace {
+// /config?format=json: the running config, its version, the file's, drift and the reload counts.
+std::string ConfigJson(const ConfigWatcher* watcher) {
+  if (watcher == nullptr) {
+    return nlohmann::json{{"file", nullptr}, {"version", "builtin"}, {"drift", false}}.dump(2) + "\n";
+  }
+  const auto v = watcher->versions();
+  const auto c = watcher->counts();
+  const std::string err = watcher->LastError();
+  nlohmann::json j{{"file", watcher->path()},       {"version", v.running},
+                   {"file_version", v.file},        {"drift", v.drift()},
+                   {"reloads", {{"success", c.success}, {"failure", c.failure}}},
+                   {"last_error", err.empty() ? nlohmann::json(nullptr) : nlohmann::json(err)},
+                   {"config", v.running_doc}};
+  return j.dump(2) + "\n";
+}
+}  // namespace
 
 void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& reg, const ConfigWatcher* watcher) {
   using Access = HttpServer::Access;
@@ -126,11 +153,14 @@ void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& 
       Access::kPrivate);
   http.Handle(
       "/config",
-      [watcher](const std::string&, const std::string&) {
+      [watcher](const std::string&, const std::string& query) {
+        if (HttpServer::QueryParam(query, "format") == "json") return HttpResponse{200, "application/json", ConfigJson(watcher)};
         if (watcher == nullptr) return Text(200, "no --config file; built-in defaults\n");
         const std::string err = watcher->LastError();
         const auto c = watcher->counts();
-        return Text(200, "reloads: " + std::to_string(c.success) + " ok, " + std::to_string(c.failure) + " refused\n" +
+        const auto v = watcher->versions();
+        return Text(200, "version: " + v.running + (v.drift() ? " (the file is " + (v.file.empty() ? std::string("unreadable") : v.file) + ": drift)" : "") +
+                             "\nreloads: " + std::to_string(c.success) + " ok, " + std::to_string(c.failure) + " refused\n" +
                              (err.empty() ? "last: ok\n" : "last refused:\n" + err));
       },
       Access::kPrivate);

@@ -10,6 +10,13 @@
 namespace tidal::cli {
 
 
+// GET BASE/PATH of tidal-engine's HTTP server (engine_client.cc); false with `err` on a transport
+// error. With a token file, sends it as a bearer token.
+bool HttpGet(const std::string& base, const std::string& token_file, const std::string& path, int* code,
+             std::string* body, std::string* err);
+// --token-file, or $TIDAL_ENGINE_TOKEN_FILE.
+std::string TokenFile(const Flags& flags);
+
 int Place(const Args& args);
 int Config(const Args& args);
 int Explain(const Args& args);

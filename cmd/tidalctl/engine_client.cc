@@ -14,7 +14,6 @@
 #include "cmd/tidalctl/commands.h"
 
 namespace tidal::cli {
-namespace {
 
 // GET http://HOST:PORT/PATH (cpp-httplib); returns false with `err` on a transport error. With a
 // token file (--token-file, or $TIDAL_ENGINE_TOKEN_FILE), sends its content as a bearer token: the
@@ -47,7 +46,6 @@ std::string TokenFile(const Flags& flags) {
   return flags.Get("--token-file", env != nullptr ? env : "");
 }
 
-}  // namespace
 
 int Explain(const Args& args) {
   Flags flags(args);
