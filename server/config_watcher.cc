@@ -67,6 +67,14 @@ bool ConfigWatcher::CheckOnce() {
   Status applied = cfg.ok() ? engine_.Reconfigure(*cfg) : cfg.status();
   std::lock_guard<std::mutex> lock(mu_);
   versions_.file = version;
+  if (DecisionLog* log = decision_log_.load(); log != nullptr) {
+    nlohmann::json line{{"outcome", applied.ok() ? "config-activated" : "config-refused"},
+                        {"file", path_},
+                        {"version", version},
+                        {"previous", versions_.running}};
+    if (!applied.ok()) line["reason"] = applied.reasons();
+    log->Write(std::move(line));
+  }
   if (applied.ok()) {
     counts_.success++;
     last_error_.clear();

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "engine/observability.h"
 
 namespace tidal {
 
@@ -47,6 +48,9 @@ class ConfigWatcher {
   Counts counts() const;
   Versions versions() const;
   const std::string& path() const { return path_; }
+  // Where every reload goes in the decision log (outcome config-activated or config-refused, with
+  // the version it runs and the file's); null = nowhere. Safe to set while the watcher runs.
+  void set_decision_log(DecisionLog* log) { decision_log_.store(log); }
 
  private:
   Engine& engine_;
@@ -61,6 +65,7 @@ class ConfigWatcher {
   std::string last_error_;
   Counts counts_;
   Versions versions_;
+  std::atomic<DecisionLog*> decision_log_{nullptr};
   std::thread thread_;
 };
 

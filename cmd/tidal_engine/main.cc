@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<tidal::DecisionLog> decision_log;
   if (log_file != nullptr) decision_log = std::make_unique<tidal::DecisionLog>(log_file, 50.0);
   eng->SetObservability(&engine_metrics, decision_log.get());
+  if (watcher) watcher->set_decision_log(decision_log.get());  // reloads with both versions
   tidal::EngineService service(**engine, &engine_metrics);
   grpc::ServerBuilder builder;
   int bound_port = 0;

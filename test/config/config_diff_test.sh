@@ -26,7 +26,7 @@ queues:
   - {name: team-b, weight: 1}
 YAML
 "$BUILD/bin/tidal-engine" --listen "127.0.0.1:$GRPC_PORT" --http-addr "127.0.0.1:$HTTP_PORT" \
-  --config "$WORK/live.yaml" >"$WORK/engine.log" 2>&1 &
+  --config "$WORK/live.yaml" --decision-log "$WORK/decisions.jsonl" >"$WORK/engine.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do curl -sf "$ENGINE/healthz" >/dev/null && break; sleep 0.1; done
 curl -sf "$ENGINE/healthz" >/dev/null || fail "engine did not start"
@@ -71,4 +71,14 @@ for _ in $(seq 50); do [ "$(metric tidal_config_drift)" = 0 ] && break; sleep 0.
 [ "$(metric tidal_config_drift)" = 0 ] || fail "tidal_config_drift not 0 after a good reload"
 [ -z "$(metric "tidal_config_info{version=\"$v0\"}")" ] || fail "the old version is still reported"
 [ "$(diff_rc "$WORK/changed.yaml")" = 0 ] || fail "after the reload the engine runs changed.yaml: $(cat "$WORK/out")"
+# Both reloads are in the decision log with both versions.
+v1=$(curl -sf "$ENGINE/config?format=json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+python3 - "$WORK/decisions.jsonl" "$v0" "$v1" <<'PY' || fail "decision log: $(grep config- "$WORK/decisions.jsonl")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if '"config-' in l]
+v0, v1 = sys.argv[2], sys.argv[3]
+assert [l["outcome"] for l in lines] == ["config-refused", "config-activated"], lines
+assert lines[0]["previous"] == v0 and lines[0]["version"] != v0 and lines[0]["reason"], lines[0]
+assert lines[1]["previous"] == v0 and lines[1]["version"] == v1 != v0, lines[1]
+PY
 echo "ok: config diff and drift on a live tidal-engine"
