@@ -51,13 +51,16 @@ rbac_node_taint_policy() {
   # a taint the engine did not ask for at its next poll.)
   check "node-taint policy: tidal-scheduler may add tidal.dev/lent-to=slurm:NoSchedule" until_true 10 eval \
     "rbac_replace_node $node \"$add\" | grep -q '^node/$node replaced'"
-  out=$(rbac_replace_node "$node" "n['spec']['taints'] = [t for t in n['spec'].get('taints', []) if t['key'] != 'tidal.dev/lent-to'] + [{'key': 'tidal.dev/lent-to', 'value': 'x', 'effect': 'NoExecute'}]")
-  check "node-taint policy: not another value or effect of it" eval "grep -q 'must be tidal.dev/lent-to=slurm:NoSchedule' <<<\"\$out\""
-  out=$(rbac_replace_node "$node" "n['spec'].setdefault('taints', []).append({'key': 'other', 'effect': 'NoSchedule'})")
-  check "node-taint policy: not another taint" eval "grep -q 'may change only the tidal.dev/lent-to taint' <<<\"\$out\""
+  # (Retried on a conflict with the running tidal-scheduler's own update, until the refusal shows.)
+  local bad_value="n['spec']['taints'] = [t for t in n['spec'].get('taints', []) if t['key'] != 'tidal.dev/lent-to'] + [{'key': 'tidal.dev/lent-to', 'value': 'x', 'effect': 'NoExecute'}]"
+  check "node-taint policy: not another value or effect of it" until_true 10 eval \
+    "rbac_replace_node $node \"$bad_value\" | grep -q 'must be tidal.dev/lent-to=slurm:NoSchedule'"
+  check "node-taint policy: not another taint" until_true 10 eval \
+    "rbac_replace_node $node \"n['spec'].setdefault('taints', []).append({'key': 'other', 'effect': 'NoSchedule'})\" | grep -q 'may change only the tidal.dev/lent-to taint'"
   check "node-taint policy: tidal-scheduler may remove it" until_true 10 eval \
     "rbac_replace_node $node \"n['spec']['taints'] = [t for t in n['spec'].get('taints', []) if t['key'] != 'tidal.dev/lent-to']\" | grep -q '^node/$node replaced'"
   k label node "$node" tidal-e2e- >/dev/null 2>&1 || true
+  k taint node "$node" other- tidal.dev/lent-to- >/dev/null 2>&1 || true
   k delete -f "$E2E_ROOT/deploy/base/node-taint-policy.yaml" --wait=false >/dev/null 2>&1 || true
 }
 
