@@ -128,7 +128,7 @@ void Engine::LendLocked(int64_t now) {
         demand.owner_gpus[d] += gpus;
         if (wanted_of[d] < loans_of[d]) wanted_of[d] += WantedLoans(*state_, lending_, g.summary.constraints.get(), g.door, &demand);
       }
-      const LendingPolicy* lender = PolicyOf(cfg_.pools, g.door == FrontDoor::kSlurm ? Pool::kKubernetes : Pool::kSlurm);
+      const LendingPolicy* lender = PolicyOf(cfg_.pools, PoolOwnedBy(BorrowerDoor(PoolOwnedBy(g.door))));
       if (lender != nullptr && gpus <= pool_gpus[1 - d] && (!lender->preemptible_only || (*g.summary.spec)->preemptible)) {
         demand.borrower_gpus[d] += gpus;
       }

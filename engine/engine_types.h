@@ -86,7 +86,6 @@ struct NodeLendingInfo {
   std::vector<std::string> lent_to_slurm;  // sorted
 };
 
-
 // A job the door saw finish (its own records), for the gap it may have missed (Engine::Sync).
 struct FinishedJobInfo {
   std::string gang;

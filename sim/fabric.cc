@@ -71,4 +71,11 @@ Status SplitPools(ClusterState& state, int64_t slurm_gpus) {
   return Status::Ok();
 }
 
+bool HasPools(const ClusterState& state) {
+  for (const auto& n : state.nodes()) {
+    if (n.pool != Pool::kShared || n.lent_by != Pool::kShared) return true;
+  }
+  return false;
+}
+
 }  // namespace tidal::sim

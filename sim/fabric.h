@@ -32,5 +32,7 @@ std::string DescribeFabric(const TopologyLevels& levels, const SyntheticFabric& 
 // `slurm_gpus` GPUs become the Slurm pool's, the others the Kubernetes pool's. Errors when either
 // pool would be empty.
 Status SplitPools(ClusterState& state, int64_t slurm_gpus);
+// Does the fabric have pools (a node owned by a door's pool, lent or not)?
+bool HasPools(const ClusterState& state);
 
 }  // namespace tidal::sim

@@ -14,7 +14,7 @@ namespace tidal::sim {
 namespace {
 
 bool InService(NodeHealth h) { return h == NodeHealth::kReady || h == NodeHealth::kDegraded; }
-Pool PoolOfDoor(size_t door) { return door == DoorIndex(FrontDoor::kSlurm) ? Pool::kSlurm : Pool::kKubernetes; }
+Pool PoolOfDoor(size_t door) { return PoolOwnedBy(static_cast<FrontDoor>(door)); }
 double Hours(double gpu_s) { return std::round(gpu_s / 3600.0 * 1000.0) / 1000.0; }
 double Share(double part, double whole) { return whole > 0 ? std::round(part / whole * 10000.0) / 10000.0 : 0.0; }
 

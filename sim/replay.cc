@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "sim/fabric.h"
 #include "sim/lending.h"
 #include "sim/policies/fifo.h"
 #include "sim/policies/kube_default.h"
@@ -43,13 +44,6 @@ std::vector<LendingPolicy> DefaultSimLending() {
     out.push_back(l);
   }
   return out;
-}
-
-bool HasPools(const ClusterState& fabric) {
-  for (const auto& n : fabric.nodes()) {
-    if (n.pool != Pool::kShared || n.lent_by != Pool::kShared) return true;
-  }
-  return false;
 }
 
 QueueConfig EffectiveQueues(const ReplaySpec& spec) {

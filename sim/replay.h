@@ -39,8 +39,6 @@ StatusOr<std::vector<std::string>> ParsePolicies(const std::string& text);
 // Both pools lend, to any work, after 60 s idle, with 120 s of notice on reclaim (the engine's
 // defaults with `to: any`: the traces mark no job preemptible).
 std::vector<LendingPolicy> DefaultSimLending();
-// Does the fabric have pools (a node owned by a door's pool)?
-bool HasPools(const ClusterState& fabric);
 
 struct ReplaySpec {
   const ClusterState* fabric = nullptr;   // copied for each policy

@@ -325,10 +325,10 @@ Status Simulator::Start() {
 void Simulator::Run(int64_t until_s) {
   if (!Start().ok()) return;
   const auto wall0 = std::chrono::steady_clock::now();
-  const int64_t none = INT64_MAX;
-  auto wakeup = [&] { return lending_ ? lending_->NextWakeup(now_) : none; };
-  while (next_arrival_ < arrivals_.size() || !ends_.empty() || (!pending_.empty() && wakeup() != none)) {
-    int64_t t = wakeup();
+  for (;;) {
+    // The lending driver's next wake-up; alone it keeps the replay going only while work waits.
+    int64_t t = lending_ ? lending_->NextWakeup(now_) : INT64_MAX;
+    if (next_arrival_ >= arrivals_.size() && ends_.empty() && (pending_.empty() || t == INT64_MAX)) break;
     if (next_arrival_ < arrivals_.size()) t = std::min(t, jobs_[arrivals_[next_arrival_]].w.submit_time_s);
     if (!ends_.empty()) t = std::min(t, ends_.begin()->first);
     if (t > until_s) break;

@@ -42,14 +42,17 @@ int Diff(const Args& args) {
   const std::string out = flags.Get("-o", flags.Get("--output", "text"));
   if (out != "text" && out != "json") return std::cerr << "tidalctl config diff: -o: expected text or json\n", 2;
   // The file must be a config the engine would run: an invalid one is no answer to "what would run".
-  auto cfg = LoadEngineConfig(file);
+  // Read once, for both the check and the document compared.
+  auto text = ReadFile(file);
+  if (!text.ok()) return std::cerr << text.status().Message() << "\n", 2;
+  auto cfg = ParseEngineConfig(*text, file);
   if (!cfg.ok()) {
     for (const auto& r : cfg.status().reasons()) std::cerr << r << "\n";
     std::cerr << "tidalctl config diff: " << file << " is not a valid engine config (" << cfg.status().reasons().size()
               << " problem(s)); the engine would refuse it\n";
     return 2;
   }
-  auto doc = LoadDocument(file);
+  auto doc = ParseDocument(*text, file);
   if (!doc.ok()) return std::cerr << doc.status().Message() << "\n", 2;
   int code = 0;
   std::string body, err;

@@ -103,7 +103,7 @@ int64_t PoolLending::NextDue(const std::vector<NodeFacts>& facts, int64_t now,
 
 Node LentView(const PoolLending::Loan& loan, Node n) {
   if (n.pool != loan.owner) return n;
-  n.pool = BorrowerDoor(loan.owner) == FrontDoor::kSlurm ? Pool::kSlurm : Pool::kKubernetes;
+  n.pool = PoolOwnedBy(BorrowerDoor(loan.owner));
   n.lent_by = loan.owner;
   n.lent_preemptible_only = loan.preemptible_only;
   if (loan.reclaim_since_s > 0 && n.Schedulable()) n.health = NodeHealth::kDraining;

@@ -57,9 +57,10 @@ struct LendingPolicy {
 // pools: {kubernetes: {...}, slurm: {...}}; errors name the field ("pools.slurm.keep: ...").
 Status DecodeLending(const nlohmann::json& j, std::vector<LendingPolicy>* out);
 
-// The door that owns a pool's nodes, and the door that borrows them.
+// The door that owns a pool's nodes, and the door that borrows them; the pool a door owns.
 FrontDoor OwnerDoor(Pool p);
 FrontDoor BorrowerDoor(Pool p);
+inline Pool PoolOwnedBy(FrontDoor d) { return d == FrontDoor::kSlurm ? Pool::kSlurm : Pool::kKubernetes; }
 // Per-door arrays below are indexed by the door (FrontDoor's value).
 inline size_t DoorIndex(FrontDoor d) { return static_cast<size_t>(d); }
 // The policy of pool `p` (nullptr: it does not lend).

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "plugins/registry.h"
+#include "sim/fabric.h"
 #include "sim/simulator.h"
 
 namespace tidal::sim {
@@ -45,7 +46,7 @@ Status TidalPolicy::Prepare(Simulator& sim) {
       postfilter_known_ = false;
     }
   }
-  for (const auto& n : sim.state().nodes()) pooled_ = pooled_ || n.pool != Pool::kShared || n.lent_by != Pool::kShared;
+  pooled_ = HasPools(sim.state());
   if (ledger_ == nullptr) return Status::Ok();
   const QueueTree& tree = ledger_->tree();
   ResVec cap(static_cast<size_t>(tree.resources()), 0);
