@@ -52,6 +52,7 @@
 
 #include "engine/engine_results.h"
 #include "engine/engine_types.h"
+#include "engine/engine_gang_types.h"
 #include "engine/disruption_book.h"
 #include "core/state/lending.h"
 #include "engine/observability.h"
@@ -190,61 +191,10 @@ class Engine {
   // --- end explain
 
  private:
-  struct Slot {
-    std::string node;
-    std::string pod_uid;  // "" = not yet claimed by a pod
-    bool reserved = false;
-  };
-  struct Plan {
-    std::vector<Slot> slots;
-    Resources per_member;
-    std::string queue;
-    std::string domain, explanation;
-    int64_t created_s = 0;
-  };
-  struct Gang;
-  // Queue order of a queue's pending gangs: priority (higher first), submit time, key.
-  struct HeadKey {
-    int64_t neg_priority = 0;
-    int64_t submitted = 0;
-    std::string gang;
-    Gang* ptr = nullptr;  // the gang itself (gangs_ is node-based; unindexed before it is erased)
-    auto operator<=>(const HeadKey&) const = default;
-  };
-  struct Gang {
-    std::string key;
-    FrontDoor door = FrontDoor::kKubernetes;  // its pods' door (a gang never mixes doors)
-    bool start_observed = false;
-    std::set<std::string> pods;  // uids of its pods (pending or bound)
-    std::optional<Plan> plan;
-    std::string last_reason;
-    bool wants_room = false;  // its last try found no placement (room), not quota or never (lending)
-    // Nodes the front door's own filters refused for this gang (NodeRefused): node -> excluded
-    // until (engine clock, s). Planned around until then, so a refused node is never planned twice.
-    std::map<std::string, int64_t> excluded;
-    // Its entry in pending_by_queue_ (engine_plan.cc), while it has pending pods.
-    std::optional<HeadKey> head;
-    std::string head_queue;
-    // What its pods make, kept by ReindexGangLocked on every change to them, so planning walks no
-    // member: counts, the pending members' largest request, highest priority and earliest
-    // submit, the node constraints and exclusive topology of its first member not using
-    // capacity, and the spec of its first pod (a gang's pods share a template).
-    struct Summary {
-      int32_t bound = 0, pending = 0;
-      Resources per_member;
-      int32_t priority = INT32_MIN;
-      int64_t submitted = INT64_MAX;
-      std::shared_ptr<const NodeConstraints> constraints;
-      std::string constraints_sig;
-      std::shared_ptr<const StatusOr<PodSchedulingSpec>> spec;
-      ExclusiveTopology exclusive;  // of its first pod not using capacity (engine_exclusive.cc)
-      // Its workload and Admit's shape key, built with the summary when nothing makes them vary
-      // between changes (no refused nodes, no exclusive topology, a valid spec): `cached`.
-      bool cached = false;
-      std::optional<Workload> workload;
-      std::string shape;
-    } summary;
-  };
+  using Slot = EngineSlot;
+  using Plan = EnginePlan;
+  using Gang = EngineGang;
+  using HeadKey = GangHeadKey;
 
   Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree);
   Status BuildSchedulerLocked();

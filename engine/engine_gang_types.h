@@ -1,0 +1,76 @@
+// The Engine's records of a gang and its plan (engine.h: Engine::Gang, Engine::Plan, Engine::Slot,
+// Engine::HeadKey). Plain data; owned by the Engine under its mu_ (engine.h has the threading model).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/api/resources.h"
+#include "core/api/workload.h"
+#include "engine/engine_types.h"
+#include "engine/pod_spec.h"
+
+namespace tidal {
+
+struct EngineSlot {
+  std::string node;
+  std::string pod_uid;  // "" = not yet claimed by a pod
+  bool reserved = false;
+};
+struct EnginePlan {
+  std::vector<EngineSlot> slots;
+  Resources per_member;
+  std::string queue;
+  std::string domain, explanation;
+  int64_t created_s = 0;
+};
+struct EngineGang;
+// Queue order of a queue's pending gangs: priority (higher first), submit time, key.
+struct GangHeadKey {
+  int64_t neg_priority = 0;
+  int64_t submitted = 0;
+  std::string gang;
+  EngineGang* ptr = nullptr;  // the gang itself (gangs_ is node-based; unindexed before it is erased)
+  auto operator<=>(const GangHeadKey&) const = default;
+};
+struct EngineGang {
+  std::string key;
+  FrontDoor door = FrontDoor::kKubernetes;  // its pods' door (a gang never mixes doors)
+  bool start_observed = false;
+  std::set<std::string> pods;  // uids of its pods (pending or bound)
+  std::optional<EnginePlan> plan;
+  std::string last_reason;
+  bool wants_room = false;  // its last try found no placement (room), not quota or never (lending)
+  // Nodes the front door's own filters refused for this gang (NodeRefused): node -> excluded
+  // until (engine clock, s). Planned around until then, so a refused node is never planned twice.
+  std::map<std::string, int64_t> excluded;
+  // Its entry in pending_by_queue_ (engine_plan.cc), while it has pending pods.
+  std::optional<GangHeadKey> head;
+  std::string head_queue;
+  // What its pods make, kept by ReindexGangLocked on every change to them, so planning walks no
+  // member: counts, the pending members' largest request, highest priority and earliest
+  // submit, the node constraints and exclusive topology of its first member not using
+  // capacity, and the spec of its first pod (a gang's pods share a template).
+  struct Summary {
+    int32_t bound = 0, pending = 0;
+    Resources per_member;
+    int32_t priority = INT32_MIN;
+    int64_t submitted = INT64_MAX;
+    std::shared_ptr<const NodeConstraints> constraints;
+    std::string constraints_sig;
+    std::shared_ptr<const StatusOr<PodSchedulingSpec>> spec;
+    ExclusiveTopology exclusive;  // of its first pod not using capacity (engine_exclusive.cc)
+    // Its workload and Admit's shape key, built with the summary when nothing makes them vary
+    // between changes (no refused nodes, no exclusive topology, a valid spec): `cached`.
+    bool cached = false;
+    std::optional<Workload> workload;
+    std::string shape;
+  } summary;
+};
+
+}  // namespace tidal
