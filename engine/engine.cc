@@ -80,9 +80,10 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
     }
   }
   const bool levels_changed = cfg.levels.Accepted() != cfg_.levels.Accepted();
-  const bool windows_changed = !cfg.maintenance.empty() || !cfg_.maintenance.empty();
+  // The nodes' closes (engine_closes.cc) and named pools are computed with state_.
+  const bool windows_changed = !cfg.maintenance.empty() || !cfg_.maintenance.empty() || !cfg.pools.empty() || !cfg_.pools.empty();
   cfg_ = cfg;
-  if (windows_changed) state_.reset();  // the nodes' closes (engine_closes.cc) are computed with it
+  if (windows_changed) state_.reset();
   ledger_.Reconfigure(*tree);
   if (levels_changed) {
     // Specs are read with the levels: read every pod's again.

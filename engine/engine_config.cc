@@ -140,6 +140,11 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
       QuotaLedger ledger(*tree);
       const Registry registry = plugins::DefaultRegistry();
       auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels, &ledger});
+      for (const auto& pol : cfg.pools) {  // a named pool's owners are configured queues
+        for (const auto& q : pol.queues) {
+          if ((*tree)->Find(q) < 0) errors.push_back(file + ": pools." + pol.pool + ".queues: unknown queue " + q);
+        }
+      }
       if (!profile.ok()) errors.push_back(file + ": " + profile.status().Message());
     }
   }

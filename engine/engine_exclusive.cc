@@ -76,7 +76,7 @@ void Engine::PinExclusiveDomainLocked(const Gang& g, Workload& w) const {
       auto d = n.labels.find(key);
       if (d == n.labels.end() || taken.count(d->second) > 0) continue;
       const Node node = ToNode(n);
-      if (!PoolAdmits(node.pool, w.front_door)) continue;
+      if (!PoolAdmits(node.pool, w.front_door) || !NamedPoolAdmits(node, w)) continue;
       if (w.constraints != nullptr && !w.constraints->Refusal(node).empty()) continue;
       auto u = used.find(name);
       const int64_t free = std::max<int64_t>(0, n.capacity.gpus - (u == used.end() ? 0 : u->second));

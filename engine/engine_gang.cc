@@ -171,6 +171,7 @@ std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSched
   w.id = PlanId(g);
   w.queue = spec.queue;
   w.queue_id = ledger_.tree().Find(spec.queue);
+  w.home_pool = HomePoolLocked(spec.queue);
   w.workload_class = spec.workload_class;
   w.members = need;
   // An elastic gang at or above its minimum grows by at least elastic_grow_min_members at once

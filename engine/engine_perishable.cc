@@ -60,7 +60,7 @@ std::string Engine::BorrowedTimeLocked(const Gang& g, int64_t* until) const {
   for (const auto& uid : g.pods) {  // on a node lent by its owner pool (engine_lending.cc)
     auto p = pods_.find(uid);
     if (p == pods_.end() || !p->second.UsesCapacity()) continue;
-    if (const auto* l = lending_.Find(p->second.node_name); l != nullptr && p->second.door == BorrowerDoor(l->owner)) {
+    if (const auto* l = lending_.Find(p->second.node_name); l != nullptr && PodBorrowsLocked(p->second, l->pool)) {
       return "runs on borrowed time: " + LoanNoteLocked(p->second.node_name);
     }
   }

@@ -83,7 +83,11 @@ Node Engine::ToNode(const NodeInfo& in) const {
   if (auto u = node_usable_.find(in.name); u != node_usable_.end()) usable = u->second;
   const uint8_t k8s = 1u << static_cast<int>(FrontDoor::kKubernetes), slurm = 1u << static_cast<int>(FrontDoor::kSlurm);
   n.pool = (usable & k8s) && (usable & slurm) ? Pool::kShared : (usable & slurm) ? Pool::kSlurm : Pool::kKubernetes;
-  if (auto it = in.labels.find(cfg_.pool_label); it != in.labels.end()) {
+  const auto pool_label = in.labels.find(cfg_.pool_label);
+  if (!cfg_.pools.empty()) {  // a named pool's node (its label or its selector): only its queues' work
+    n.named_pool = NamedPoolOf(cfg_.pools, pool_label != in.labels.end() ? pool_label->second : "", in.labels);
+  }
+  if (auto it = pool_label; it != in.labels.end() && n.named_pool.empty()) {
     if (auto p = ParsePool(it->second, cfg_.pool_label); p.ok() && *p != Pool::kShared) {
       const uint8_t want = *p == Pool::kSlurm ? slurm : k8s;
       if ((usable & want) == 0 && n.health == NodeHealth::kReady) n.health = NodeHealth::kCordoned;

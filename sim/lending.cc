@@ -71,7 +71,7 @@ std::vector<PoolLending::NodeFacts> LendingDriver::Facts(const Simulator& sim) c
     if (owner == Pool::kShared || (PolicyOf(policies_, owner) == nullptr && !lent)) continue;
     PoolLending::NodeFacts f;
     f.name = n.name;
-    f.owner = owner;
+    f.pool = std::string(PoolName(owner));
     f.in_service = InService(health_[static_cast<size_t>(id)]);
     f.gpus = n.capacity.gpus;
     f.used_gpus = n.allocated.gpus;
@@ -114,7 +114,7 @@ void LendingDriver::Apply(Simulator& sim, const PoolLending::Change& c) {
   ClusterState& st = sim.mutable_state();
   const NodeId id = st.FindNode(c.node);
   if (id == kNoNode) return;
-  PoolFigures& p = pools_[DoorIndex(OwnerDoor(c.owner))];
+  PoolFigures& p = pools_[DoorIndex(OwnerDoor(DoorPoolOf(c.pool)))];
   Node view = st.node(id);
   view.pool = owner_[static_cast<size_t>(id)];
   view.lent_by = Pool::kShared;
@@ -147,9 +147,10 @@ bool LendingDriver::Step(Simulator& sim) {
   // other pool's policy lends to and that fits that pool).
   PoolLending::Demand demand;
   for (size_t d = 0; d < 2; ++d) {
-    demand.owner_gpus[d] = PendingGpus(sim, d, false, pools_[d].gpus);
-    const LendingPolicy* lender = PolicyOf(policies_, PoolOfDoor(1 - d));
-    if (lender != nullptr) demand.borrower_gpus[d] = PendingGpus(sim, d, lender->preemptible_only, pools_[1 - d].gpus);
+    const std::string own(PoolName(PoolOfDoor(d))), other(PoolName(PoolOfDoor(1 - d)));
+    demand.owner_gpus[own] = PendingGpus(sim, d, false, pools_[d].gpus);
+    const LendingPolicy* lender = PolicyOf(policies_, other);
+    if (lender != nullptr) demand.borrower_gpus[other] = PendingGpus(sim, d, lender->preemptible_only, pools_[1 - d].gpus);
   }
   const auto changes = lending_.Step(last_facts_, demand, sim.now(), policies_);
   for (const auto& c : changes) Apply(sim, c);

@@ -37,7 +37,7 @@ std::vector<LendingPolicy> DefaultSimLending() {
   std::vector<LendingPolicy> out;
   for (Pool p : {Pool::kKubernetes, Pool::kSlurm}) {
     LendingPolicy l;
-    l.owner = p;
+    l.pool = std::string(PoolName(p));
     l.preemptible_only = false;
     l.idle_s = 60;
     l.grace_cap_s = 120;

@@ -332,7 +332,7 @@ int Sim(const Args& args) {
   if (two_pools) {
     std::string lending;
     for (const auto& l : spec.lending) {
-      lending += std::string(lending.empty() ? "" : "; ") + std::string(PoolName(l.owner)) + (l.lend ? " lends" : " keeps") +
+      lending += std::string(lending.empty() ? "" : "; ") + l.pool + (l.lend ? " lends" : " keeps") +
                  " to " + (l.preemptible_only ? "preemptible" : "any") + " work, keep " + std::to_string(l.keep_nodes) +
                  ", idle " + std::to_string(l.idle_s) + " s, grace cap " + std::to_string(l.grace_cap_s) + " s";
     }

@@ -45,6 +45,10 @@ struct Node {
   // lent_by the owner; the borrower's work may use it only if preemptible when lent_preemptible_only.
   Pool lent_by = Pool::kShared;
   bool lent_preemptible_only = false;
+  // The named pool that owns it ("" none; core/state/lending.h): only its owner queues' work
+  // (Workload::home_pool) may use it, and while named_pool_lent only the other queues' work.
+  std::string named_pool;
+  bool named_pool_lent = false;
   std::string gpu_model;
   std::vector<Taint> taints;  // Kubernetes spec.taints (see core/api/node_constraints.h)
 

@@ -42,6 +42,7 @@ struct Workload {
   std::string required_level;     // topology level all members must share ("" = none)
   std::string preferred_level;    // topology level members should share ("" = none)
   std::string gpu_model;          // "" = any
+  std::string home_pool;          // the named pool its queue owns ("" none; core/state/lending.h)
   // Which nodes the members may use beyond capacity, pool and model (node selector, affinity,
   // tolerations, exclusions; see core/api/node_constraints.h). nullptr = any node. Its
   // Signature() is constraints_sig, computed once by whoever builds the workload.
@@ -59,6 +60,12 @@ struct Workload {
 inline bool PoolAdmits(Pool pool, FrontDoor door) {
   return pool == Pool::kShared || (pool == Pool::kKubernetes && door == FrontDoor::kKubernetes) ||
          (pool == Pool::kSlurm && door == FrontDoor::kSlurm);
+}
+
+// May workload `w` use node `n` by its named pool? A named pool's node takes its owner queues'
+// work while unlent and only the other queues' work while lent.
+inline bool NamedPoolAdmits(const Node& n, const Workload& w) {
+  return n.named_pool.empty() || (n.named_pool_lent ? w.home_pool != n.named_pool : w.home_pool == n.named_pool);
 }
 
 }  // namespace tidal

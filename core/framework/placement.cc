@@ -29,6 +29,7 @@ struct PlacementSearch::Ctx {
   std::vector<int32_t> model_left{};
   int64_t refused_model_quota = 0;
   std::string first_model_quota_refusal{};
+  int64_t refused_named_pool = 0, refused_pool_lent_out = 0;  // a named pool's nodes: not its queue's; lent out
 };
 
 bool PlacementSearch::IsDeepest(VertexId v) const {
@@ -45,6 +46,7 @@ int64_t PlacementSearch::NodeFit(NodeId n, Ctx& ctx) const {
   };
   if (!node.SchedulableFor(ctx.cordoned)) return refuse(ctx.refused_health);
   if (!PoolAdmits(node.pool, ctx.w.front_door)) return refuse(ctx.refused_pool);
+  if (!NamedPoolAdmits(node, ctx.w)) return refuse(node.named_pool_lent ? ctx.refused_pool_lent_out : ctx.refused_named_pool);
   if (node.lent_preemptible_only && !ctx.w.preemptible) {
     return refuse(ctx.refused_lent);  // lent by its owner pool to preemptible work only
   }
@@ -253,7 +255,7 @@ void PlacementSearch::Dfs(VertexId v, Ctx& ctx) const {
 Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const PlacementConstraints& c,
                              std::vector<Candidate>& out) const {
   out.clear();
-  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}, false, {}, 0, {}};
+  Ctx ctx{cs, w, 0, 0, 0, 1, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, &c, Status::Ok(), {}, {}, false, {}, 0, {}, 0, 0};
   ctx.cordoned = w.constraints != nullptr && w.constraints->ToleratesUnschedulable();
   ctx.g = w.per_member.gpus;
   ctx.need = c.members;
@@ -346,6 +348,14 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
   if (ctx.refused_pool) st.AddReason(std::to_string(ctx.refused_pool) + " node(s) belong to another pool");
   if (ctx.refused_lent) {
     st.AddReason(std::to_string(ctx.refused_lent) + " node(s) are lent by their owner pool to preemptible work only");
+  }
+  if (ctx.refused_named_pool) {
+    st.AddReason(std::to_string(ctx.refused_named_pool) + " node(s) belong to a named pool of other queues" +
+                 (w.home_pool.empty() ? "" : " (queue " + w.queue + " owns pool " + w.home_pool + ")"));
+  }
+  if (ctx.refused_pool_lent_out) {
+    st.AddReason(std::to_string(ctx.refused_pool_lent_out) + " node(s) of pool " + w.home_pool +
+                 " are lent to other queues (taken back while its work waits for room)");
   }
   if (ctx.refused_health) {
     st.AddReason(std::to_string(ctx.refused_health) + " node(s) take no new work (unhealthy, draining or cordoned)");

@@ -9,6 +9,26 @@ namespace tidal {
 
 namespace {
 
+Status DecodeNames(const nlohmann::json& v, const std::string& f, std::vector<std::string>* out) {
+  if (!v.is_array() || v.empty()) return Status::Error(f + ": must be a non-empty list of queue names");
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string() || v[i].get<std::string>().empty()) {
+      return Status::Error(f + "[" + std::to_string(i) + "]: must be a queue name");
+    }
+    out->push_back(v[i].get<std::string>());
+  }
+  return Status::Ok();
+}
+
+Status DecodeSelector(const nlohmann::json& v, const std::string& f, std::map<std::string, std::string>* out) {
+  if (!v.is_object() || v.empty()) return Status::Error(f + ": must be a non-empty mapping of node label to value");
+  for (const auto& [k, x] : v.items()) {
+    if (!x.is_string()) return Status::Error(f + "." + k.substr(0, 64) + ": must be a string");
+    (*out)[k] = x.get<std::string>();
+  }
+  return Status::Ok();
+}
+
 Status DecodePolicy(const nlohmann::json& j, const std::string& f, LendingPolicy* out) {
   if (!j.is_object()) return Status::Error(f + ": must be a mapping");
   auto integer = [&](const std::string& k, int64_t lo, int64_t hi, int64_t* v) -> Status {
@@ -38,8 +58,13 @@ Status DecodePolicy(const nlohmann::json& j, const std::string& f, LendingPolicy
       st = integer(k, 0, 86400, &out->idle_s);
     } else if (k == "graceCapSeconds") {
       st = integer(k, 0, 86400, &out->grace_cap_s);
+    } else if (k == "queues" && !IsDoorPool(out->pool)) {
+      st = DecodeNames(v, f + ".queues", &out->queues);
+    } else if (k == "selector" && !IsDoorPool(out->pool)) {
+      st = DecodeSelector(v, f + ".selector", &out->selector);
     } else {
-      return Status::Error(f + "." + k.substr(0, 64) + ": unknown field (accepted: lend, keep, to, idleSeconds, graceCapSeconds)");
+      return Status::Error(f + "." + k.substr(0, 64) + ": unknown field (accepted: lend, keep, to, idleSeconds, graceCapSeconds" +
+                           (IsDoorPool(out->pool) ? "" : ", queues, selector") + ")");
     }
     if (!st.ok()) return st;
   }
@@ -48,9 +73,13 @@ Status DecodePolicy(const nlohmann::json& j, const std::string& f, LendingPolicy
 
 }  // namespace
 
-const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, Pool p) {
+bool IsDoorPool(const std::string& pool) { return pool == kDoorPoolKubernetes || pool == kDoorPoolSlurm; }
+
+Pool DoorPoolOf(const std::string& name) { return name == kDoorPoolSlurm ? Pool::kSlurm : Pool::kKubernetes; }
+
+const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, const std::string& pool) {
   for (const auto& pol : policies) {
-    if (pol.owner == p) return &pol;
+    if (pol.pool == pool) return &pol;
   }
   return nullptr;
 }
@@ -58,20 +87,55 @@ const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, Pool p
 FrontDoor OwnerDoor(Pool p) { return p == Pool::kSlurm ? FrontDoor::kSlurm : FrontDoor::kKubernetes; }
 FrontDoor BorrowerDoor(Pool p) { return p == Pool::kSlurm ? FrontDoor::kKubernetes : FrontDoor::kSlurm; }
 
+std::string HomePoolOf(const std::vector<LendingPolicy>& policies, const std::string& leaf,
+                       const std::vector<std::string>& ancestors) {
+  for (const auto& pol : policies) {
+    for (const auto& q : pol.queues) {
+      if (q == leaf || std::find(ancestors.begin(), ancestors.end(), q) != ancestors.end()) return pol.pool;
+    }
+  }
+  return "";
+}
+
+std::string NamedPoolOf(const std::vector<LendingPolicy>& policies, const std::string& label_value,
+                        const std::map<std::string, std::string>& labels) {
+  for (const auto& pol : policies) {
+    if (IsDoorPool(pol.pool)) continue;
+    if (pol.pool == label_value) return pol.pool;
+  }
+  for (const auto& pol : policies) {
+    if (IsDoorPool(pol.pool) || pol.selector.empty()) continue;
+    const bool all = std::all_of(pol.selector.begin(), pol.selector.end(), [&](const auto& kv) {
+      auto it = labels.find(kv.first);
+      return it != labels.end() && it->second == kv.second;
+    });
+    if (all) return pol.pool;
+  }
+  return "";
+}
+
 Status DecodeLending(const nlohmann::json& j, std::vector<LendingPolicy>* out) {
-  if (!j.is_object()) return Status::Error("pools: must be a mapping of pool (kubernetes, slurm) to its lending policy");
+  if (!j.is_object()) {
+    return Status::Error("pools: must be a mapping of pool (kubernetes, slurm, or a named pool) to its lending policy");
+  }
+  std::map<std::string, std::string> owner_of;  // queue -> named pool
   for (const auto& [name, v] : j.items()) {
     LendingPolicy p;
-    if (name == "kubernetes") {
-      p.owner = Pool::kKubernetes;
-    } else if (name == "slurm") {
-      p.owner = Pool::kSlurm;
-    } else {
-      return Status::Error("pools." + name.substr(0, 64) +
-                           ": unknown pool (accepted: kubernetes, slurm; named pools are not built yet)");
+    p.pool = name;
+    const std::string f = "pools." + name.substr(0, 64);
+    if (!IsDoorPool(name) && (!IsValidLabelValue(name) || name == "shared")) {
+      return Status::Error(f + ": a named pool's name must be a label value other than shared (1-63 of [A-Za-z0-9._-])");
     }
-    if (Status s = DecodePolicy(v, "pools." + name, &p); !s.ok()) return s;
-    out->push_back(p);
+    if (Status s = DecodePolicy(v, f, &p); !s.ok()) return s;
+    if (!IsDoorPool(name) && p.queues.empty()) {
+      return Status::Error(f + ".queues: a named pool needs its owner queues (e.g. queues: [inference])");
+    }
+    for (const auto& q : p.queues) {
+      if (auto [it, fresh] = owner_of.emplace(q, name); !fresh) {
+        return Status::Error(f + ".queues: queue " + q + " already owns pool " + it->second + " (a queue owns one pool)");
+      }
+    }
+    out->push_back(std::move(p));
   }
   return Status::Ok();
 }
@@ -85,7 +149,7 @@ int64_t PoolLending::NextDue(const std::vector<NodeFacts>& facts, int64_t now,
                              const std::vector<LendingPolicy>& policies) const {
   int64_t due = INT64_MAX;
   for (const auto& f : facts) {
-    const LendingPolicy* pol = PolicyOf(policies, f.owner);
+    const LendingPolicy* pol = PolicyOf(policies, f.pool);
     if (pol == nullptr) continue;
     int64_t since = 0;
     if (auto l = loans_.find(f.name); l != loans_.end()) {
@@ -102,9 +166,15 @@ int64_t PoolLending::NextDue(const std::vector<NodeFacts>& facts, int64_t now,
 }
 
 Node LentView(const PoolLending::Loan& loan, Node n) {
-  if (n.pool != loan.owner) return n;
-  n.pool = PoolOwnedBy(BorrowerDoor(loan.owner));
-  n.lent_by = loan.owner;
+  if (IsDoorPool(loan.pool)) {
+    const Pool owner = DoorPoolOf(loan.pool);
+    if (n.pool != owner || !n.named_pool.empty()) return n;
+    n.pool = PoolOwnedBy(BorrowerDoor(owner));
+    n.lent_by = owner;
+  } else {
+    if (n.named_pool != loan.pool) return n;
+    n.named_pool_lent = true;
+  }
   n.lent_preemptible_only = loan.preemptible_only;
   if (loan.reclaim_since_s > 0 && n.Schedulable()) n.health = NodeHealth::kDraining;
   return n;
@@ -133,21 +203,22 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
   for (const auto& f : facts) nodes.push_back(&f);
   std::sort(nodes.begin(), nodes.end(), [](const NodeFacts* a, const NodeFacts* b) { return a->name < b->name; });
   // What each side can already use counts against its demand: the owner's free GPUs on its
-  // unlent nodes and on nodes coming back; the borrower's free GPUs on nodes lent to it.
-  int64_t unlent[2] = {0, 0};
+  // unlent nodes and on nodes coming back; the borrowers' free GPUs on nodes lent to them.
+  auto& owner_gpus = demand.owner_gpus;
+  auto& borrower_gpus = demand.borrower_gpus;
+  std::map<std::string, int32_t> unlent;  // by pool
   for (const NodeFacts* f : nodes) {
-    const size_t owner = DoorIndex(OwnerDoor(f->owner)), borrower = DoorIndex(BorrowerDoor(f->owner));
     const int64_t free = std::max<int64_t>(0, f->gpus - f->used_gpus);
     auto l = loans_.find(f->name);
     if (l == loans_.end()) {
       if (f->in_service) {
-        demand.owner_gpus[owner] -= free;
-        ++unlent[owner];
+        owner_gpus[f->pool] -= free;
+        ++unlent[f->pool];
       }
     } else if (l->second.reclaim_since_s > 0) {
-      demand.owner_gpus[owner] -= f->gpus;
+      owner_gpus[f->pool] -= f->gpus;
     } else if (f->in_service) {
-      demand.borrower_gpus[borrower] -= free;
+      borrower_gpus[f->pool] -= free;
     }
   }
   std::vector<Change> out;
@@ -155,8 +226,8 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
   for (const NodeFacts* f : nodes) by_name.emplace(f->name, f);
   auto reclaim = [&](const std::string& node, Loan& l, const NodeFacts& n, std::string why) {
     l.reclaim_since_s = now;
-    demand.owner_gpus[DoorIndex(OwnerDoor(l.owner))] -= n.gpus;
-    out.push_back({node, l.owner, Change::Kind::kReclaiming, 0, std::move(why)});
+    owner_gpus[l.pool] -= n.gpus;
+    out.push_back({node, l.pool, Change::Kind::kReclaiming, 0, std::move(why)});
   };
   // Loans the owner takes back whatever its demand: the pool stopped lending, the node is out of
   // service. The others: idle clocks, and idle loans nobody needs go back.
@@ -165,13 +236,13 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
   for (auto it = loans_.begin(); it != loans_.end();) {
     Loan& l = it->second;
     auto f = by_name.find(it->first);
-    if (f == by_name.end()) {  // the node left (or its pool changed): nothing to give back
-      out.push_back({it->first, l.owner, Change::Kind::kReturned, -1, "the node is no longer in a lending pool"});
+    if (f == by_name.end() || f->second->pool != l.pool) {  // the node left (or its pool changed): nothing to give back
+      out.push_back({it->first, l.pool, Change::Kind::kReturned, -1, "the node is no longer in a lending pool"});
       it = loans_.erase(it);
       continue;
     }
     const NodeFacts& n = *f->second;
-    const LendingPolicy* pol = PolicyOf(policies, l.owner);
+    const LendingPolicy* pol = PolicyOf(policies, l.pool);
     if (l.reclaim_since_s == 0) {
       if (pol == nullptr || !pol->lend) {
         reclaim(it->first, l, n, "the pool no longer lends");
@@ -184,9 +255,9 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
         l.idle_since_s = now;
         candidates.push_back({-1, it->first});
       } else if (now - l.idle_since_s >= pol->idle_s &&
-                 demand.borrower_gpus[DoorIndex(BorrowerDoor(l.owner))] + std::max<int64_t>(0, n.gpus - n.used_gpus) <= 0) {
-        // Unused that long, and the borrower's demand is covered without it.
-        out.push_back({it->first, l.owner, Change::Kind::kReturned, -1,
+                 borrower_gpus[l.pool] + std::max<int64_t>(0, n.gpus - n.used_gpus) <= 0) {
+        // Unused that long, and the borrowers' demand is covered without it.
+        out.push_back({it->first, l.pool, Change::Kind::kReturned, -1,
                        "no borrower used it for " + std::to_string(now - l.idle_since_s) + " s"});
         idle_since_[it->first] = now;
         it = loans_.erase(it);
@@ -204,16 +275,15 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
   });
   for (const auto& [lost, node] : candidates) {
     Loan& l = loans_.at(node);
-    const size_t owner = DoorIndex(OwnerDoor(l.owner));
-    if (demand.owner_gpus[owner] <= 0 || (!demand.owner_any[owner] && !wanted(node))) continue;
+    if (owner_gpus[l.pool] <= 0 || (demand.owner_only.count(l.pool) && !wanted(node))) continue;
     reclaim(node, l, *by_name.at(node),
-            std::string("the owner (") + std::string(FrontDoorName(OwnerDoor(l.owner))) + ") has " +
-                std::to_string(demand.owner_gpus[owner]) + " pending GPUs that found no room");
+            "the owner (" + OwnerWords(l.pool) + ") has " + std::to_string(owner_gpus[l.pool]) +
+                " pending GPUs that found no room");
   }
   // Reclaimed loans whose borrowers let go: the owner's again.
   for (auto it = loans_.begin(); it != loans_.end();) {
     if (it->second.reclaim_since_s > 0 && by_name.at(it->first)->borrower_gpus == 0) {
-      out.push_back({it->first, it->second.owner, Change::Kind::kReturned, now - it->second.reclaim_since_s,
+      out.push_back({it->first, it->second.pool, Change::Kind::kReturned, now - it->second.reclaim_since_s,
                      "its borrowers are gone"});
       idle_since_[it->first] = now;  // hysteresis: idle as long again before it is lent again
       it = loans_.erase(it);
@@ -221,19 +291,19 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
     }
     ++it;
   }
-  // Idle owner nodes: lend. An owner node the borrower's work already holds is a loan whoever
+  // Idle owner nodes: lend. An owner node the borrowers' work already holds is a loan whoever
   // made it (an engine restart forgets its loans; the pods and drains stay): adopted, so it is
   // reclaimed and returned like any other, never left to both sides.
   for (const NodeFacts* f : nodes) {
     if (loans_.count(f->name)) continue;
-    const LendingPolicy* pol = PolicyOf(policies, f->owner);
+    const LendingPolicy* pol = PolicyOf(policies, f->pool);
     if (pol != nullptr && f->borrower_gpus > 0) {
-      loans_[f->name] = Loan{f->owner, now, 0, 0, pol->preemptible_only, pol->grace_cap_s};
+      loans_[f->name] = Loan{f->pool, now, 0, 0, pol->preemptible_only, pol->grace_cap_s};
       idle_since_.erase(f->name);
-      if (f->in_service) demand.borrower_gpus[DoorIndex(BorrowerDoor(f->owner))] -= std::max<int64_t>(0, f->gpus - f->used_gpus);
-      out.push_back({f->name, f->owner, Change::Kind::kLent, 0,
-                     "adopted: " + std::string(FrontDoorName(BorrowerDoor(f->owner))) + "'s work holds " +
-                         std::to_string(f->borrower_gpus) + " GPUs there (a loan from before an engine restart)"});
+      if (f->in_service) borrower_gpus[f->pool] -= std::max<int64_t>(0, f->gpus - f->used_gpus);
+      out.push_back({f->name, f->pool, Change::Kind::kLent, 0,
+                     "adopted: " + BorrowerWords(f->pool) + "'s work holds " + std::to_string(f->borrower_gpus) +
+                         " GPUs there (a loan from before an engine restart)"});
       continue;
     }
     if (pol == nullptr || !pol->lend || !f->in_service || f->used_gpus > 0) {
@@ -241,24 +311,35 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
       continue;
     }
     const int64_t since = idle_since_.emplace(f->name, now).first->second;
-    const size_t owner = DoorIndex(OwnerDoor(f->owner)), borrower = DoorIndex(BorrowerDoor(f->owner));
-    if (now - since < pol->idle_s || demand.owner_gpus[owner] > -f->gpus || demand.borrower_gpus[borrower] <= 0 ||
-        unlent[owner] <= pol->keep_nodes) {
+    if (now - since < pol->idle_s || owner_gpus[f->pool] > -f->gpus || borrower_gpus[f->pool] <= 0 ||
+        unlent[f->pool] <= pol->keep_nodes) {
       continue;
     }
     // The owner keeps this node's GPUs free for itself (counted above): lending it leaves the
     // owner with less free room, so lend only while the owner's own demand stays covered.
-    demand.owner_gpus[owner] += f->gpus;
-    demand.borrower_gpus[borrower] -= f->gpus;
-    --unlent[owner];
+    owner_gpus[f->pool] += f->gpus;
+    borrower_gpus[f->pool] -= f->gpus;
+    --unlent[f->pool];
     idle_since_.erase(f->name);
-    loans_[f->name] = Loan{f->owner, now, 0, 0, pol->preemptible_only, pol->grace_cap_s};
-    out.push_back({f->name, f->owner, Change::Kind::kLent, 0,
-                   "idle " + std::to_string(now - since) + " s while " + std::string(FrontDoorName(BorrowerDoor(f->owner))) +
+    loans_[f->name] = Loan{f->pool, now, 0, 0, pol->preemptible_only, pol->grace_cap_s};
+    out.push_back({f->name, f->pool, Change::Kind::kLent, 0,
+                   "idle " + std::to_string(now - since) + " s while " + BorrowerWords(f->pool) +
                        " has pending work it may borrow for"});
   }
   std::sort(out.begin(), out.end(), [](const Change& a, const Change& b) { return a.node < b.node; });
   return out;
+}
+
+std::string OwnerWords(const std::string& pool) {
+  return IsDoorPool(pool) ? std::string(FrontDoorName(OwnerDoor(DoorPoolOf(pool)))) : "pool " + pool + "'s queues";
+}
+
+std::string BorrowerLabel(const std::string& pool) {
+  return IsDoorPool(pool) ? std::string(FrontDoorName(BorrowerDoor(DoorPoolOf(pool)))) : "others";
+}
+
+std::string BorrowerWords(const std::string& pool) {
+  return IsDoorPool(pool) ? std::string(FrontDoorName(BorrowerDoor(DoorPoolOf(pool)))) : "other queues than pool " + pool + "'s";
 }
 
 }  // namespace tidal

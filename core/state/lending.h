@@ -1,12 +1,16 @@
-// Pools that lend and reclaim nodes between the front doors. A node's owner pool is its
-// tidal.dev/pool label (`kubernetes` or `slurm`; a node both doors report and no label names is
-// `shared` and never lent: both sides use it already). A pool with a lending policy lends its idle
-// nodes to the other door while that door has pending work it may lend to and the owner has none,
-// and reclaims them when the owner's pending work returns:
+// Pools that lend and reclaim nodes. A node's owner pool is its tidal.dev/pool label: a front
+// door's pool (`kubernetes` or `slurm`; a node both doors report and no label names is `shared`
+// and never lent: both sides use it already) or a named pool of the config (`inference`, a team's
+// pool: `pools.inference.queues` are its owners; its nodes also by `pools.inference.selector`).
+// The owner's work is the door's (a door pool) or the owner queues' (a named pool, either door);
+// every other workload that may use the node is a borrower. A named pool's unlent nodes take only
+// its owners' work. A pool with a lending policy lends its idle nodes to borrowers while they
+// have pending work it may lend to and the owner has none, and reclaims them when the owner's
+// pending work returns:
 //   idle      an owner node with nothing of anyone's on it for `idleSeconds` (hysteresis: a node
 //             just reclaimed or just used waits that long again), while more than `keep` of the
 //             pool's nodes stay unlent;
-//   lent      the node is the borrower door's alone (never both sides at once): only its
+//   lent      the node is the borrowers' alone (never both sides at once): only their
 //             preemptible work (`to: preemptible`, the default) or any (`to: any`);
 //   reclaim   the owner has pending work that found no room: enough lent nodes (its GPUs' worth;
 //             those its waiting work can use first, only those when it can use no other; then
@@ -22,8 +26,9 @@
 // Config (engine config `pools`):
 //   pools:
 //     slurm: {lend: true, keep: 2, to: preemptible, idleSeconds: 60, graceCapSeconds: 120}
+//     inference: {queues: [inference], selector: {gpu.tidal.dev/class: serving}, lend: true}
 // Used by tidal-engine (engine/engine_lending.cc) and by the simulator's lending driver
-// (sim/lending.h): the same rules in both.
+// (sim/lending.h, the door pools): the same rules in both.
 // Threading: PoolLending is plain data with one owner: the Engine, under Engine::mu_ (engine.h), or
 // one simulator run.
 #pragma once
@@ -45,8 +50,17 @@ namespace tidal {
 // The taint tidal-scheduler keeps on a Kubernetes node lent to Slurm (value slurm, NoSchedule).
 inline constexpr const char* kLentTaintKey = "tidal.dev/lent-to";
 
+// The doors' pools by name; any other configured name is a named pool.
+inline constexpr const char* kDoorPoolKubernetes = "kubernetes";
+inline constexpr const char* kDoorPoolSlurm = "slurm";
+bool IsDoorPool(const std::string& pool);
+
 struct LendingPolicy {
-  Pool owner = Pool::kSlurm;  // kKubernetes or kSlurm
+  std::string pool = kDoorPoolSlurm;  // kubernetes, slurm or a named pool
+  // A named pool's owner queues (leaf or parent names: their leaves are owners) and the node labels
+  // that put a node in it besides tidal.dev/pool=<name> (every one must match; empty: label only).
+  std::vector<std::string> queues;
+  std::map<std::string, std::string> selector;
   bool lend = true;
   int32_t keep_nodes = 0;          // never lent below this many unlent nodes of the pool
   bool preemptible_only = true;    // to: preemptible (true) | any (false)
@@ -54,49 +68,68 @@ struct LendingPolicy {
   int64_t grace_cap_s = 120;       // the most notice a borrower gets on reclaim
 };
 
-// pools: {kubernetes: {...}, slurm: {...}}; errors name the field ("pools.slurm.keep: ...").
+// pools: {kubernetes: {...}, slurm: {...}, NAME: {queues: [...], ...}}; errors name the field
+// ("pools.slurm.keep: ..."). A named pool needs queues; a queue owns at most one named pool.
 Status DecodeLending(const nlohmann::json& j, std::vector<LendingPolicy>* out);
 
-// The door that owns a pool's nodes, and the door that borrows them; the pool a door owns.
+// The door that owns a door pool's nodes, and the door that borrows them; the pool a door owns.
 FrontDoor OwnerDoor(Pool p);
 FrontDoor BorrowerDoor(Pool p);
 inline Pool PoolOwnedBy(FrontDoor d) { return d == FrontDoor::kSlurm ? Pool::kSlurm : Pool::kKubernetes; }
-// Per-door arrays below are indexed by the door (FrontDoor's value).
+// The door pool of that name (IsDoorPool(name) must hold).
+Pool DoorPoolOf(const std::string& name);
 inline size_t DoorIndex(FrontDoor d) { return static_cast<size_t>(d); }
-// The policy of pool `p` (nullptr: it does not lend).
-const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, Pool p);
+// The policy of pool `pool` (nullptr: it does not lend, or is not configured).
+const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, const std::string& pool);
+inline const LendingPolicy* PolicyOf(const std::vector<LendingPolicy>& policies, Pool p) {
+  return PolicyOf(policies, std::string(PoolName(p)));
+}
+// Who owns and who borrows pool `pool`, for people: "slurm", "kubernetes"; "pool inference's
+// queues", "other queues than pool inference's".
+std::string OwnerWords(const std::string& pool);
+std::string BorrowerWords(const std::string& pool);
+// The borrowers as a metric label value: the borrower door, or "others" for a named pool.
+std::string BorrowerLabel(const std::string& pool);
+// The named pool whose owner queues include leaf queue `leaf` or one of `ancestors` ("" none).
+std::string HomePoolOf(const std::vector<LendingPolicy>& policies, const std::string& leaf,
+                       const std::vector<std::string>& ancestors);
+// The named pool node `n` belongs to by `labels` (its tidal.dev/pool label `label_value`, or a
+// pool's selector); "" when none.
+std::string NamedPoolOf(const std::vector<LendingPolicy>& policies, const std::string& label_value,
+                        const std::map<std::string, std::string>& labels);
 
 class PoolLending {
  public:
   // What the engine knows of one node of a lending pool at a poll.
   struct NodeFacts {
     std::string name;
-    Pool owner = Pool::kSlurm;
+    std::string pool = kDoorPoolSlurm;  // its owner pool
     bool in_service = true;      // ready, schedulable, reported by both doors, no close pending
     int64_t gpus = 0;
     int64_t used_gpus = 0;       // by anyone (allocated)
-    int64_t borrower_gpus = 0;   // by the borrower door's pods or jobs
+    int64_t borrower_gpus = 0;   // by borrowers' pods or jobs (not the owner's)
     int64_t at_risk_gpu_s = 0;   // the borrowers' work a reclaim would lose (since checkpoint)
   };
-  // Pending GPUs per door that found no room: the owner's reclaim, the borrower's loans.
+  // Pending GPUs per pool that found no room: the owner's reclaim, the borrowers' loans.
   struct Demand {
-    int64_t owner_gpus[2] = {0, 0};     // by owner door (FrontDoor index)
-    int64_t borrower_gpus[2] = {0, 0};  // by borrower door, work the policy lends to
+    std::map<std::string, int64_t> owner_gpus;     // by pool: its owner's
+    std::map<std::string, int64_t> borrower_gpus;  // by pool: work that may borrow it, as its policy lends
     // Which loans the owner's waiting work could use: any (some of it may go anywhere), else only
     // those in owner_wanted (a job pinned to its nodes, -w, or with a node selector). Reclaims
     // take wanted loans first, and only wanted ones when the owner's work cannot use any other.
-    bool owner_any[2] = {true, true};
+    // A pool missing from owner_only may use any.
+    std::set<std::string> owner_only;  // pools whose owner's work can use only owner_wanted
     std::set<std::string> owner_wanted;
   };
   struct Change {
     std::string node;
-    Pool owner = Pool::kSlurm;
+    std::string pool;  // the owner pool
     enum class Kind { kLent, kReclaiming, kReturned } kind = Kind::kLent;
     int64_t reclaim_s = 0;  // kReturned after a reclaim: how long it took (-1: never reclaimed)
     std::string why;
   };
   struct Loan {
-    Pool owner = Pool::kSlurm;
+    std::string pool;  // the owner pool
     int64_t since_s = 0;
     int64_t reclaim_since_s = 0;  // 0 = not being reclaimed
     int64_t idle_since_s = 0;     // no borrower there since (0 = in use)
@@ -131,9 +164,10 @@ class PoolLending {
   std::vector<Event> events_;
 };
 
-// How node `n` looks while `loan` lends it: the borrower door's pool, lent_by its owner, only
-// preemptible work by policy, and no new work (kDraining) while it is reclaimed. A node of
-// another pool than the loan's owner is returned unchanged.
+// How node `n` looks while `loan` lends it: a door pool's node is in the borrower door's pool,
+// lent_by its owner; a named pool's node is named_pool_lent (other queues' work only); only
+// preemptible work by policy, and no new work (kDraining) while it is reclaimed. A node of another
+// pool than the loan's is returned unchanged.
 Node LentView(const PoolLending::Loan& loan, Node n);
 
 }  // namespace tidal

@@ -486,7 +486,8 @@ class VictimSearch {
     int64_t members = 0;
     for (NodeId n = vx.node_begin; n < vx.node_end && members < c_.members; ++n) {
       const Node& node = cluster_.node(n);
-      if (!node.Schedulable() || !PoolAdmits(node.pool, w_.front_door)) continue;
+      if (!node.Schedulable() || !PoolAdmits(node.pool, w_.front_door) || !NamedPoolAdmits(node, w_)) continue;
+      if (node.lent_preemptible_only && !w_.preemptible) continue;
       if (!w_.gpu_model.empty() && node.gpu_model != w_.gpu_model) continue;
       members += node.Free().CopiesOf(w_.per_member);
     }

@@ -14,16 +14,16 @@ using Kind = PoolLending::Change::Kind;
 class LendingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    policy_.owner = Pool::kSlurm;
+    policy_.pool = "slurm";
     policy_.idle_s = 60;
     policy_.grace_cap_s = 120;
-    for (int i = 0; i < 4; ++i) nodes_.push_back({"s" + std::to_string(i), Pool::kSlurm, true, 8, 0, 0, 0});
+    for (int i = 0; i < 4; ++i) nodes_.push_back({"s" + std::to_string(i), "slurm", true, 8, 0, 0, 0});
   }
   // Kubernetes (the borrower) waits for `gpus`; Slurm (the owner) for `owner`.
   std::vector<PoolLending::Change> Step(int64_t gpus, int64_t owner = 0) {
     PoolLending::Demand d;
-    d.borrower_gpus[0] = gpus;
-    d.owner_gpus[1] = owner;
+    d.borrower_gpus["slurm"] = gpus;
+    d.owner_gpus["slurm"] = owner;
     return lending_.Step(nodes_, d, now_, {policy_});
   }
   std::vector<std::string> Of(const std::vector<PoolLending::Change>& c, Kind k) {
@@ -193,15 +193,15 @@ TEST_F(LendingTest, AReclaimTakesTheLoansTheOwnersWorkCanUseAndOnlyThoseWhenItCa
   for (size_t i = 0; i < 4; ++i) Borrow(i, 8, 100 * static_cast<int64_t>(i + 1));  // s0 loses the least
   const PoolLending before = lending_;
   PoolLending::Demand d;
-  d.owner_gpus[1] = 8;
-  d.owner_any[1] = false;
+  d.owner_gpus["slurm"] = 8;
+  d.owner_only.insert("slurm");
   d.owner_wanted = {"s2"};  // e.g. a job pinned to s2
   PoolLending pinned = before;
   EXPECT_EQ(Of(pinned.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming), std::vector<std::string>{"s2"});
   d.owner_wanted.clear();  // the owner's work can use none of the loans: reclaiming would not help
   PoolLending none = before;
   EXPECT_TRUE(Of(none.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming).empty());
-  d.owner_any[1] = true;  // work that may go anywhere: the least work lost first
+  d.owner_only.clear();  // work that may go anywhere: the least work lost first
   PoolLending any = before;
   EXPECT_EQ(Of(any.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming), std::vector<std::string>{"s0"});
   d.owner_wanted = {"s3"};  // and a pinned job's node before it
@@ -228,7 +228,7 @@ TEST(LentView, ALentNodeIsTheBorrowersAndAReclaimedOneTakesNoNewWork) {
   n.name = "s0";
   n.pool = Pool::kSlurm;
   PoolLending::Loan loan;
-  loan.owner = Pool::kSlurm;
+  loan.pool = "slurm";
   loan.preemptible_only = true;
   Node v = LentView(loan, n);
   EXPECT_EQ(v.pool, Pool::kKubernetes);
@@ -250,13 +250,18 @@ TEST(LendingConfig, DecodesAPolicyAndNamesTheFieldOfABadOne) {
                             &out)
                   .ok());
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].owner, Pool::kSlurm);
+  EXPECT_EQ(out[0].pool, "slurm");
   EXPECT_EQ(out[0].keep_nodes, 2);
   EXPECT_FALSE(out[0].preemptible_only);
   EXPECT_EQ(out[0].idle_s, 30);
   EXPECT_EQ(out[0].grace_cap_s, 90);
   for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"inference": {}})", "pools.inference: unknown pool"},
+           {R"({"inference": {}})", "pools.inference.queues: a named pool needs its owner queues"},
+           {R"({"inference": {"queues": []}})", "pools.inference.queues: must be a non-empty list"},
+           {R"({"inference": {"queues": ["a"]}, "serve": {"queues": ["a"]}})", "pools.serve.queues: queue a already owns pool inference"},
+           {R"({"shared": {"queues": ["a"]}})", "pools.shared: a named pool's name"},
+           {R"({"inference": {"queues": ["a"], "selector": {"x": 1}}})", "pools.inference.selector.x: must be a string"},
+           {R"({"slurm": {"queues": ["a"]}})", "pools.slurm.queues: unknown field"},
            {R"({"slurm": {"keep": -1}})", "pools.slurm.keep"},
            {R"({"slurm": {"to": "everyone"}})", "pools.slurm.to: unknown value"},
            {R"({"kubernetes": {"graceCapSeconds": 1.5}})", "pools.kubernetes.graceCapSeconds"},

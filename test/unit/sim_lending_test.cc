@@ -185,7 +185,7 @@ TEST(SimLending, BorrowerEndingWithinTheGraceCapFinishesInstead) {
 TEST(SimLending, KeepAndPreemptibleOnlyPoliciesHold) {
   const ClusterState fabric = Pools(3, 2);
   LendingPolicy keep;
-  keep.owner = Pool::kSlurm;
+  keep.pool = "slurm";
   keep.keep_nodes = 1;  // one of the two stays unlent
   keep.preemptible_only = false;
   keep.idle_s = 60;
