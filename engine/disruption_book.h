@@ -32,11 +32,12 @@ namespace tidal {
 
 enum class DisruptionCause {
   kPreemption, kReclaim, kRuntimeLimit, kMemberLost, kUnhealthyNode, kDrain, kMaintenance, kDecommission,
-  kWindowEnd  // a perishable window closed (tidal.dev/available-until): its owner takes the node back
+  kWindowEnd,   // a perishable window closed (tidal.dev/available-until): its owner takes the node back
+  kReservation  // a filler in the gap before a reserved start gives the nodes back (engine_gap_fill.cc)
 };
 inline constexpr const char* kDisruptionCauses[] = {"preemption",     "reclaim", "runtime-limit", "member-lost",
                                                     "unhealthy-node", "drain",   "maintenance",   "decommission",
-                                                    "window-end"};
+                                                    "window-end",     "reservation"};
 std::string_view DisruptionCauseName(DisruptionCause c);
 
 struct DisruptionRecord {

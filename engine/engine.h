@@ -53,6 +53,7 @@
 #include "engine/engine_results.h"
 #include "engine/engine_types.h"
 #include "engine/engine_gang_types.h"
+#include "engine/gap_fill.h"
 #include "engine/disruption_book.h"
 #include "core/state/lending.h"
 #include "engine/observability.h"
@@ -486,6 +487,19 @@ class Engine {
   int64_t perishable_counted_s_ = 0;
   // "" or, for a gang with members on nodes before a close it outlives, when it has to go.
   std::string BorrowedTimeLocked(const Gang& g, int64_t* until) const;
+  // --- fillers in the gaps before reserved starts (engine_gap_fill.cc, engine/gap_fill.h): the same rule
+  GapFills gap_;
+  // Is book entry `id` (starting at start_s) left off for a filler that must be gone by fill_until?
+  bool GapOpenLocked(const std::string& id, int64_t start_s, int64_t fill_until) const;
+  // The fillers on reservation `id`'s nodes that must leave for it to start (*early: it could start now but for them).
+  // `on`: OurPodsOnLocked of (at least) its nodes.
+  std::vector<GapFiller> GapBlockersLocked(const std::string& id, const Reservation& res, int64_t now,
+                                           const std::map<std::string, std::vector<const PodInfo*>>& on, bool* early) const;
+  void OpenGapNoticesLocked(int64_t now);  // at each poll: notices due (cause reservation), withdrawn, activations
+  std::vector<int64_t> GapGpusLocked(int64_t now) const;  // per NodeId: GPUs reserved ahead in a gap (empty: none)
+  void CountGapsLocked(double dt, double* offered, double* filled) const;
+  std::string GapBorrowedLocked(const Gang& g, int64_t* until) const;  // explain on a filler
+  std::string GapFillersNoteLocked(const std::string& plan_id) const;  // explain on the reserved gang
   // --- pools lending and reclaiming nodes (engine_lending.cc; the rules: core/state/lending.h)
   PoolLending lending_;
   void LendLocked(int64_t now);              // at each poll: lend, reclaim (borrowers disrupted), return

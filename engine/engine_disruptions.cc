@@ -6,6 +6,8 @@
 //                         tidal.dev/runtime-limit plus the grace takes its whole gang with it (the
 //                         members share the limit; a gang is never left half-running);
 //   member-lost, unhealthy-node, drain   engine_health.cc, at each poll;
+//   reservation           OpenGapNoticesLocked (engine_gap_fill.cc), at each poll: fillers in the
+//                         gap before a reserved start give its nodes back;
 //   reclaim of a lent node  LendLocked (engine_lending.cc), at each poll.
 // The notice is what the workload asks for (tidal.dev/checkpoint-on-notice), at most
 // max_notice_s; a member reporting a checkpoint since (tidal.dev/last-checkpoint) ends it early.
@@ -180,6 +182,7 @@ std::vector<DisruptionAction> Engine::Disruptions(FrontDoor door) {
   }
   OpenUnhealthyLocked(now);
   OpenDrainsLocked(now);
+  OpenGapNoticesLocked(now);  // fillers before reserved starts (engine_gap_fill.cc)
   CountPerishableLocked(now);
   LendLocked(now);
   return disruptions_.Due(door, now);

@@ -38,7 +38,7 @@ void Engine::CountPerishableLocked(int64_t now) {
   EnsureStateLocked();  // closes_ and state_
   const int64_t last = perishable_counted_s_;
   perishable_counted_s_ = now;
-  if (last <= 0 || now <= last || now - last > kMaxCountGapS || closes_.empty() || metrics_ == nullptr) return;
+  if (last <= 0 || now <= last || now - last > kMaxCountGapS || (closes_.empty() && book_->empty()) || metrics_ == nullptr) return;
   const double dt = static_cast<double>(now - last);
   double offered = 0, filled = 0;
   for (const auto& [name, c] : closes_) {
@@ -50,6 +50,7 @@ void Engine::CountPerishableLocked(int64_t now) {
     offered += static_cast<double>(node.capacity.gpus) * dt;
     filled += static_cast<double>(std::min(node.capacity.gpus, node.allocated.gpus)) * dt;
   }
+  CountGapsLocked(dt, &offered, &filled);  // the gaps before reserved starts (engine_gap_fill.cc)
   if (offered <= 0) return;
   metrics_->perishable_gpu_seconds.With({"offered"}).Increment(offered);
   metrics_->perishable_gpu_seconds.With({"filled"}).Increment(filled);
@@ -78,7 +79,7 @@ std::string Engine::BorrowedTimeLocked(const Gang& g, int64_t* until) const {
       node = p->second.node_name;
     }
   }
-  if (first == nullptr) return "";
+  if (first == nullptr) return GapBorrowedLocked(g, until);  // before a reserved start (engine_gap_fill.cc)
   if (until != nullptr) *until = first->by;
   std::string what = first->cause == DisruptionCause::kWindowEnd ? "its owner takes node " + node + " back"
                      : first->cause == DisruptionCause::kMaintenance ? "node " + node + " goes into " + first->what

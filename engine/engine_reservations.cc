@@ -142,6 +142,11 @@ ClusterState Engine::TimelineLocked() {
     a.workload.workload_class = b != bound_since_.end() ? b->second.workload_class : WorkloadClass::kBatch;
     a.assignments = {{n, 1}};
     a.start_time_s = b != bound_since_.end() ? b->second.since_s : clock_();
+    // A filler giving a reserved gang its nodes back (engine_gap_fill.cc) is gone by its notice's
+    // deadline: a reservation due while it still terminates keeps its nodes.
+    if (const DisruptionRecord* r = disruptions_.ForPod(uid); r != nullptr && r->cause == DisruptionCause::kReservation) {
+      a.workload.runtime_limit_s = std::max<int64_t>(1, r->deadline_s - a.start_time_s);
+    }
     t.Release(n, c.second);
     if (!t.AddRunning(std::move(a)).ok()) t.Allocate(n, c.second);
   }
@@ -169,12 +174,16 @@ bool Engine::BehindLocked(const std::string& plan_id, const std::string& own_pla
 void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank,
                                    const std::vector<int32_t>* ranks, int64_t fill_notice_s) const {
   const Reservation* mine = nullptr;
+  // A workload that fills perishable windows (engine_perishable.cc) while its notice and the
+  // minimum fill still fit before their end: closes, and the gaps before reserved starts.
+  const int64_t fill_until = fill_notice_s < 0 ? INT64_MAX : clock_() + fill_notice_s + kDrainSlackS + cfg_.perishable_min_s;
   for (const auto& [id, res] : *book_) {
     if (id == own) {
       mine = &res;
       if (res.start_s <= clock_()) rv.at = &res.assignments;
       continue;
     }
+    if (fill_notice_s >= 0 && GapOpenLocked(id, res.start_s, fill_until)) continue;  // a filler (engine_gap_fill.cc)
     // Fair share outranks an older reservation: a gang of a queue now ranked behind the planner's
     // does not hold capacity against it (the next refresh re-plans that reservation). Preemption
     // holds are promises and always count.
@@ -201,8 +210,7 @@ void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, 
   }
   // Drains, maintenance windows and the ends of perishable windows (engine_closes.cc): a closing
   // node's GPUs are all taken from its close, like a reservation's; not for a workload that fills
-  // windows (engine_perishable.cc) while its notice and the minimum fill still fit before it.
-  const int64_t fill_until = fill_notice_s < 0 ? INT64_MAX : clock_() + fill_notice_s + kDrainSlackS + cfg_.perishable_min_s;
+  // windows while its notice and the minimum fill still fit before it (fill_until).
   if (!close_from_.empty()) {
     if (rv.from.empty()) {
       rv.from.assign(static_cast<size_t>(state_->node_count()), INT64_MAX);

@@ -201,6 +201,8 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
     j["last"] = gang.last_reason;
     if (auto r = book_->find(PlanId(gang)); r != book_->end()) {
       j["reservation"] = {{"start_unix", r->second.start_s}, {"nodes", r->second.assignments.size()}};
+      EnsureStateLocked();  // the book's NodeIds
+      if (std::string f = GapFillersNoteLocked(r->first); !f.empty()) j["reservation"]["fillers"] = f;
     }
     const int q = ledger_.tree().Find(spec->queue);
     j["quota"] = q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured";
@@ -309,7 +311,11 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
     EnsureStateLocked();  // closes_
     if (std::string b = BorrowedTimeLocked(g->second, nullptr); !b.empty()) t += "window: " + b + "\n";
   }
-  if (std::string r = ReservedStartLocked(PlanId(g->second)); !r.empty()) t += "reservation: " + r + "\n";
+  if (std::string r = ReservedStartLocked(PlanId(g->second)); !r.empty()) {
+    t += "reservation: " + r + "\n";
+    EnsureStateLocked();  // the book's NodeIds
+    if (std::string f = GapFillersNoteLocked(PlanId(g->second)); !f.empty()) t += "fillers: " + f + "\n";
+  }
   if (!g->second.pods.empty()) {
     const auto& spec = SpecLocked(pods_.at(*g->second.pods.begin()));
     if (spec.ok()) {
@@ -381,6 +387,7 @@ EngineGauges Engine::Gauges() {
   for (const auto& [key, g] : gangs_) {
     if (g.plan) reserved_total += g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
   }
+  const std::vector<int64_t> gap = GapGpusLocked(clock_());
   std::map<std::string, double> health;
   for (auto h : {NodeHealth::kReady, NodeHealth::kDegraded, NodeHealth::kUnhealthy, NodeHealth::kDraining, NodeHealth::kCordoned}) {
     health[std::string(NodeHealthName(h))] = 0;
@@ -404,7 +411,11 @@ EngineGauges Engine::Gauges() {
       continue;
     }
     gpus[{"allocated", pool}] += static_cast<double>(std::min(node.capacity.gpus, node.allocated.gpus));
-    gpus[{window ? "perishable" : "idle", pool}] += static_cast<double>(std::max<int64_t>(0, node.FreeGpus()));
+    // Idle GPUs in a window, or held for a reserved start ahead (a gap: engine_gap_fill.cc), perish.
+    const int64_t free = std::max<int64_t>(0, node.FreeGpus());
+    const int64_t perishing = window ? free : gap.empty() ? 0 : std::min(free, gap[static_cast<size_t>(n)]);
+    gpus[{"perishable", pool}] += static_cast<double>(perishing);
+    gpus[{"idle", pool}] += static_cast<double>(free - perishing);
   }
   // Plans are held as allocations in the state: move their GPUs from allocated to reserved.
   if (reserved_total > 0) {
