@@ -137,6 +137,7 @@ std::string Engine::SaveLedger() {
   SaveDrainsLocked(state);
   return state.dump();
 }
+  if (nlohmann::json h = ends_.history.Save(); !h.empty()) state["runtimeHistory"] = std::move(h);  // engine_runtime.cc
 
 Status Engine::LoadLedger(const std::string& json) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -148,7 +149,10 @@ Status Engine::LoadLedger(const std::string& json) {
   const nlohmann::json state = nlohmann::json::parse(json, nullptr, false);
   if (!state.is_object()) return s;
   Status doors = LoadDoorMemoryLocked(state);
-  if (Status d = LoadDrainsLocked(state); !d.ok()) {
+  for (Status d : {LoadDrainsLocked(state), state.contains("runtimeHistory")
+                                               ? ends_.history.Load(state.at("runtimeHistory"), cfg_.runtime_correction.window)
+                                               : Status::Ok()}) {
+    if (d.ok()) continue;
     if (doors.ok()) {
       doors = d;
     } else {

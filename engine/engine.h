@@ -60,6 +60,7 @@
 #include "engine/pod_spec.h"
 #include "engine/preempt_hold.h"
 #include "engine/waves.h"
+#include "engine/workload_ends.h"
 #include "core/framework/scheduler.h"
 #include "core/state/cluster_state.h"
 #include "core/state/queues.h"
@@ -242,9 +243,11 @@ class Engine {
   // With `ranks` (QuotaLedger::FairShareRanks) and the planner's queue rank: reservations of
   // gangs whose queue ranks behind it are left out (they yield to fair share; preemption holds
   // never do). fill_notice_s >= 0 (a workload that fills perishable windows, FillNoticeLocked):
-  // closes with room for its notice and perishable.minSeconds are left off for it.
+  // closes with room for its notice and perishable.minSeconds are left off for it; so are closes
+  // from fill_by on (a preemptible workload expected gone by then: CorrectedFillByLocked).
   void ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank = -1,
-                             const std::vector<int32_t>* ranks = nullptr, int64_t fill_notice_s = -1) const;
+                             const std::vector<int32_t>* ranks = nullptr, int64_t fill_notice_s = -1,
+                             int64_t fill_by = INT64_MAX) const;
   // The fair-share rank of the queue of the book entry's gang (-1 when unknown).
   int32_t BookRankLocked(const std::string& plan_id, const std::vector<int32_t>& ranks) const;
   // Is the book entry's gang behind the planner's gang in queue order (same queue)?
@@ -492,6 +495,16 @@ class Engine {
   // Is book entry `id` (starting at start_s) left off for a filler that must be gone by fill_until?
   bool GapOpenLocked(const std::string& id, int64_t start_s, int64_t fill_until) const;
   // The fillers on reservation `id`'s nodes that must leave for it to start (*early: it could start now but for them).
+  // --- how work ended, the learned runtime correction (engine_runtime.cc, engine/workload_ends.h)
+  WorkloadEnds ends_;
+  void NoteMemberEndLocked(const std::string& uid, WorkloadEnd how);  // a member ends (before its release)
+  void FinishedJobLocked(const FinishedJobInfo& f);  // SettleFinishedLocked, then how it ended (FinishedJob.end)
+  void FinishWorkloadLocked(FrontDoor door, WorkloadEnd end, const std::string& queue, int64_t run_s, int64_t declared_s);
+  // Declared runtime x the queue's ratio when it may fill windows by it (preemptible), else 0; *note: explain's words.
+  int64_t CorrectedRuntimeLocked(const Workload& w, std::string* note) const;
+  int64_t CorrectedFillByLocked(const Workload& w) const;  // now + that + kDrainSlackS, or INT64_MAX
+  std::string RuntimeNoteLocked(const Gang& g) const;      // explain's "runtime:" ("" without a declared runtime)
+  void RuntimeGaugesLocked(EngineGauges& out) const;
   // `on`: OurPodsOnLocked of (at least) its nodes.
   std::vector<GapFiller> GapBlockersLocked(const std::string& id, const Reservation& res, int64_t now,
                                            const std::map<std::string, std::vector<const PodInfo*>>& on, bool* early) const;

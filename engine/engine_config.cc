@@ -90,6 +90,9 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
       pf.FailField("fill", "unknown value \"" + fill.substr(0, 100) + "\" (accepted: checkpointing, preemptible, none)");
     }
     pf.Int("minSeconds", &cfg.perishable_min_s, 0, 7 * 86400);
+    if (const auto* rc = pf.Get("runtimeCorrection")) {
+      if (Status s = DecodeRuntimeCorrection(*rc, pf.Sub("runtimeCorrection"), &cfg.runtime_correction); !s.ok()) pf.Fail(s);
+    }
     if (Status s = pf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
   if (const auto* e = f.Get("elastic")) {

@@ -119,7 +119,7 @@ Decision Engine::PlaceLocked(const Workload& w, int32_t* yielded) {
     ranks = ledger_.FairShareRanks();
     own_rank = ranks[static_cast<size_t>(q)];
   }
-  ReservationViewLocked(w.id, rv, own_rank, ranks.empty() ? nullptr : &ranks, FillNoticeLocked(w));
+  ReservationViewLocked(w.id, rv, own_rank, ranks.empty() ? nullptr : &ranks, FillNoticeLocked(w), CorrectedFillByLocked(w));
   Decision d;
   if (auto preferred = WithPreferredRequired(w)) d = sched_->ScheduleOne(*state_, *preferred, clock_(), nullptr, rv.get(), rv.at);
   if (d.outcome != Outcome::kPlaced) d = sched_->ScheduleOne(*state_, w, clock_(), nullptr, rv.get(), rv.at);

@@ -172,7 +172,7 @@ bool Engine::BehindLocked(const std::string& plan_id, const std::string& own_pla
 }
 
 void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, int32_t own_rank,
-                                   const std::vector<int32_t>* ranks, int64_t fill_notice_s) const {
+                                   const std::vector<int32_t>* ranks, int64_t fill_notice_s, int64_t fill_by) const {
   const Reservation* mine = nullptr;
   // A workload that fills perishable windows (engine_perishable.cc) while its notice and the
   // minimum fill still fit before their end: closes, and the gaps before reserved starts.
@@ -218,7 +218,7 @@ void Engine::ReservationViewLocked(const std::string& own, ReservationView& rv, 
     }
     rv.closing.assign(static_cast<size_t>(state_->node_count()), 0);
     for (size_t i = 0; i < close_from_.size() && i < rv.from.size(); ++i) {
-      if (close_from_[i] == INT64_MAX || close_from_[i] >= fill_until) continue;
+      if (close_from_[i] == INT64_MAX || close_from_[i] >= std::min(fill_until, fill_by)) continue;  // fill_by: engine_runtime.cc
       rv.from[i] = std::min(rv.from[i], close_from_[i]);
       rv.gpus[i] = close_gpus_[i];
       rv.closing[i] = 1;

@@ -53,6 +53,7 @@ struct EngineGauges {
   std::vector<Row> door_awaiting;   // door: 1 while its first resync since the start gates nodes
   std::vector<Row> lent_gpus;       // from (owner pool), to (borrower door): GPUs of lent nodes
 };
+  std::vector<Row> runtime_correction;  // queue: the learned actual/declared runtime ratio (engine_runtime.cc)
 
 // A bound pod that outran its declared runtime limit (plus the grace): the front door evicts it.
 struct OverduePod {

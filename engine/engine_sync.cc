@@ -353,6 +353,7 @@ Status Engine::UpsertPodLocked(PodInfo in) {
     if (auto b = bound_since_.find(p.uid); b != bound_since_.end() && p.start_unix > 0) b->second.since_s = p.start_unix;
   } else if (charged != charged_.end()) {
     if (p.phase == PodPhase::kFailed) NoteMemberLostLocked(p, "failed");  // its gang may be left half-running
+    NoteMemberEndLocked(p.uid, MemberEndOf(p, was_going));                // how it ended (engine_runtime.cc)
     ReleaseBoundLocked(p.uid);
   }
   MarkPreemptViewLocked(p.uid);  // start time, terminating, labels of a bound pod (engine_preempt.cc)
@@ -399,6 +400,7 @@ void Engine::DeletePodLocked(const std::string& uid, bool observed) {
   // A delete the door saw of a pod the engine last knew running: a member lost (its gang may be
   // left half-running, engine_health.cc). A pod a resync no longer names only vanished: unknown.
   if (auto p = pods_.find(uid); observed && p != pods_.end()) NoteMemberLostLocked(p->second, "was deleted");
+  NoteMemberEndLocked(uid, observed ? WorkloadEnd::kCancelled : WorkloadEnd::kUnknown);  // still bound: how it ended
   DisruptionGoneLocked(uid);
   ReleaseBoundLocked(uid);
   if (auto it = pod_gang_.find(uid); it != pod_gang_.end()) {
@@ -585,7 +587,7 @@ Status Engine::Sync(SyncBatch&& b, uint64_t* generation, std::vector<NodeWarning
   const bool snapshot_ends = snapshots_[static_cast<int>(b.door)] && !b.snapshot_continues;
   if (snapshot_ends) EndResyncLocked(b.door);
   FlushReindexLocked();
-  for (const auto& f : b.finished) SettleFinishedLocked(f);
+  for (const auto& f : b.finished) FinishedJobLocked(f);  // the gap ledger, how it ended (engine_runtime.cc)
   if (snapshot_ends) {
     // Bound times survive a resync for pods still bound; the others are gone.
     for (auto it = bound_since_.begin(); it != bound_since_.end();) {

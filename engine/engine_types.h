@@ -18,6 +18,7 @@
 #include "core/framework/profile.h"
 #include "core/io/queue_config.h"
 #include "core/state/lending.h"
+#include "core/state/runtime_history.h"
 #include "engine/maintenance.h"
 #include "engine/node_health.h"
 #include "engine/pod_spec.h"
@@ -92,6 +93,7 @@ struct FinishedJobInfo {
   int64_t start_unix = 0, end_unix = 0;
   int32_t members = 0;
   int64_t gpus_per_member = 0;  // 0 = unknown
+  WorkloadEnd end = WorkloadEnd::kUnknown;  // how it ended (FinishedJob.end); unknown is never completed
 };
 
 struct SyncBatch {
@@ -146,6 +148,9 @@ struct EngineConfig {
   enum class PerishableFill { kNone, kCheckpointing, kPreemptible };
   PerishableFill perishable_fill = PerishableFill::kCheckpointing;
   int64_t perishable_min_s = 300;
+  // perishable.runtimeCorrection (core/state/runtime_history.h; engine/engine_runtime.cc): a
+  // preemptible workload also fills a window its declared runtime x its queue's learned ratio fits.
+  RuntimeCorrectionConfig runtime_correction;
   // Pools that lend idle nodes to the other door and reclaim them (pools: {kubernetes|slurm:
   // {lend, keep, to, idleSeconds, graceCapSeconds}}; core/state/lending.h). Empty: nothing is lent.
   std::vector<LendingPolicy> pools;
@@ -160,7 +165,7 @@ struct EngineConfig {
 // Reads the engine config (YAML/JSON): {schedulerName, permitTimeoutSeconds, planTtlSeconds,
 // poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds},
 // disruption: {maxNoticeSeconds}, elastic: {growAfterSeconds, growMinMembers}, nodeHealth, maintenance: {windows},
-// perishable: {fill, minSeconds}, pools, topology: {levels}, profile, resources,
+// perishable: {fill, minSeconds, runtimeCorrection}, pools, topology: {levels}, profile, resources,
 // usageHalfLife, queues, frontDoors: [kubernetes, slurm]}. Every problem is one
 // reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);

@@ -1,6 +1,7 @@
 #include "engine/observability.h"
 
 #include "core/framework/scheduler.h"
+#include "core/state/runtime_history.h"
 #include "engine/disruption_book.h"
 
 namespace tidal {
@@ -59,6 +60,11 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
                                        "window or their tidal.dev/available-until): offered (all their GPUs) and "
                                        "filled (used by work).",
                                        {"use"})),
+      finished_workloads(r.Counter("tidal_finished_workloads_total",
+                                   "Workloads that ended, by front door and how: completed (ran to its own end), "
+                                   "timeout (killed at its runtime limit), disrupted (preempted, reclaimed, drained, "
+                                   "requeued), cancelled, failed, unknown (its end was not seen).",
+                                   {"door", "end"})),
       pool_lends(r.Counter("tidal_pool_lends_total", "Nodes an owner pool lent to the other front door.", {"from", "to"})),
       pool_reclaims(r.Counter("tidal_pool_reclaims_total",
                               "Lent nodes their owner pool began to reclaim (its work pending, or the node out of "
@@ -83,6 +89,9 @@ EngineMetrics::EngineMetrics(metrics::Registry& r)
     gangs_requeued_whole.With({cause});
   }
   for (const char* use : {"offered", "filled"}) perishable_gpu_seconds.With({use});
+  for (const char* door : {"kubernetes", "slurm"}) {
+    for (const char* end : kWorkloadEnds) finished_workloads.With({door, end});
+  }
   for (const auto& [from, to] : {std::pair{"slurm", "kubernetes"}, std::pair{"kubernetes", "slurm"}}) {
     pool_lends.With({from, to});
     pool_reclaims.With({from, to});

@@ -53,6 +53,8 @@ struct EngineMetrics {
   // Perishable windows (engine_perishable.cc): GPU-seconds of nodes before their close, and of
   // those used by work.
   metrics::Family<metrics::Counter>& perishable_gpu_seconds;  // use: offered, filled
+  // Workloads that ended, by front door and how (kWorkloadEnds; engine_runtime.cc).
+  metrics::Family<metrics::Counter>& finished_workloads;      // door, end
   // Pools lending nodes (engine_lending.cc), from (owner pool) to (borrower door): loans, reclaims
   // begun, and the time from a reclaim's start to the node's return.
   metrics::Family<metrics::Counter>& pool_lends;              // from, to

@@ -165,6 +165,20 @@ PodInfo FromProto(const v1::Pod& p) {
   return o;
 }
 
+namespace {
+// FinishedJob.end as the engine's classes (engine/engine_runtime.cc).
+WorkloadEnd EndFromProto(v1::FinishedJob::End e) {
+  switch (e) {
+    case v1::FinishedJob::COMPLETED: return WorkloadEnd::kCompleted;
+    case v1::FinishedJob::TIMEOUT: return WorkloadEnd::kTimeout;
+    case v1::FinishedJob::PREEMPTED: return WorkloadEnd::kDisrupted;
+    case v1::FinishedJob::CANCELLED: return WorkloadEnd::kCancelled;
+    case v1::FinishedJob::FAILED: return WorkloadEnd::kFailed;
+    default: return WorkloadEnd::kUnknown;  // END_UNKNOWN, or a value of a newer door
+  }
+}
+}  // namespace
+
 SyncBatch FromProto(const v1::SyncRequest& req, FrontDoor door) {
   SyncBatch b;
   b.door = door;
@@ -179,7 +193,7 @@ SyncBatch FromProto(const v1::SyncRequest& req, FrontDoor door) {
   b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
   b.vanished_pods.assign(req.vanished_pods().begin(), req.vanished_pods().end());
   for (const auto& f : req.finished()) {
-    b.finished.push_back({f.gang(), f.start_unix(), f.end_unix(), f.members(), f.gpus_per_member()});
+    b.finished.push_back({f.gang(), f.start_unix(), f.end_unix(), f.members(), f.gpus_per_member(), EndFromProto(f.end())});
   }
   return b;
 }

@@ -124,6 +124,29 @@ TEST(Jobcomp, ReadsFinishedJobsOnceAndSkipsBadLines) {
   EXPECT_TRUE(missing.ReadNew(&got).ok());
 }
 
+TEST(Jobcomp, TheJobStateSaysHowTheJobEnded) {
+  auto end_of = [](const std::string& state) {
+    v1::FinishedJob j;
+    EXPECT_TRUE(ParseJobcompLine("JobId=9 JobState=" + state + " StartTime=2026-12-01T12:00:00 EndTime=2026-12-01T12:10:00 NodeCnt=1", &j))
+        << state;
+    return j.end();
+  };
+  EXPECT_EQ(end_of("COMPLETED"), v1::FinishedJob::COMPLETED);
+  EXPECT_EQ(end_of("TIMEOUT"), v1::FinishedJob::TIMEOUT);
+  EXPECT_EQ(end_of("PREEMPTED"), v1::FinishedJob::PREEMPTED);
+  EXPECT_EQ(end_of("REQUEUED"), v1::FinishedJob::PREEMPTED) << "a requeue cut the run short";
+  EXPECT_EQ(end_of("NODE_FAIL"), v1::FinishedJob::PREEMPTED);
+  EXPECT_EQ(end_of("CANCELLED"), v1::FinishedJob::CANCELLED);
+  EXPECT_EQ(end_of("CANCELLED by 1000"), v1::FinishedJob::CANCELLED);
+  EXPECT_EQ(end_of("FAILED"), v1::FinishedJob::FAILED);
+  EXPECT_EQ(end_of("OUT_OF_MEMORY"), v1::FinishedJob::FAILED);
+  EXPECT_EQ(end_of("RESIZING"), v1::FinishedJob::END_UNKNOWN) << "anything else is unknown, never completed";
+  v1::FinishedJob none;
+  ASSERT_TRUE(ParseJobcompLine("JobId=9 StartTime=2026-12-01T12:00:00 EndTime=2026-12-01T12:10:00 NodeCnt=1", &none));
+  EXPECT_EQ(none.end(), v1::FinishedJob::END_UNKNOWN) << "no JobState";
+  EXPECT_EQ(EndOfJobState("COMPLETED+"), v1::FinishedJob::COMPLETED);
+}
+
 TEST_F(ReconcileTest, AdmittedJobsArePinnedAndReleasedOnceAndTheOthersSayWhy) {
   slurm_.state.jobs = {HeldJob(1, 2, 8), HeldJob(2, 1, 8), HeldJob(3, 1, 8, "nosuchqueue")};
   Reconciler r(acfg_, &slurm_, link_.get());

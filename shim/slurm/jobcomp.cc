@@ -30,6 +30,20 @@ int64_t ParseTime(const std::string& s) {
 
 }  // namespace
 
+v1::FinishedJob::End EndOfJobState(std::string_view state) {
+  // "CANCELLED by 1000" is split into words already; a trailing "+" (sacct's) is not part of it.
+  const size_t n = state.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+  const std::string_view s = state.substr(0, n);
+  if (s == "COMPLETED") return v1::FinishedJob::COMPLETED;
+  if (s == "TIMEOUT") return v1::FinishedJob::TIMEOUT;
+  if (s == "PREEMPTED" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" || s == "NODE_FAIL") {
+    return v1::FinishedJob::PREEMPTED;
+  }
+  if (s == "CANCELLED" || s == "DEADLINE") return v1::FinishedJob::CANCELLED;
+  if (s == "FAILED" || s == "OUT_OF_MEMORY" || s == "BOOT_FAIL") return v1::FinishedJob::FAILED;
+  return v1::FinishedJob::END_UNKNOWN;
+}
+
 bool ParseJobcompLine(const std::string& line, v1::FinishedJob* out) {
   std::map<std::string, std::string> kv;
   std::istringstream in(line);
@@ -48,6 +62,7 @@ bool ParseJobcompLine(const std::string& line, v1::FinishedJob* out) {
   out->set_start_unix(start);
   out->set_end_unix(end);
   out->set_members(static_cast<int32_t>(nodes));
+  out->set_end(EndOfJobState(kv["JobState"]));
   TresCounts tres;
   if (auto t = kv.find("Tres"); t != kv.end() && ParseTresCounts("Tres", t->second, &tres).ok() && tres.gpus > 0 &&
                                 tres.gpus % nodes == 0) {

@@ -91,5 +91,21 @@ TEST_F(ServerTest, UnknownPodIsUnschedulableNotACrash) {
   EXPECT_EQ(resp.status().code(), v1::Status::ERROR);
 }
 
+// FinishedJob.end reaches the engine as its class (engine/engine_runtime.cc); a record without
+// one (an older door) is unknown, never completed.
+TEST(SyncFromProto, AFinishedJobsEndIsCarried) {
+  v1::SyncRequest req;
+  auto* f = req.add_finished();
+  f->set_gang("slurm/7");
+  f->set_end(v1::FinishedJob::TIMEOUT);
+  req.add_finished()->set_gang("slurm/8");
+  req.add_finished()->set_end(v1::FinishedJob::PREEMPTED);
+  const SyncBatch b = FromProto(req, FrontDoor::kSlurm);
+  ASSERT_EQ(b.finished.size(), 3u);
+  EXPECT_EQ(b.finished[0].end, WorkloadEnd::kTimeout);
+  EXPECT_EQ(b.finished[1].end, WorkloadEnd::kUnknown);
+  EXPECT_EQ(b.finished[2].end, WorkloadEnd::kDisrupted);
+}
+
 }  // namespace
 }  // namespace tidal
