@@ -8,6 +8,7 @@
 #include <chrono>
 #include <random>
 
+#include "core/state/headroom.h"
 #include "plugins/registry.h"
 
 namespace tidal {
@@ -85,6 +86,7 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
   cfg_ = cfg;
   if (windows_changed) state_.reset();
   ledger_.Reconfigure(*tree);
+  RederiveHeadroomLocked();  // the scheduler name or the queues' fromHPA may have changed
   if (levels_changed) {
     // Specs are read with the levels: read every pod's again.
     state_.reset();
@@ -176,8 +178,14 @@ std::string Engine::DescribeQueues() {
     auto it = by_queue.find(t.Name(q));
     const std::array<int64_t, 2> by_door = it == by_queue.end() ? std::array<int64_t, 2>{0, 0} : it->second;
     const std::string doors = "; gpus by door: kubernetes " + std::to_string(by_door[0]) + ", slurm " + std::to_string(by_door[1]);
-    out += ledger_.Describe(q) + "; share " + std::to_string(ledger_.Share(q)) + doors + "\n";
+    // Headroom: the number and where it came from (configured, or derived from HPAs).
+    const int64_t h = HeadroomGpus(ledger_, q);
+    const std::string room = h > 0 || t.Spec(q).headroom_from_hpa
+                                 ? "; headroom " + std::to_string(h) + " GPUs (" + HeadroomSource(ledger_, q) + ")"
+                                 : "";
+    out += ledger_.Describe(q) + "; share " + std::to_string(ledger_.Share(q)) + doors + room + "\n";
   }
+  for (const auto& n : autoscaler_notes_) out += n + "\n";  // HPAs kept but not counted
   return out.empty() ? "no queues configured\n" : out;
 }
 

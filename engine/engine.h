@@ -342,7 +342,7 @@ class Engine {
   }
   // A door's snapshot in progress (index: FrontDoor): what its batches named so far.
   struct OpenSnapshot {
-    std::unordered_set<std::string> pods, nodes;
+    std::unordered_set<std::string> pods, nodes, autoscalers;
   };
   std::optional<OpenSnapshot> snapshots_[2];
   void BeginResyncLocked(FrontDoor door);  // drops the door's plans, opens its snapshot
@@ -451,6 +451,11 @@ class Engine {
   void LayHoldsLocked(ClusterState& timeline) const;
   // --- end preemption
   QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
+  // HPA-derived headroom (engine_autoscalers.cc, autoscalers.h), fed into ledger_.
+  AutoscalerBook autoscalers_;
+  std::vector<std::string> autoscaler_notes_;  // HPAs kept but not counted (/queues)
+  void ApplyAutoscalersLocked(const SyncBatch& b, Status* result);  // Sync's HPA part
+  void RederiveHeadroomLocked();  // after an HPA change, a resync's end or a reload
 
   // --- the disruption path (engine_disruptions.cc)
   DisruptionBook disruptions_;

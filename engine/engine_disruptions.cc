@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/state/headroom.h"
 #include "engine/engine.h"
 
 namespace tidal {
@@ -136,7 +137,7 @@ void Engine::OpenPreemptionDisruptionsLocked(const std::string& preemptor, Preem
   int64_t cap = INT64_MAX;
   if (auto g = gangs_.find(preemptor); g != gangs_.end() && g->second.summary.spec != nullptr && g->second.summary.spec->ok()) {
     const QueueTree& t = ledger_.tree();
-    if (const int q = t.Find((*g->second.summary.spec)->queue); q > 0 && t.Spec(q).headroom_gpus > 0) cap = t.Spec(q).headroom_grace_s;
+    if (const int q = t.Find((*g->second.summary.spec)->queue); q > 0 && HeadroomGpus(ledger_, q) > 0) cap = t.Spec(q).headroom_grace_s;
   }
   int64_t longest = 0;
   for (const auto& [id, pods] : out.victim_gangs) {

@@ -43,6 +43,7 @@ struct EngineGauges {
   std::vector<Row> reservations;    // queue: pending gangs holding a backfill reservation
   std::vector<Row> queue_usage, queue_nominal, queue_borrowed;  // queue, resource
   std::vector<Row> fair_share;      // queue
+  std::vector<Row> queue_headroom;  // queue: GPUs it may grow to (headroom, configured or from HPAs)
   std::vector<Row> largest_gang;    // level (GPUs of the largest whole-node gang placeable now)
   double unusable_free_gpus = 0;    // free GPUs on nodes too small for every pending member shape
   std::vector<Row> missing_topology;  // level: nodes without that level's label (own domains)
@@ -52,8 +53,8 @@ struct EngineGauges {
   std::vector<Row> door_nodes;      // door: nodes the door reports
   std::vector<Row> door_awaiting;   // door: 1 while its first resync since the start gates nodes
   std::vector<Row> lent_gpus;       // from (owner pool), to (borrower door): GPUs of lent nodes
-};
   std::vector<Row> runtime_correction;  // queue: the learned actual/declared runtime ratio (engine_runtime.cc)
+};
 
 // A bound pod that outran its declared runtime limit (plus the grace): the front door evicts it.
 struct OverduePod {

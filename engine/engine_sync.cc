@@ -584,6 +584,7 @@ Status Engine::Sync(SyncBatch&& b, uint64_t* generation, std::vector<NodeWarning
   for (const auto& uid : b.vanished_pods) {
     if (auto it = pods_.find(uid); it != pods_.end() && it->second.door == b.door) DeletePodLocked(uid, /*observed=*/false);
   }
+  ApplyAutoscalersLocked(b, &result);  // HPAs, a snapshot's end included (engine_autoscalers.cc)
   const bool snapshot_ends = snapshots_[static_cast<int>(b.door)] && !b.snapshot_continues;
   if (snapshot_ends) EndResyncLocked(b.door);
   FlushReindexLocked();

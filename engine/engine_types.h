@@ -18,6 +18,7 @@
 #include "core/framework/profile.h"
 #include "core/io/queue_config.h"
 #include "core/state/lending.h"
+#include "engine/autoscalers.h"
 #include "core/state/runtime_history.h"
 #include "engine/maintenance.h"
 #include "engine/node_health.h"
@@ -109,6 +110,9 @@ struct SyncBatch {
   std::vector<std::string> delete_pods;
   // Gone while the door was not watching (SyncRequest.vanished_pods): removed, never a lost member.
   std::vector<std::string> vanished_pods;
+  // HPAs and what they scale (door KUBERNETES; engine/autoscalers.h), deletes by "namespace/name".
+  std::vector<AutoscalerInfo> upsert_autoscalers;
+  std::vector<std::string> delete_autoscalers;
 };
 
 struct EngineConfig {

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "core/state/headroom.h"
 #include "engine/engine.h"
 #include "plugins/registry.h"
 
@@ -493,6 +494,9 @@ EngineGauges Engine::Gauges() {
       out.queue_borrowed.push_back({{t.Name(q), rn}, static_cast<double>(ledger_.Borrowed(q)[static_cast<size_t>(r)])});
     }
     out.fair_share.push_back({{t.Name(q)}, ledger_.Share(q)});
+    if (t.Spec(q).headroom_gpus > 0 || t.Spec(q).headroom_from_hpa) {
+      out.queue_headroom.push_back({{t.Name(q)}, static_cast<double>(HeadroomGpus(ledger_, q))});
+    }
   }
   return out;
 }

@@ -19,7 +19,7 @@ metrics::Collector Rows(std::vector<EngineGauges::Row> EngineGauges::*field, Eng
 
 HttpResponse Text(int code, std::string body) { return {code, "text/plain; charset=utf-8", std::move(body)}; }
 
-// /queues?format=json: one object per queue with usage, nominal, borrowed, share, pending, door GPUs.
+// /queues?format=json: one object per queue with usage, nominal, borrowed, share, headroom, pending, door GPUs.
 std::string QueuesJson(Engine& engine) {
   const EngineGauges g = engine.Gauges();
   std::map<std::string, nlohmann::json> by_queue;
@@ -27,6 +27,7 @@ std::string QueuesJson(Engine& engine) {
   for (const auto& r : g.queue_nominal) by_queue[r.labels[0]]["nominal"][r.labels[1]] = r.value;
   for (const auto& r : g.queue_borrowed) by_queue[r.labels[0]]["borrowed"][r.labels[1]] = r.value;
   for (const auto& r : g.fair_share) by_queue[r.labels[0]]["share"] = r.value;
+  for (const auto& r : g.queue_headroom) by_queue[r.labels[0]]["headroom_gpus"] = r.value;
   for (const auto& r : g.pending) by_queue[r.labels[0]]["pending"][r.labels[1]] = r.value;
   for (const auto& r : g.queue_door_gpus) by_queue[r.labels[0]]["door_gpus"][r.labels[1]] = r.value;
   nlohmann::json out = nlohmann::json::array();
@@ -69,6 +70,9 @@ void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher
                     "A queue's learned runtime correction: the quantile (perishable.runtimeCorrection) of actual / "
                     "declared runtime of its recent completed work; absent until minSamples are in.",
                     {"queue"}, Rows(&EngineGauges::runtime_correction, e));
+  reg.CallbackGauge("tidal_queue_headroom_gpus",
+                    "GPUs a queue with headroom may grow to at any time (headroom.gpus, or derived from HPAs: fromHPA).",
+                    {"queue"}, Rows(&EngineGauges::queue_headroom, e));
   reg.CallbackGauge("tidal_largest_placeable_gang_gpus",
                     "GPUs of the largest whole-node gang that fits now inside one domain of each level.", {"level"},
                     Rows(&EngineGauges::largest_gang, e));

@@ -192,6 +192,24 @@ SyncBatch FromProto(const v1::SyncRequest& req, FrontDoor door) {
   }
   b.delete_pods.assign(req.delete_pods().begin(), req.delete_pods().end());
   b.vanished_pods.assign(req.vanished_pods().begin(), req.vanished_pods().end());
+  for (const auto& a : req.upsert_autoscalers()) {
+    AutoscalerInfo o;
+    o.ns = a.namespace_();
+    o.name = a.name();
+    o.target_kind = a.target_kind();
+    o.target_name = a.target_name();
+    o.target_api_version = a.target_api_version();
+    o.max_replicas = a.max_replicas();
+    o.target_found = a.target_found() && a.has_replica();
+    if (o.target_found) {
+      o.scheduler_name = a.replica().scheduler_name();
+      o.labels.insert(a.replica().labels().begin(), a.replica().labels().end());
+      o.annotations.insert(a.replica().annotations().begin(), a.replica().annotations().end());
+      o.gpus_per_replica = a.replica().request().gpus();
+    }
+    b.upsert_autoscalers.push_back(std::move(o));
+  }
+  b.delete_autoscalers.assign(req.delete_autoscalers().begin(), req.delete_autoscalers().end());
   for (const auto& f : req.finished()) {
     b.finished.push_back({f.gang(), f.start_unix(), f.end_unix(), f.members(), f.gpus_per_member(), EndFromProto(f.end())});
   }

@@ -17,13 +17,13 @@ bool ValidQueueName(const std::string& n) {
   return std::isalnum(static_cast<unsigned char>(n.front())) && std::isalnum(static_cast<unsigned char>(n.back()));
 }
 
-// Reads headroom: {gpus: N, graceCapSeconds: S} (core/state/headroom.h).
+// Reads headroom: {gpus: N, fromHPA: B, graceCapSeconds: S} (core/state/headroom.h).
 void ReadHeadroom(const Document& doc, const nlohmann::json& j, const std::string& field, QueueSpec* q,
                   std::vector<std::string>* errors) {
   auto err = [&](const std::string& f, const std::string& why) {
     errors->push_back(doc.Locate(Status::Error(f + ": " + why)).Message());
   };
-  if (!j.is_object()) return err(field, "must be a mapping {gpus: N, graceCapSeconds: S}");
+  if (!j.is_object()) return err(field, "must be a mapping {gpus: N, fromHPA: true|false, graceCapSeconds: S}");
   for (const auto& [k, v] : j.items()) {
     const std::string f = field + "." + k.substr(0, 64);
     const bool integer = v.is_number_integer();
@@ -33,11 +33,14 @@ void ReadHeadroom(const Document& doc, const nlohmann::json& j, const std::strin
       } else {
         q->headroom_gpus = v.get<int64_t>();
       }
+    } else if (k == "fromHPA") {
+      if (!v.is_boolean()) err(f, "must be true or false (derive the GPUs from the HPAs of the queue's pods)");
+      else q->headroom_from_hpa = v.get<bool>();
     } else if (k == "graceCapSeconds") {
       if (!integer || v.get<int64_t>() < 0 || v.get<int64_t>() > 86400) err(f, "must be an integer in [0, 86400]");
       else q->headroom_grace_s = v.get<int64_t>();
     } else {
-      err(f, "unknown field (accepted: gpus, graceCapSeconds)");
+      err(f, "unknown field (accepted: gpus, fromHPA, graceCapSeconds)");
     }
   }
 }

@@ -59,6 +59,9 @@ struct QueueSpec {
   // queue's pending work takes it back (notice at most headroom_grace_s). 0 = none.
   int64_t headroom_gpus = 0;
   int64_t headroom_grace_s = 30;
+  // headroom.fromHPA: the headroom is also derived from the HPAs whose pods are in this queue
+  // (QuotaLedger::SetDerivedHeadroom); the larger of the two counts (HeadroomGpus, headroom.h).
+  bool headroom_from_hpa = false;
 };
 
 struct QueueConfig {
@@ -158,6 +161,15 @@ class QuotaLedger {
   // ranks 0, 1, ...; the root and inner queues (which hold no workloads) rank after every leaf,
   // so callers may use rank[0] for a queue they do not know.
   std::vector<int32_t> FairShareRanks() const;
+  // Headroom derived outside the config (HPAs: engine/autoscalers.h), by queue name, with where
+  // the number came from. Read by core/state/headroom.h for queues with fromHPA; kept across
+  // Reconfigure (keyed by name). Not an input of CheckAdmission (version() unchanged).
+  struct DerivedHeadroom {
+    int64_t gpus = 0;
+    std::string source;  // "HPA e2e/serve: maxReplicas 10 x 8 GPUs"
+  };
+  void SetDerivedHeadroom(std::map<std::string, DerivedHeadroom> h) { derived_headroom_ = std::move(h); }
+  const std::map<std::string, DerivedHeadroom>& derived_headroom() const { return derived_headroom_; }
   // "queue team-a uses 48/48 gpus (nominal 48, borrowing limit 0); cohort org has 0 gpus lendable"
   std::string Describe(int q) const;
 
@@ -175,6 +187,7 @@ class QuotaLedger {
   std::vector<std::vector<double>> usage_;
   ResVec capacity_;
   std::map<std::string, ChargeInfo> charges_;
+  std::map<std::string, DerivedHeadroom> derived_headroom_;
   int64_t now_ = 0;
   bool started_ = false;
   uint64_t version_ = NextVersion();

@@ -77,12 +77,162 @@ TEST_F(HeadroomTest, TheRoomKeptShrinksAsTheQueueGrowsAndRigidWorkIsNeverItsVict
   EXPECT_FALSE(r.status.ok()) << "beyond its headroom, and batch's work is not preemptible";
 }
 
+// Headroom derived from HPAs (engine/autoscalers.h): maxReplicas x GPUs per replica of the HPAs
+// whose pods are in the queue and scheduled by Tidal, as the Kubernetes door reports them.
+class HpaHeadroomTest : public HeadroomTest {
+ protected:
+  void SetUp() override { MakeWith("{fromHPA: true, graceCapSeconds: 20}"); }
+  void MakeWith(const std::string& headroom) {
+    auto cfg = ParseEngineConfig("queues:\n  - {name: inference, headroom: " + headroom + "}\n  - {name: batch}\n", "t.yaml");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    Make(*cfg);
+  }
+  static AutoscalerInfo Hpa(const std::string& name, int64_t max_replicas, int64_t gpus, const std::string& queue = "inference",
+                            const std::string& scheduler = "tidal-scheduler") {
+    AutoscalerInfo a;
+    a.ns = "e2e";
+    a.name = name;
+    a.target_kind = "Deployment";
+    a.target_name = name;
+    a.target_api_version = "apps/v1";
+    a.max_replicas = max_replicas;
+    a.target_found = true;
+    a.scheduler_name = scheduler;
+    a.labels[kLabelQueue] = queue;
+    a.gpus_per_replica = gpus;
+    return a;
+  }
+  Status SyncHpas(std::vector<AutoscalerInfo> up, std::vector<std::string> del = {}) {
+    SyncBatch b;
+    b.upsert_autoscalers = std::move(up);
+    b.delete_autoscalers = std::move(del);
+    return Sync(b);
+  }
+  double HeadroomGauge(const std::string& queue) {
+    for (const auto& r : engine_->Gauges().queue_headroom) {
+      if (r.labels == std::vector<std::string>{queue}) return r.value;
+    }
+    return -1;
+  }
+  // Runs rigid batch pods rigid<from>.. until one is refused; how many ran.
+  int RunRigid(int from, int at_most) {
+    for (int i = from; i < from + at_most; ++i) {
+      if (!Run(Pod("rigid" + std::to_string(i), "batch", false)).ok()) return i - from;
+    }
+    return at_most;
+  }
+};
+
+TEST_F(HpaHeadroomTest, TheHeadroomIsMaxReplicasTimesGpusPerReplicaAndTheRefusalSaysWhereItCameFrom) {
+  EXPECT_EQ(HeadroomGauge("inference"), 0) << "fromHPA without an HPA: no headroom yet";
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 4, 8)}).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 32);
+  EXPECT_EQ(RunRigid(0, 8), 4) << "64 GPUs, 32 kept for inference";
+  Status st = Run(Pod("rigid9", "batch", false));
+  EXPECT_NE(st.ToString().find("queue inference keeps room to grow to 32 GPUs (HPA e2e/serve: maxReplicas 4 x 8 GPUs; it uses 0)"),
+            std::string::npos) << st.ToString();
+  EXPECT_NE(engine_->DescribeQueues().find("headroom 32 GPUs (HPA e2e/serve: maxReplicas 4 x 8 GPUs)"), std::string::npos)
+      << engine_->DescribeQueues();
+}
+
+TEST_F(HpaHeadroomTest, LoweringMaxReplicasShrinksTheRoomAndDeletingTheHpaLeavesNone) {
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 4, 8)}).ok());
+  ASSERT_EQ(RunRigid(0, 8), 4);
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 2, 8)}).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 16);
+  EXPECT_EQ(RunRigid(10, 8), 2) << "16 kept now: two more rigid pods fit";
+  ASSERT_TRUE(SyncHpas({}, {"e2e/serve"}).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 0);
+  EXPECT_EQ(RunRigid(20, 8), 2) << "nothing kept: the last 16 GPUs go too";
+}
+
+TEST_F(HpaHeadroomTest, TheTemplatesGpusChangingChangesTheRoom) {
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 4, 8)}).ok());
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 4, 2)}).ok());  // the Deployment's template now asks 2 GPUs
+  EXPECT_EQ(HeadroomGauge("inference"), 8);
+  EXPECT_EQ(RunRigid(0, 8), 7);
+}
+
+TEST_F(HpaHeadroomTest, TwoHpasOfTheQueueAddUpAndBothAreNamed) {
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 2, 8), Hpa("embed", 4, 4)}).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 32);
+  EXPECT_EQ(RunRigid(0, 8), 4);
+  const std::string q = engine_->DescribeQueues();
+  EXPECT_NE(q.find("(HPA e2e/embed: maxReplicas 4 x 4 GPUs + HPA e2e/serve: maxReplicas 2 x 8 GPUs)"), std::string::npos) << q;
+}
+
+TEST_F(HpaHeadroomTest, AnotherSchedulersHpaAnotherQueuesAndCpuOnlyOnesAreNotCounted) {
+  ASSERT_TRUE(SyncHpas({Hpa("theirs", 4, 8, "inference", "default-scheduler"), Hpa("web", 10, 0),
+                        Hpa("other-queue", 4, 8, "batch")}).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 0);
+  EXPECT_EQ(RunRigid(0, 8), 8) << "no headroom kept for inference";
+}
+
+TEST_F(HpaHeadroomTest, BadFactsAreRefusedOrSkippedWithAMessageAndNothingElseChanges) {
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 4, 8)}).ok());
+  Status st = SyncHpas({Hpa("serve", -1, 8)});
+  EXPECT_NE(st.ToString().find("autoscaler e2e/serve: maxReplicas: -1: must not be negative"), std::string::npos) << st.ToString();
+  EXPECT_EQ(HeadroomGauge("inference"), 0) << "the bad version replaces the good one: not counted";
+  AutoscalerInfo cron = Hpa("cron", 4, 8);
+  cron.target_kind = "CronJob";
+  AutoscalerInfo missing = Hpa("missing", 4, 8);
+  missing.target_found = false;
+  AutoscalerInfo bad_queue = Hpa("bad-queue", 4, 8, std::string(64, 'q'));  // tidal.dev/queue: 1-63 characters
+  ASSERT_TRUE(SyncHpas({cron, missing, bad_queue, Hpa("serve", 1, 8)}).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 8) << "only serve counts";
+  const std::string q = engine_->DescribeQueues();
+  EXPECT_NE(q.find("HPA e2e/cron: scaleTargetRef kind \"CronJob\" is not counted"), std::string::npos) << q;
+  EXPECT_NE(q.find("HPA e2e/missing: its target Deployment e2e/missing is not known (yet)"), std::string::npos) << q;
+  EXPECT_NE(q.find("HPA e2e/bad-queue: its pod template's queue"), std::string::npos) << q;
+  SyncBatch slurm;
+  slurm.door = FrontDoor::kSlurm;
+  slurm.upsert_autoscalers = {Hpa("serve", 10, 8)};
+  EXPECT_FALSE(Sync(slurm).ok()) << "only the Kubernetes door reports HPAs";
+  EXPECT_EQ(HeadroomGauge("inference"), 8);
+}
+
+TEST_F(HpaHeadroomTest, AResyncDropsTheHpasItDoesNotName) {
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 4, 8), Hpa("embed", 2, 8)}).ok());
+  ASSERT_EQ(HeadroomGauge("inference"), 48);
+  SyncBatch b;
+  b.resync = true;
+  b.snapshot_continues = true;
+  for (int i = 0; i < 8; ++i) b.upsert_nodes.push_back(Node(i));
+  b.upsert_autoscalers = {Hpa("embed", 2, 8)};
+  ASSERT_TRUE(Sync(b).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 48) << "removed at the snapshot's last message, not its first";
+  ASSERT_TRUE(Sync(SyncBatch{}).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 16) << "serve was not named";
+}
+
+TEST_F(HpaHeadroomTest, WithGpusAsWellTheLargerCountsAndAReloadKeepsTheDerivedNumber) {
+  MakeWith("{gpus: 24, fromHPA: true}");
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 2, 8)}).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 24) << "the configured 24 is a floor over the HPA's 16";
+  EXPECT_NE(engine_->DescribeQueues().find("headroom 24 GPUs (headroom.gpus 24, above the 16 from HPAs: HPA e2e/serve"),
+            std::string::npos) << engine_->DescribeQueues();
+  ASSERT_TRUE(SyncHpas({Hpa("serve", 4, 8)}).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 32);
+  auto cfg = ParseEngineConfig("queues:\n  - {name: inference, headroom: {fromHPA: true}}\n  - {name: batch}\n", "t.yaml");
+  ASSERT_TRUE(cfg.ok());
+  ASSERT_TRUE(engine_->Reconfigure(*cfg).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 32) << "the HPAs are kept across a reload";
+  cfg = ParseEngineConfig("schedulerName: other\nqueues:\n  - {name: inference, headroom: {fromHPA: true}}\n  - {name: batch}\n",
+                          "t.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  ASSERT_TRUE(engine_->Reconfigure(*cfg).ok());
+  EXPECT_EQ(HeadroomGauge("inference"), 0) << "the HPA's pods are another scheduler's now";
+}
+
 TEST(HeadroomConfig, ErrorsNameTheField) {
   for (const auto& [yaml, field] : std::vector<std::pair<std::string, std::string>>{
            {"queues:\n  - {name: a, headroom: {gpus: -1}}\n", "queues[0].headroom.gpus"},
            {"queues:\n  - {name: a, headroom: {gpus: 8, graceCapSeconds: x}}\n", "queues[0].headroom.graceCapSeconds"},
            {"queues:\n  - {name: a, headroom: {gpu: 8}}\n", "queues[0].headroom.gpu: unknown field"},
            {"queues:\n  - {name: a, headroom: 8}\n", "queues[0].headroom: must be a mapping"},
+           {"queues:\n  - {name: a, headroom: {fromHPA: 1}}\n", "queues[0].headroom.fromHPA: must be true or false"},
+           {"queues:\n  - {name: a, headroom: {fromHPA: \"true\"}}\n", "queues[0].headroom.fromHPA: must be true or false"},
+           {"queues:\n  - {name: b}\n  - {name: a, headroom: {fromHpa: true}}\n", "queues[1].headroom.fromHpa: unknown field (accepted: gpus, fromHPA"},
        }) {
     auto cfg = ParseEngineConfig(yaml, "t.yaml");
     ASSERT_FALSE(cfg.ok()) << yaml;

@@ -94,6 +94,11 @@ list services -A
 list replicationcontrollers -A
 list replicasets.apps -A
 list statefulsets.apps -A
+watch statefulsets.apps -A
+list deployments.apps -A
+watch deployments.apps -A
+list horizontalpodautoscalers.autoscaling -A
+watch horizontalpodautoscalers.autoscaling -A
 list persistentvolumeclaims -A
 list persistentvolumes
 list storageclasses.storage.k8s.io
@@ -148,6 +153,11 @@ patch nodes --subresource=status
 update pods --subresource=ephemeralcontainers -n default
 create deployments.apps -n tidal-system
 patch deployments.apps -n tidal-system
+update deployments.apps --subresource=scale -n default
+patch statefulsets.apps --subresource=scale -n default
+update horizontalpodautoscalers.autoscaling -n default
+patch horizontalpodautoscalers.autoscaling --subresource=status -n default
+delete horizontalpodautoscalers.autoscaling -n default
 delete namespaces
 create namespaces
 delete persistentvolumes

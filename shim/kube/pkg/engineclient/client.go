@@ -4,7 +4,8 @@
 // It does two things and decides nothing:
 //
 //  1. Sync: streams every Node and every Pod (all schedulers' pods: they use capacity too) from the
-//     scheduler's shared informers to the engine. Changes are coalesced per object and flushed every
+//     scheduler's shared informers to the engine, and every HorizontalPodAutoscaler with the pod
+//     template of what it scales (autoscalers.go). Changes are coalesced per object and flushed every
 //     FlushInterval or as soon as MaxBatch objects are pending. The first message(s) of every new
 //     stream are a full snapshot (resync=true, split into chunks of at most MaxMessageBytes when
 //     large; later chunks are plain upserts). When the stream breaks (engine restart, socket gone) it
@@ -20,7 +21,7 @@
 //     NodeRefused, Evicted, TakeActivations), each with a deadline (Timeout). Transport failures come back as errors; scheduling outcomes are
 //     the tidal.v1.Status inside the response.
 //
-// Files: client.go (config, the informer handlers that record changes), stream.go (the Sync loop),
+// Files: client.go (config, the informer handlers that record changes), autoscalers.go (HPAs), stream.go (the Sync loop),
 // calls.go (the unary calls), tls.go (mutual TLS with reloaded files).
 //
 // Threading: all methods are safe for concurrent use. Informer handlers only record the latest
@@ -221,6 +222,13 @@ type Client struct {
 	refusals     int    // Sync attempts refused in a row (another holder has the door)
 	heldBy       string // that holder, as the engine named it ("" while not refused)
 	kick         chan struct{}
+
+	// HPAs and the workloads they scale (autoscalers.go): the stores, the last message computed
+	// per HPA ("ns/name") and the changes not yet sent (nil: delete).
+	hpaStore              cache.Indexer
+	deployStore, stsStore cache.Store
+	autoscalers           map[string]*tidalv1.Autoscaler
+	pendingAutoscalers    map[string]*tidalv1.Autoscaler
 }
 
 // New dials lazily (no I/O until the first call or Start); with TLS files it reads them once here
@@ -245,6 +253,7 @@ func New(cfg Config, logger klog.Logger) (*Client, error) {
 	return &Client{
 		cfg: cfg, conn: conn, api: tidalv1.NewEngineClient(conn), logger: logger,
 		pendingPods: map[string]podOp{}, pendingNodes: map[string]*tidalv1.Node{},
+		autoscalers: map[string]*tidalv1.Autoscaler{}, pendingAutoscalers: map[string]*tidalv1.Autoscaler{},
 		syncedCh: make(chan struct{}), kick: make(chan struct{}, 1),
 	}, nil
 }
@@ -411,7 +420,7 @@ func (c *Client) deletePod(p *v1.Pod, tombstone bool) {
 }
 
 func (c *Client) afterChangeLocked() {
-	if len(c.pendingPods)+len(c.pendingNodes) >= c.cfg.MaxBatch {
+	if len(c.pendingPods)+len(c.pendingNodes)+len(c.pendingAutoscalers) >= c.cfg.MaxBatch {
 		select {
 		case c.kick <- struct{}{}:
 		default:

@@ -343,6 +343,10 @@ func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
 			}
 		}
 	}
+	for _, m := range c.autoscalerSnapshotLocked() {
+		r := add(proto.Size(m))
+		r.UpsertAutoscalers = append(r.UpsertAutoscalers, m)
+	}
 	// One snapshot over several messages: the engine removes what it did not name at the last.
 	for _, m := range msgs[:len(msgs)-1] {
 		m.SnapshotContinues = true
@@ -369,12 +373,13 @@ func (c *Client) logOversize(p *tidalv1.Pod, n *tidalv1.Node) {
 // MaxMessageBytes (a message holds at least one object; one is at most convert.MaxObjectBytes).
 func (c *Client) takePending() ([]*tidalv1.SyncRequest, []*SyncedInfo) {
 	c.mu.Lock()
-	pods, nodes := c.pendingPods, c.pendingNodes
-	if len(pods)+len(nodes) == 0 {
+	pods, nodes, hpas := c.pendingPods, c.pendingNodes, c.pendingAutoscalers
+	if len(pods)+len(nodes)+len(hpas) == 0 {
 		c.mu.Unlock()
 		return nil, nil
 	}
 	c.pendingPods, c.pendingNodes = map[string]podOp{}, map[string]*tidalv1.Node{}
+	c.pendingAutoscalers = map[string]*tidalv1.Autoscaler{}
 	c.mu.Unlock()
 	var msgs []*tidalv1.SyncRequest
 	var infos []*SyncedInfo
@@ -406,6 +411,17 @@ func (c *Client) takePending() ([]*tidalv1.SyncRequest, []*SyncedInfo) {
 		}
 		info.CapacityFreed = true
 		info.NodesChanged = true
+	}
+	// HPAs (autoscalers.go): a headroom that shrank may let waiting pods in.
+	for key, h := range hpas {
+		if h == nil {
+			next(len(key))
+			cur.DeleteAutoscalers = append(cur.DeleteAutoscalers, key)
+		} else {
+			next(proto.Size(h))
+			cur.UpsertAutoscalers = append(cur.UpsertAutoscalers, h)
+		}
+		info.CapacityFreed = true
 	}
 	for uid, op := range pods {
 		switch {

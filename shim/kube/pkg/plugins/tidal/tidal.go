@@ -170,6 +170,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			if err := podgroup.Watch(ctx, h, client.Refresh, logger); err != nil { // upstream PodGroups (pkg/podgroup)
 				return nil, err
 			}
+			if err := watchAutoscalers(ctx, h, client, logger); err != nil { // HPAs for headroom (autoscalers.go)
+				return nil, err
+			}
 		}
 	}
 	hooks := engineclient.Hooks{OnResync: p.onResync, OnSynced: p.onSynced, OnDisconnected: p.onDisconnected}
