@@ -94,6 +94,7 @@ int Explain(const Args& args) {
 
 int Queues(const Args& args) {
   Flags flags(args);
+  if (j.contains("runtime") && j["runtime"].is_string()) std::cout << "Runtime:   " << field("runtime") << "\n";
   if (!flags.Parse({"--engine", "--token-file", "-o", "--output"}) || !flags.positional().empty()) {
     std::cerr << "usage: tidalctl queues [--engine http://127.0.0.1:8081] [--token-file FILE] [-o table|json]\n";
     return 2;

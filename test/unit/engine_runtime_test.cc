@@ -205,6 +205,9 @@ TEST_F(RuntimeTest, ALearnedRatioLetsPreemptibleWorkFillAWindowItsCorrectedRunti
   EXPECT_EQ(plan("rigid2", false), "") << "not preemptible: only its declared 1 h counts";
   EXPECT_NE(RuntimeLine().find("used at most 25% of their limit (p90 of 3) -> expected 15m"), std::string::npos) << RuntimeLine();
   EXPECT_NE(RuntimeLine(false).find("not preemptible"), std::string::npos) << RuntimeLine(false);
+  auto j = engine_->ExplainJson("team/probe");  // tidalctl explain's "Runtime:"
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_NE(j->value("runtime", "").find("-> expected 15m"), std::string::npos) << j->dump();
   // Still there near the close, it gets its notice like any filler (it is preemptible).
   ASSERT_TRUE(Add({Running(Pod("stays", true, "1h"), "n0", now_)}).ok());
   now_ = until - kDrainSlackS;
