@@ -88,13 +88,13 @@ int Explain(const Args& args) {
   if (j.contains("borrowed") && j["borrowed"].is_object() && j["borrowed"].contains("why")) {
     std::cout << "Window:    " << j["borrowed"]["why"].get<std::string>() << "\n";
   }
+  if (j.contains("runtime") && j["runtime"].is_string()) std::cout << "Runtime:   " << field("runtime") << "\n";
   std::cout << "Quota:     " << field("quota") << "\n" << "Last:      " << field("last") << "\n";
   return 0;
 }
 
 int Queues(const Args& args) {
   Flags flags(args);
-  if (j.contains("runtime") && j["runtime"].is_string()) std::cout << "Runtime:   " << field("runtime") << "\n";
   if (!flags.Parse({"--engine", "--token-file", "-o", "--output"}) || !flags.positional().empty()) {
     std::cerr << "usage: tidalctl queues [--engine http://127.0.0.1:8081] [--token-file FILE] [-o table|json]\n";
     return 2;
