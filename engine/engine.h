@@ -138,6 +138,7 @@ class Engine {
   // (from a dry-run cycle with reservations on copies of the state, bounded: see "explain" below).
   StatusOr<nlohmann::json> ExplainJson(const std::string& name);
   EngineStats Stats();
+  RolloutSignals RolloutSignalsNow();  // what a config rollout watch reads (engine_rollout.cc, rollout.h)
   // The size of each per-object container the engine keeps (pods, gangs and their indexes, bound
   // pods' charges and start times, the ledger's charges, reservations, preemption holds and
   // groups, pending activations): every one is back to 0 once the doors report no pods (a leak
@@ -328,6 +329,7 @@ class Engine {
 
   std::mutex mu_;  // guards everything below
   uint64_t generation_ = 0;
+  int64_t decision_errors_ = 0, preempted_total_ = 0;  // under mu_: rollout signals (engine_rollout.cc)
   bool synced_ = false;
   std::map<std::string, NodeInfo> nodes_;  // merged over the doors (MergeNodeLocked)
   // Each door's own record of a node (index: FrontDoor); nodes_ is their merge.

@@ -33,6 +33,7 @@ std::string CloseWords(const NodeClose& c) {
     return c.what + " from " + FormatUnixTime(c.by) + " to " + FormatUnixTime(c.until);
   }
   if (c.cause == DisruptionCause::kWindowEnd) return "available until " + FormatUnixTime(c.by) + " (its owner takes it back)";
+  if (c.cause == DisruptionCause::kReclaim) return c.what + " at " + FormatUnixTime(c.by);
   return std::string(c.cause == DisruptionCause::kDecommission ? "decommissioned" : "drained") + " by " + FormatUnixTime(c.by);
 }
 }  // namespace
@@ -50,6 +51,11 @@ bool Engine::CloseOfLocked(const std::string& node, int64_t now, NodeClose* out)
       }
     }
   }
+  // A loan with a term (pools.*.loanSeconds) is a window with a known end: its owner takes the
+  // node back then (engine_lending.cc reclaims it; the close lasts while the loan does).
+  if (const PoolLending::Loan* l = lending_.Find(node); l != nullptr && l->until_s > 0 && l->reclaim_since_s == 0) {
+    all.push_back({l->until_s, INT64_MAX, DisruptionCause::kReclaim, "lent by pool " + l->pool + " until its term ends"});
+  }
   return EarliestClose(all, now, out);
 }
 
@@ -58,7 +64,8 @@ void Engine::ComputeClosesLocked(int64_t now) {
   close_from_.clear();
   close_gpus_.clear();
   state_valid_until_ = INT64_MAX;
-  if (drains_.empty() && cfg_.maintenance.empty()) return;
+  const bool terms = std::any_of(lending_.loans().begin(), lending_.loans().end(), [](const auto& l) { return l.second.until_s > 0; });
+  if (drains_.empty() && cfg_.maintenance.empty() && !terms) return;
   for (NodeId n = 0; n < state_->node_count(); ++n) {
     const Node& node = state_->node(n);
     NodeClose c;

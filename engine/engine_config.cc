@@ -124,6 +124,9 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
   if (const auto* m = f.Get("maintenance")) {
     if (Status s = DecodeMaintenance(*m, &cfg.maintenance); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
+  if (const auto* r = f.Get("rollout")) {
+    if (Status s = DecodeRollout(*r, "rollout", &cfg.rollout); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
   if (const auto* p = f.Get("pools")) {
     if (Status s = DecodeLending(*p, &cfg.pools); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }

@@ -45,6 +45,7 @@ struct EngineGang {
   std::set<std::string> pods;  // uids of its pods (pending or bound)
   std::optional<EnginePlan> plan;
   std::string last_reason;
+  std::string rejected_by;  // its last decision was Rejected: the refusing plugin ("" otherwise; engine/rollout.h)
   bool wants_room = false;  // its last try found no placement (room), not quota or never (lending)
   // Nodes the front door's own filters refused for this gang (NodeRefused): node -> excluded
   // until (engine clock, s). Planned around until then, so a refused node is never planned twice.

@@ -96,7 +96,10 @@ void Engine::LendLocked(int64_t now) {
     f.name = node.name;
     f.pool = owner;
     // A door pool's node must be reported by both doors to be lent across; a named pool's by its door.
-    f.in_service = node.Schedulable() && usable != 0 && (!IsDoorPool(owner) || (usable & both) == both) && !closes_.count(node.name);
+    // A close other than its own loan's term (engine_closes.cc) takes it out of service.
+    auto close = closes_.find(node.name);
+    const bool closing = close != closes_.end() && close->second.cause != DisruptionCause::kReclaim;
+    f.in_service = node.Schedulable() && usable != 0 && (!IsDoorPool(owner) || (usable & both) == both) && !closing;
     f.gpus = node.capacity.gpus;
     f.used_gpus = node.allocated.gpus;
     pool_gpus[owner] += f.gpus;
@@ -262,8 +265,10 @@ std::string Engine::LoanNoteLocked(const std::string& node) const {
   if (l == nullptr) return "";
   return "node " + node + " is lent by pool " + l->pool + " since " + FormatUnixTime(l->since_s) +
          (l->reclaim_since_s > 0 ? "; its owner reclaims it since " + FormatUnixTime(l->reclaim_since_s)
-                                 : "; when its owner wants it back the job gets at most " + std::to_string(l->grace_cap_s) +
-                                       " s notice");
+                                 : (l->until_s > 0 ? "; the loan ends at " + FormatUnixTime(l->until_s) +
+                                                         " (the job gets its notice before then, as late as it allows)"
+                                                   : "; when its owner wants it back the job gets at most " +
+                                                         std::to_string(l->grace_cap_s) + " s notice"));
 }
 
 }  // namespace tidal

@@ -179,6 +179,8 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
     d.explanation += "; " + doors;
     d.status.AddReason(doors);
   }
+  if (d.outcome == Outcome::kError) ++decision_errors_;  // a rollout watch's signal (engine_rollout.cc)
+  g.rejected_by = d.outcome != Outcome::kRejected ? "" : d.status.plugin().empty() ? "placement" : d.status.plugin();
   if (d.outcome != Outcome::kPlaced) {
     if (g.last_reason != d.explanation) log(d.outcome == Outcome::kRejected ? "rejected" : "pending");
     g.last_reason = d.explanation;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/rollout.h"
 #include "core/api/node_constraints.h"
 #include "core/api/resources.h"
 #include "core/api/status.h"
@@ -116,6 +117,9 @@ struct SyncBatch {
 };
 
 struct EngineConfig {
+  // How the next config is watched after a reload activates it (rollout: {watchSeconds, ...};
+  // engine/rollout.h; server/config_watcher.cc rolls a breaching config back).
+  RolloutPolicy rollout;
   TopologyLevels levels = TopologyLevels::Default();
   QueueConfig queues;
   ProfileSpec profile = ProfileSpec::Default();

@@ -101,6 +101,7 @@ Status Engine::Evicted(const EvictionReport& report) {
     by_reason[report.reason.empty() ? "unknown" : report.reason].first += static_cast<double>(ids.size());
   }
   for (const auto& [reason, v] : by_reason) {
+    preempted_total_ += static_cast<int64_t>(v.first);  // a rollout watch's signal (engine_rollout.cc)
     if (metrics_ != nullptr) {
       const std::string label = PreemptionReasonLabel(reason);
       metrics_->preemptions.With({label}).Increment(v.first);

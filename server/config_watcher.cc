@@ -4,6 +4,7 @@
 
 #include "core/io/document.h"
 #include "core/io/document_diff.h"
+#include "core/state/queues.h"
 
 namespace tidal {
 
@@ -31,6 +32,7 @@ void ConfigWatcher::Stop() {
 }
 
 bool ConfigWatcher::CheckOnce() {
+  CheckRollout();
   std::error_code ec;
   const auto mtime = std::filesystem::last_write_time(path_, ec);
   const auto size = ec ? 0 : std::filesystem::file_size(path_, ec);
@@ -58,13 +60,24 @@ bool ConfigWatcher::CheckOnce() {
     if (d.ok()) doc = d->root;
     version = d.ok() ? DocumentVersion(doc) : BytesVersion(*text);
   }
+  StatusOr<EngineConfig> cfg = text.ok() ? ParseEngineConfig(*text, path_) : StatusOr<EngineConfig>(text.status());
   if (first) {  // what the engine was started with
     std::lock_guard<std::mutex> lock(mu_);
     versions_ = Versions{version, version, doc};
+    if (cfg.ok()) running_ = Running{*cfg, version, doc};
     return false;
   }
-  StatusOr<EngineConfig> cfg = text.ok() ? ParseEngineConfig(*text, path_) : StatusOr<EngineConfig>(text.status());
-  Status applied = cfg.ok() ? engine_.Reconfigure(*cfg) : cfg.status();
+  std::string again;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!rolled_back_.empty() && version == rolled_back_) again = rolled_back_;
+  }
+  // Signals before the activation: what the watch compares with (rejections the old config made).
+  const RolloutSignals before = cfg.ok() && again.empty() ? engine_.RolloutSignalsNow() : RolloutSignals{};
+  Status applied = !again.empty() ? Status::Error("version " + again + " was rolled back; it is not activated again "
+                                                  "until the file changes")
+                   : cfg.ok()     ? engine_.Reconfigure(*cfg)
+                                  : cfg.status();
   std::lock_guard<std::mutex> lock(mu_);
   versions_.file = version;
   if (DecisionLog* log = decision_log_.load(); log != nullptr) {
@@ -78,6 +91,10 @@ bool ConfigWatcher::CheckOnce() {
   if (applied.ok()) {
     counts_.success++;
     last_error_.clear();
+    rolled_back_.clear();
+    previous_ = running_;
+    running_ = Running{*cfg, version, doc};
+    OpenWatchLocked(before, doc);
     versions_.running = version;
     versions_.running_doc = std::move(doc);
     spdlog::info("config {} reloaded (version {})", path_, version);
@@ -89,6 +106,86 @@ bool ConfigWatcher::CheckOnce() {
                   versions_.running, version, last_error_);
   }
   return true;
+}
+
+void ConfigWatcher::OpenWatchLocked(const RolloutSignals& before, const nlohmann::json& doc) {
+  watch_.reset();
+  if (!previous_ || previous_->cfg.rollout.watch_s <= 0) return;  // the running config's policy watches the next
+  const int64_t now = clock_();
+  RolloutWatch w;
+  w.since_s = now;
+  w.until_s = now + previous_->cfg.rollout.watch_s;
+  w.policy = previous_->cfg.rollout;
+  w.at_start = before;
+  if (auto tree = QueueTree::Build(previous_->cfg.queues); tree.ok()) {
+    for (const auto& q : (*tree)->LeafNames()) w.previous_leaves.insert(q);
+  }
+  auto section = [](const nlohmann::json& d, const char* k) { return d.is_object() && d.contains(k) ? d.at(k) : nlohmann::json(); };
+  w.placement_changed = section(previous_->doc, "topology") != section(doc, "topology") ||
+                        section(previous_->doc, "profile") != section(doc, "profile");
+  watch_ = std::move(w);
+}
+
+void ConfigWatcher::CheckRollout() {
+  std::optional<RolloutWatch> w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w = watch_;
+  }
+  if (!w) return;
+  const RolloutSignals now = engine_.RolloutSignalsNow();
+  const std::string breach = w->Breach(now);
+  const int64_t t = clock_();
+  std::optional<Running> back;
+  std::string bad;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!watch_ || watch_->since_s != w->since_s) return;  // replaced meanwhile
+    if (breach.empty()) {
+      if (t < w->until_s) return;
+      watch_.reset();  // the window passed: the config stays
+      if (DecisionLog* log = decision_log_.load(); log != nullptr) {
+        log->Write({{"outcome", "config-watch-passed"}, {"file", path_}, {"version", versions_.running},
+                    {"watched_s", w->until_s - w->since_s}});
+      }
+      return;
+    }
+    watch_.reset();
+    back = previous_;
+    bad = versions_.running;
+  }
+  if (!back) return;
+  const Status rolled = engine_.Reconfigure(back->cfg);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (DecisionLog* log = decision_log_.load(); log != nullptr) {
+    nlohmann::json line{{"outcome", rolled.ok() ? "config-rolled-back" : "config-rollback-failed"},
+                        {"file", path_},
+                        {"version", back->version},
+                        {"rolled_back", bad},
+                        {"reason", breach},
+                        {"after_s", t - w->since_s}};
+    const auto newly = w->NewlyRejected(now);
+    if (!newly.empty()) line["newly_rejected"] = newly;
+    log->Write(std::move(line));
+  }
+  if (!rolled.ok()) {
+    spdlog::error("config {}: version {} breached its watch ({}); rolling back to {} failed: {}", path_, bad, breach,
+                  back->version, rolled.ToString());
+    return;
+  }
+  counts_.rollbacks++;
+  rolled_back_ = bad;
+  running_ = back;
+  previous_.reset();
+  versions_.running = back->version;
+  versions_.running_doc = back->doc;
+  last_error_ = "version " + bad + " rolled back to " + back->version + " after " + std::to_string(t - w->since_s) + " s: " + breach;
+  spdlog::error("config {}: {}", path_, last_error_);
+}
+
+bool ConfigWatcher::Watching() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watch_.has_value();
 }
 
 ConfigWatcher::Versions ConfigWatcher::versions() const {

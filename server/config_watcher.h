@@ -9,13 +9,21 @@
 // file as it was at the start or at the last good reload) and of the file now. They differ (drift)
 // when the file holds an edit the engine refused or cannot read: served on /config and as
 // tidal_config_info / tidal_config_drift.
+//
+// Safe rollout (engine/rollout.h): with the running config's rollout.watchSeconds, each activated
+// config is watched that long (CheckOnce reads the engine's signals at every poll); a breach rolls
+// back to the previous config and version (the file keeps the bad one: drift), counted in
+// tidal_config_rollbacks_total and written to the decision log (config-rolled-back, with both
+// versions and why). The rolled-back version is not activated again until the file changes.
 // Threading: one polling thread owned by the watcher; LastError/Counts are safe from any thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -23,13 +31,14 @@
 
 #include "engine/engine.h"
 #include "engine/observability.h"
+#include "engine/rollout.h"
 
 namespace tidal {
 
 class ConfigWatcher {
  public:
   struct Counts {
-    int64_t success = 0, failure = 0;
+    int64_t success = 0, failure = 0, rollbacks = 0;
   };
   struct Versions {
     std::string running;       // DocumentVersion of the config the engine runs
@@ -48,9 +57,13 @@ class ConfigWatcher {
   Counts counts() const;
   Versions versions() const;
   const std::string& path() const { return path_; }
+  // A new config is being watched (its window is open).
+  bool Watching() const;
   // Where every reload goes in the decision log (outcome config-activated or config-refused, with
   // the version it runs and the file's); null = nowhere. Safe to set while the watcher runs.
   void set_decision_log(DecisionLog* log) { decision_log_.store(log); }
+  // The clock of rollout watches (unix seconds; the system clock by default). Set before Start.
+  void set_clock(std::function<int64_t()> clock) { clock_ = std::move(clock); }
 
  private:
   Engine& engine_;
@@ -65,7 +78,21 @@ class ConfigWatcher {
   std::string last_error_;
   Counts counts_;
   Versions versions_;
+  // The config the engine runs (parsed), the one before it while a watch is open, the watch.
+  struct Running {
+    EngineConfig cfg;
+    std::string version;
+    nlohmann::json doc;
+  };
+  std::optional<Running> running_, previous_;
+  std::optional<RolloutWatch> watch_;
+  std::string rolled_back_;  // the version last rolled back: not activated again as it is
+  void OpenWatchLocked(const RolloutSignals& before, const nlohmann::json& doc);
+  void CheckRollout();
   std::atomic<DecisionLog*> decision_log_{nullptr};
+  std::function<int64_t()> clock_ = [] {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
   std::thread thread_;
 };
 

@@ -101,6 +101,12 @@ void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher
     return std::vector<metrics::Sample>{{{"success"}, static_cast<double>(c.success)},
                                         {{"failure"}, static_cast<double>(c.failure)}};
   });
+  reg.CallbackCounter("tidal_config_rollbacks_total", "Activated configs rolled back to the previous version after "
+                      "breaching their rollout watch (rollout: engine/rollout.h).", {}, [watcher] {
+    return std::vector<metrics::Sample>{{{}, static_cast<double>(watcher != nullptr ? watcher->counts().rollbacks : 0)}};
+  });
+  reg.CallbackGauge("tidal_config_watch_open", "1 while a newly activated config is watched (rollout.watchSeconds).", {},
+                    [watcher] { return std::vector<metrics::Sample>{{{}, watcher != nullptr && watcher->Watching() ? 1.0 : 0.0}}; });
   // GitOps drift: the config version the engine runs, and whether the watched file holds another.
   reg.CallbackGauge("tidal_config_info", "The config the engine runs: 1 for its version (the file's canonical "
                     "JSON hash; \"builtin\" without --config).", {"version"}, [watcher] {
@@ -123,7 +129,8 @@ std::string ConfigJson(const ConfigWatcher* watcher) {
   const std::string err = watcher->LastError();
   nlohmann::json j{{"file", watcher->path()},       {"version", v.running},
                    {"file_version", v.file},        {"drift", v.drift()},
-                   {"reloads", {{"success", c.success}, {"failure", c.failure}}},
+                   {"reloads", {{"success", c.success}, {"failure", c.failure}, {"rollbacks", c.rollbacks}}},
+                   {"watching", watcher->Watching()},
                    {"last_error", err.empty() ? nlohmann::json(nullptr) : nlohmann::json(err)},
                    {"config", v.running_doc}};
   return j.dump(2) + "\n";

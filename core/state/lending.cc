@@ -58,12 +58,14 @@ Status DecodePolicy(const nlohmann::json& j, const std::string& f, LendingPolicy
       st = integer(k, 0, 86400, &out->idle_s);
     } else if (k == "graceCapSeconds") {
       st = integer(k, 0, 86400, &out->grace_cap_s);
+    } else if (k == "loanSeconds") {
+      st = integer(k, 0, 30 * 86400, &out->loan_s);
     } else if (k == "queues" && !IsDoorPool(out->pool)) {
       st = DecodeNames(v, f + ".queues", &out->queues);
     } else if (k == "selector" && !IsDoorPool(out->pool)) {
       st = DecodeSelector(v, f + ".selector", &out->selector);
     } else {
-      return Status::Error(f + "." + k.substr(0, 64) + ": unknown field (accepted: lend, keep, to, idleSeconds, graceCapSeconds" +
+      return Status::Error(f + "." + k.substr(0, 64) + ": unknown field (accepted: lend, keep, to, idleSeconds, graceCapSeconds, loanSeconds" +
                            (IsDoorPool(out->pool) ? "" : ", queues, selector") + ")");
     }
     if (!st.ok()) return st;
@@ -153,6 +155,7 @@ int64_t PoolLending::NextDue(const std::vector<NodeFacts>& facts, int64_t now,
     if (pol == nullptr) continue;
     int64_t since = 0;
     if (auto l = loans_.find(f.name); l != loans_.end()) {
+      if (l->second.reclaim_since_s == 0 && l->second.until_s > now) due = std::min(due, l->second.until_s);
       if (l->second.reclaim_since_s > 0 || l->second.idle_since_s == 0) continue;
       since = l->second.idle_since_s;
     } else if (auto i = idle_since_.find(f.name); i != idle_since_.end()) {
@@ -246,6 +249,8 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
     if (l.reclaim_since_s == 0) {
       if (pol == nullptr || !pol->lend) {
         reclaim(it->first, l, n, "the pool no longer lends");
+      } else if (l.until_s > 0 && now >= l.until_s) {
+        reclaim(it->first, l, n, "its loan term of " + std::to_string(l.until_s - l.since_s) + " s ended");
       } else if (!n.in_service) {
         reclaim(it->first, l, n, "the node is out of service (drained, unhealthy or not reported by both doors)");
       } else if (n.borrower_gpus > 0) {
@@ -298,7 +303,7 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
     if (loans_.count(f->name)) continue;
     const LendingPolicy* pol = PolicyOf(policies, f->pool);
     if (pol != nullptr && f->borrower_gpus > 0) {
-      loans_[f->name] = Loan{f->pool, now, 0, 0, pol->preemptible_only, pol->grace_cap_s};
+      loans_[f->name] = Loan{f->pool, now, 0, 0, pol->preemptible_only, pol->grace_cap_s, pol->loan_s > 0 ? now + pol->loan_s : 0};
       idle_since_.erase(f->name);
       if (f->in_service) borrower_gpus[f->pool] -= std::max<int64_t>(0, f->gpus - f->used_gpus);
       out.push_back({f->name, f->pool, Change::Kind::kLent, 0,
@@ -321,7 +326,7 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
     borrower_gpus[f->pool] -= f->gpus;
     --unlent[f->pool];
     idle_since_.erase(f->name);
-    loans_[f->name] = Loan{f->pool, now, 0, 0, pol->preemptible_only, pol->grace_cap_s};
+    loans_[f->name] = Loan{f->pool, now, 0, 0, pol->preemptible_only, pol->grace_cap_s, pol->loan_s > 0 ? now + pol->loan_s : 0};
     out.push_back({f->name, f->pool, Change::Kind::kLent, 0,
                    "idle " + std::to_string(now - since) + " s while " + BorrowerWords(f->pool) +
                        " has pending work it may borrow for"});

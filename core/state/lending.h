@@ -17,6 +17,9 @@
 //             unused ones first, then those whose borrowers lose the least work) take no new work
 //             (neither side's); the borrowers' workloads there are disrupted
 //             (cause `reclaim`) with at most `graceCapSeconds` of notice;
+//   term      with `loanSeconds`, a loan also ends that long after it was made: a window with a
+//             known end (the engine's closes: its borrowers end in time, or checkpoint and get
+//             their notice as late as it allows), reclaimed at its end;
 //   returned  once no borrower pod or job holds GPUs there, the node is the owner's again (the
 //             time from reclaim to return is tidal_pool_reclaim_seconds).
 // An owner node the borrower's work holds without a loan (the engine restarted: loans live in its
@@ -66,6 +69,9 @@ struct LendingPolicy {
   bool preemptible_only = true;    // to: preemptible (true) | any (false)
   int64_t idle_s = 60;             // idle this long before it is lent (hysteresis)
   int64_t grace_cap_s = 120;       // the most notice a borrower gets on reclaim
+  // A loan's term (0: until the owner wants it): a loan ends loan_s after it was made, a window
+  // with a known end; its borrowers leave by then (the perishable rule) and it is reclaimed.
+  int64_t loan_s = 0;
 };
 
 // pools: {kubernetes: {...}, slurm: {...}, NAME: {queues: [...], ...}}; errors name the field
@@ -135,6 +141,7 @@ class PoolLending {
     int64_t idle_since_s = 0;     // no borrower there since (0 = in use)
     bool preemptible_only = true;
     int64_t grace_cap_s = 0;
+    int64_t until_s = 0;  // its term ends (0: no term)
   };
 
   // One step at `now`: lends, starts reclaims and returns nodes; the changes, in node order.
@@ -143,7 +150,8 @@ class PoolLending {
                            const std::vector<LendingPolicy>& policies);
   const Loan* Find(const std::string& node) const;
   // The earliest time after `now` at which Step could change something with no new facts: an
-  // idle clock (an unlent idle node, or an unused loan) reaching its pool's idleSeconds.
+  // idle clock (an unlent idle node, or an unused loan) reaching its pool's idleSeconds, or a
+  // loan's term ending.
   // INT64_MAX if none.
   int64_t NextDue(const std::vector<NodeFacts>& facts, int64_t now, const std::vector<LendingPolicy>& policies) const;
   const std::map<std::string, Loan>& loans() const { return loans_; }

@@ -341,5 +341,45 @@ TEST_F(EngineLendingTest, AKubernetesNodeLentToSlurmIsReportedForItsTaintUntilRe
   EXPECT_TRUE(lent().empty());
 }
 
+// A loan with a term (loanSeconds) is a window with a known end: a borrower that checkpoints on
+// notice gets it as late as it allows, so the node is empty at the term's end; one that would
+// overrun the term without checkpointing is not placed there; the loan is reclaimed at its end.
+TEST_F(EngineLendingTest, ALoanWithATermIsAWindowItsBorrowersLeaveByItsEnd) {
+  Start("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n"
+        "pools:\n  slurm: {idleSeconds: 60, graceCapSeconds: 30, loanSeconds: 600}\n");
+  const int64_t lent_at = now_ + 60;
+  ASSERT_EQ(LendToABorrower("20s", 4), "s0");
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/borrower", &text).ok());
+  EXPECT_NE(text.find("the loan ends at"), std::string::npos) << text;
+  PodInfo overrun = KubePod("overrun", true, "", 4);
+  EXPECT_EQ(Run(overrun), "") << "no checkpoint on notice, no runtime ending before the term";
+  PodInfo fits = KubePod("fits", true, "", 4);
+  fits.annotations[kLabelRuntimeLimit] = "300s";
+  EXPECT_EQ(Run(fits), "s0") << "it ends before the term";
+  SyncBatch done;
+  done.delete_pods = {"uid-fits", "uid-overrun"};
+  ASSERT_TRUE(Sync(done, FrontDoor::kKubernetes).ok());
+  now_ = lent_at + 600 - 20 - kDrainSlackS - 1;
+  EXPECT_TRUE(Poll().empty()) << "not yet: its 20 s notice still fits";
+  now_ += 1;
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, DisruptionAction::Kind::kNotice);
+  EXPECT_EQ(a[0].cause, "reclaim");
+  EXPECT_EQ(a[0].deadline_unix, lent_at + 600 - kDrainSlackS) << "gone before the term ends";
+  SyncBatch gone;
+  gone.delete_pods = {"uid-borrower"};
+  ASSERT_TRUE(Sync(gone, FrontDoor::kKubernetes).ok());
+  now_ = lent_at + 600;
+  Poll();
+  EXPECT_EQ(Lent(), 0) << "the term ended and its borrowers are gone: returned";
+  bool returned = false;
+  for (const auto& e : engine_->TakeNodeLending().events) {
+    returned = returned || (e.reason == "TidalNodeReclaimed" && e.message.find("loan term of 600 s ended") != std::string::npos);
+  }
+  EXPECT_TRUE(returned);
+}
+
 }  // namespace
 }  // namespace tidal

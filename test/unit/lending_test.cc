@@ -279,3 +279,30 @@ TEST(LendingConfig, DecodesAPolicyAndNamesTheFieldOfABadOne) {
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+TEST(LendingTerm, ALoanEndsAtItsTermAndNextDueWakesForIt) {
+  LendingPolicy pol;
+  pol.pool = "slurm";
+  pol.idle_s = 0;
+  pol.loan_s = 300;
+  std::vector<PoolLending::NodeFacts> nodes = {{"s0", "slurm", true, 8, 0, 0, 0}};
+  PoolLending lending;
+  PoolLending::Demand d;
+  d.borrower_gpus["slurm"] = 8;
+  ASSERT_EQ(lending.Step(nodes, d, 1000, {pol}).size(), 1u);
+  ASSERT_NE(lending.Find("s0"), nullptr);
+  EXPECT_EQ(lending.Find("s0")->until_s, 1300);
+  nodes[0].used_gpus = nodes[0].borrower_gpus = 8;
+  EXPECT_EQ(lending.NextDue(nodes, 1000, {pol}), 1300);
+  EXPECT_TRUE(lending.Step(nodes, d, 1299, {pol}).empty());
+  auto c = lending.Step(nodes, d, 1300, {pol});
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, PoolLending::Change::Kind::kReclaiming);
+  EXPECT_NE(c[0].why.find("term"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tidal
