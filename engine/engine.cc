@@ -137,9 +137,9 @@ std::string Engine::SaveLedger() {
   if (!state.is_object()) state = nlohmann::json::object();
   SaveDoorMemoryLocked(state);
   SaveDrainsLocked(state);
+  if (nlohmann::json h = ends_.history.Save(); !h.empty()) state["runtimeHistory"] = std::move(h);  // engine_runtime.cc
   return state.dump();
 }
-  if (nlohmann::json h = ends_.history.Save(); !h.empty()) state["runtimeHistory"] = std::move(h);  // engine_runtime.cc
 
 Status Engine::LoadLedger(const std::string& json) {
   std::lock_guard<std::mutex> lock(mu_);

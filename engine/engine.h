@@ -497,11 +497,6 @@ class Engine {
   int64_t perishable_counted_s_ = 0;
   // "" or, for a gang with members on nodes before a close it outlives, when it has to go.
   std::string BorrowedTimeLocked(const Gang& g, int64_t* until) const;
-  // --- fillers in the gaps before reserved starts (engine_gap_fill.cc, engine/gap_fill.h): the same rule
-  GapFills gap_;
-  // Is book entry `id` (starting at start_s) left off for a filler that must be gone by fill_until?
-  bool GapOpenLocked(const std::string& id, int64_t start_s, int64_t fill_until) const;
-  // The fillers on reservation `id`'s nodes that must leave for it to start (*early: it could start now but for them).
   // --- how work ended, the learned runtime correction (engine_runtime.cc, engine/workload_ends.h)
   WorkloadEnds ends_;
   void NoteMemberEndLocked(const std::string& uid, WorkloadEnd how);  // a member ends (before its release)
@@ -512,6 +507,11 @@ class Engine {
   int64_t CorrectedFillByLocked(const Workload& w) const;  // now + that + kDrainSlackS, or INT64_MAX
   std::string RuntimeNoteLocked(const Gang& g) const;      // explain's "runtime:" ("" without a declared runtime)
   void RuntimeGaugesLocked(EngineGauges& out) const;
+  // --- fillers in the gaps before reserved starts (engine_gap_fill.cc, engine/gap_fill.h): the same rule
+  GapFills gap_;
+  // Is book entry `id` (starting at start_s) left off for a filler that must be gone by fill_until?
+  bool GapOpenLocked(const std::string& id, int64_t start_s, int64_t fill_until) const;
+  // The fillers on reservation `id`'s nodes that must leave for it to start (*early: it could start now but for them).
   // `on`: OurPodsOnLocked of (at least) its nodes.
   std::vector<GapFiller> GapBlockersLocked(const std::string& id, const Reservation& res, int64_t now,
                                            const std::map<std::string, std::vector<const PodInfo*>>& on, bool* early) const;

@@ -200,8 +200,8 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
     j["class"] = std::string(WorkloadClassName(spec->workload_class));
     j["members"] = {{"size", spec->gang_size}, {"min", spec->gang_min}, {"pending", pending}, {"bound", bound}};
     j["last"] = gang.last_reason;
-    if (auto r = book_->find(PlanId(gang)); r != book_->end()) {
     if (std::string r = RuntimeNoteLocked(gang); !r.empty()) j["runtime"] = r;  // engine_runtime.cc
+    if (auto r = book_->find(PlanId(gang)); r != book_->end()) {
       j["reservation"] = {{"start_unix", r->second.start_s}, {"nodes", r->second.assignments.size()}};
       EnsureStateLocked();  // the book's NodeIds
       if (std::string f = GapFillersNoteLocked(r->first); !f.empty()) j["reservation"]["fillers"] = f;
@@ -313,8 +313,8 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
     EnsureStateLocked();  // closes_
     if (std::string b = BorrowedTimeLocked(g->second, nullptr); !b.empty()) t += "window: " + b + "\n";
   }
-  if (std::string r = ReservedStartLocked(PlanId(g->second)); !r.empty()) {
   if (std::string r = RuntimeNoteLocked(g->second); !r.empty()) t += "runtime: " + r + "\n";  // engine_runtime.cc
+  if (std::string r = ReservedStartLocked(PlanId(g->second)); !r.empty()) {
     t += "reservation: " + r + "\n";
     EnsureStateLocked();  // the book's NodeIds
     if (std::string f = GapFillersNoteLocked(PlanId(g->second)); !f.empty()) t += "fillers: " + f + "\n";
@@ -354,8 +354,8 @@ void Engine::DoorGaugesLocked(EngineGauges& out) const {
     out.door_awaiting.push_back({{door}, DoorAwaitedLocked(d) ? 1.0 : 0.0});
   }
   LentGaugesLocked(out);
-  const QueueTree& t = ledger_.tree();
   RuntimeGaugesLocked(out);  // engine_runtime.cc
+  const QueueTree& t = ledger_.tree();
   const auto& by_queue = BoundGpusByQueueDoorLocked();
   for (int q = 1; q < t.size(); ++q) {
     if (!t.IsLeaf(q)) continue;
