@@ -176,6 +176,30 @@ TEST_F(ReconcileTest, AdmittedJobsArePinnedAndReleasedOnceAndTheOthersSayWhy) {
   EXPECT_EQ(slurm_.Find("2")->priority, 1000u);
 }
 
+TEST_F(ReconcileTest, WithoutAJobcompLogAFinishedJobsStateTellsTheEngineHowItEnded) {
+  metrics::Registry registry;
+  EngineMetrics metrics(registry);
+  engine_->SetObservability(&metrics, nullptr);
+  slurm_.state.jobs = {HeldJob(1, 1, 8), HeldJob(2, 1, 8)};
+  Reconciler r(acfg_, &slurm_, link_.get());
+  ASSERT_EQ(r.ReconcileOnce().released, 2);
+  for (const char* id : {"1", "2"}) {
+    JobRecord* j = slurm_.Find(id);
+    j->state = JobState::kRunning;
+    j->nodes = j->required_nodes;
+    j->start_time = 5000;
+  }
+  ASSERT_TRUE(r.ReconcileOnce().admitted);
+  slurm_.Find("1")->state = JobState::kCompleted;
+  slurm_.Find("2")->state = JobState::kPreempted;
+  for (const char* id : {"1", "2"}) slurm_.Find(id)->end_time = 5600;
+  ASSERT_TRUE(r.ReconcileOnce().admitted);
+  EXPECT_EQ(metrics.finished_workloads.With({"slurm", "completed"}).Value(), 1);
+  EXPECT_EQ(metrics.finished_workloads.With({"slurm", "disrupted"}).Value(), 1);
+  ASSERT_TRUE(r.ReconcileOnce().admitted);  // still listed (MinJobAge): not sent again
+  EXPECT_EQ(metrics.finished_workloads.With({"slurm", "completed"}).Value(), 1);
+}
+
 TEST_F(ReconcileTest, AFailedReadChangesNothingAndEscapedJobsAreHeldAgain) {
   JobRecord escaped = HeldJob(5, 1, 8);
   escaped.priority = 500;  // requeued: back in the queue, not held, no Tidal pin

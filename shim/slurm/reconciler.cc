@@ -128,7 +128,25 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
   size_t hint = 0;  // the slot the next job id is expected at
   for (const auto& j : rec.jobs) {
     JobStance stance = StanceOf(j);
-    if (stance == JobStance::kFinished) continue;
+    if (stance == JobStance::kFinished) {
+      // Without a jobcomp log, how a job the engine held running ended comes from its state here
+      // (slurmctld lists finished jobs for MinJobAge); its entry goes at the next pass: sent once.
+      if (jobcomp_ == nullptr) {
+        if (auto it = index_.find(j.id); it != index_.end() && entries_[it->second].active && entries_[it->second].sent &&
+                                         j.start_time > 0 && j.end_time >= j.start_time) {
+          v1::FinishedJob& f = finished_.emplace_back();
+          f.set_gang("slurm/" + j.id);
+          f.set_start_unix(j.start_time);
+          f.set_end_unix(j.end_time);
+          f.set_members(static_cast<int32_t>(std::max<uint32_t>(1, j.node_count)));
+          f.set_gpus_per_member(std::max<int64_t>(0, j.gpus_per_node));
+          std::string state = JobStateName(j.state);  // "node_fail" -> "NODE_FAIL"
+          for (auto& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+          f.set_end(EndOfJobState(state));
+        }
+      }
+      continue;
+    }
     if (stance == JobStance::kReleased) {
       // A pin on a node that is gone, down or drained would strand the job (or kill it at the next
       // slurmctld restart): hold it again; the engine plans it anew.

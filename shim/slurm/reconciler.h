@@ -50,6 +50,7 @@ class Reconciler {
       : cfg_(std::move(cfg)), slurm_(slurm), engine_(engine), disruptions_(slurm, engine) {}
   ReconcileStats ReconcileOnce();
   // Finished jobs from slurmctld's jobcomp log go to the engine with the next Sync (not owned).
+  // Without one, a job the engine held running that slurmctld lists finished goes with its state.
   void SetJobcomp(JobcompReader* r) { jobcomp_ = r; }
   ReconcileStats LastStats();
   // Totals since start (counters for /metrics).
