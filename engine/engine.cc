@@ -101,6 +101,9 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
   FlushReindexLocked();
   bound_by_queue_door_.reset();
   if (metrics_ != nullptr) metrics_->InitQueues(LeafQueueNamesLocked());
+  // Pods refused under the old config get another try under the new one (a quota raised, a queue
+  // added, a rollback): kube-scheduler sees no event for a config change.
+  ActivateKubernetesPendingLocked();
   return BuildSchedulerLocked();
 }
 

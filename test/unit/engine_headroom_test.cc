@@ -133,6 +133,9 @@ TEST_F(HpaHeadroomTest, TheHeadroomIsMaxReplicasTimesGpusPerReplicaAndTheRefusal
             std::string::npos) << st.ToString();
   EXPECT_NE(engine_->DescribeQueues().find("headroom 32 GPUs (HPA e2e/serve: maxReplicas 4 x 8 GPUs)"), std::string::npos)
       << engine_->DescribeQueues();
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/rigid9", &text).ok()) << text;
+  EXPECT_NE(text.find("(HPA e2e/serve: maxReplicas 4 x 8 GPUs; it uses 0)"), std::string::npos) << "tidalctl explain: " << text;
 }
 
 TEST_F(HpaHeadroomTest, LoweringMaxReplicasShrinksTheRoomAndDeletingTheHpaLeavesNone) {
