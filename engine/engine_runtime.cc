@@ -38,7 +38,8 @@ bool WorkloadEnds::FirstFinish(const std::string& gang, int64_t end_unix) {
 }
 
 void WorkloadEnds::Prune(int64_t now) {
-  if (open.size() > kMaxOpen / 2 || slurm.size() > kMaxOpen / 2) {
+  if ((open.size() > kMaxOpen / 2 || slurm.size() > kMaxOpen / 2) && now - swept_s_ >= 60) {
+    swept_s_ = now;
     for (auto it = open.begin(); it != open.end();) it = it->second.touched_s < now - kForgetAfterS ? open.erase(it) : std::next(it);
     for (auto it = slurm.begin(); it != slurm.end();) it = it->second.ended_s < now - kForgetAfterS ? slurm.erase(it) : std::next(it);
   }

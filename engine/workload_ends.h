@@ -56,10 +56,12 @@ struct WorkloadEnds {
 
   // True the first time a FinishedJob of `gang` ending at end_unix is seen (bounded memory).
   bool FirstFinish(const std::string& gang, int64_t end_unix);
-  // Forgets open gangs and Slurm runs untouched for kForgetAfterS, and keeps the maps bounded.
+  // Forgets open gangs and Slurm runs untouched for kForgetAfterS (a sweep at most once a minute,
+  // once they are large), and keeps the maps bounded.
   void Prune(int64_t now);
 
  private:
+  int64_t swept_s_ = 0;
   std::unordered_set<std::string> seen_;
   std::deque<std::string> seen_order_;
 };

@@ -236,5 +236,19 @@ TEST_F(RuntimeTest, TheSamplesSurviveARestartAndTheCorrectionCanBeTurnedOff) {
       << bad.status().ToString();
 }
 
+TEST(WorkloadEnds, ItsMemoryIsBounded) {
+  WorkloadEnds e;
+  for (size_t i = 0; i < WorkloadEnds::kMaxSeen; ++i) ASSERT_TRUE(e.FirstFinish("slurm/" + std::to_string(i), 100));
+  EXPECT_FALSE(e.FirstFinish("slurm/0", 100)) << "seen";
+  EXPECT_TRUE(e.FirstFinish("slurm/0", 200)) << "another run of the same job (requeued)";
+  EXPECT_TRUE(e.FirstFinish("slurm/0", 100)) << "the oldest record was forgotten";
+  EXPECT_FALSE(e.FirstFinish("slurm/2", 100)) << "a newer one is still remembered";
+  for (size_t i = 0; i <= WorkloadEnds::kMaxOpen / 2; ++i) e.open["g" + std::to_string(i)].touched_s = 1000;
+  e.open["fresh"].touched_s = 1000 + WorkloadEnds::kForgetAfterS;
+  e.Prune(1000 + WorkloadEnds::kForgetAfterS + 1);
+  ASSERT_EQ(e.open.size(), 1u) << "gangs untouched for a day are forgotten";
+  EXPECT_TRUE(e.open.count("fresh"));
+}
+
 }  // namespace
 }  // namespace tidal
