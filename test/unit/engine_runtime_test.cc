@@ -236,6 +236,74 @@ TEST_F(RuntimeTest, TheSamplesSurviveARestartAndTheCorrectionCanBeTurnedOff) {
       << bad.status().ToString();
 }
 
+// A borrower the engine evicted because its owner pool reclaimed the node: its run was as long
+// as the owner allowed, so it is disrupted and never a sample, whatever phase it ends in.
+TEST(RuntimeReclaim, ABorrowerEvictedByReclaimIsDisruptedNeverASample) {
+  int64_t now = 100000;
+  metrics::Registry registry;
+  EngineMetrics metrics(registry);
+  auto cfg = ParseEngineConfig("queues:\n  - name: batch\n    weight: 1\n  - name: hpc\n    weight: 1\n"
+                               "pools:\n  slurm: {idleSeconds: 60, graceCapSeconds: 30}\n"
+                               "perishable: {runtimeCorrection: {minSamples: 1}}\n",
+                               "t.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto e = Engine::Create(*cfg, [&now] { return now; });
+  ASSERT_TRUE(e.ok());
+  Engine& engine = **e;
+  engine.SetObservability(&metrics, nullptr);
+  auto sync = [&engine](SyncBatch b, FrontDoor door) {
+    b.door = door;
+    for (auto& p : b.upsert_pods) p.door = door;
+    uint64_t gen = 0;
+    return engine.Sync(b, &gen);
+  };
+  for (FrontDoor door : {FrontDoor::kKubernetes, FrontDoor::kSlurm}) {  // Slurm's nodes, both doors report them
+    SyncBatch b;
+    b.resync = true;
+    for (const char* n : {"s0", "s1"}) {
+      b.upsert_nodes.push_back(testing::GpuNode(n, "l0", std::string("v-") + n));
+      b.upsert_nodes.back().labels["tidal.dev/pool"] = "slurm";
+    }
+    ASSERT_TRUE(sync(b, door).ok());
+  }
+  PodInfo p = GangPod("borrower", "", 1);
+  p.labels[kLabelQueue] = "batch";
+  p.labels[kLabelPreemptible] = "true";
+  p.annotations[kLabelRuntimeLimit] = "1h";
+  SyncBatch add;
+  add.upsert_pods = {p};
+  ASSERT_TRUE(sync(add, FrontDoor::kKubernetes).ok());
+  EXPECT_FALSE(engine.PlanPod(p.uid).status.ok()) << "Slurm's node: not lent yet";
+  engine.Disruptions(FrontDoor::kKubernetes);
+  now += 60;
+  engine.Disruptions(FrontDoor::kKubernetes);
+  PlanResult plan = engine.PlanPod(p.uid);
+  ASSERT_TRUE(plan.status.ok()) << plan.status.ToString();
+  p.node_name = plan.node;
+  p.phase = PodPhase::kRunning;
+  p.start_unix = now;
+  add.upsert_pods = {p};
+  ASSERT_TRUE(sync(add, FrontDoor::kKubernetes).ok());
+  now += 600;
+  SyncBatch job;  // Slurm's 2-node job wants both its nodes back
+  for (int i = 0; i < 2; ++i) job.upsert_pods.push_back(SlurmMember("7", i, 2, "hpc"));
+  ASSERT_TRUE(sync(job, FrontDoor::kSlurm).ok());
+  engine.Admit(FrontDoor::kSlurm, 0);
+  bool evicted = false;
+  for (int i = 0; i < 4 && !evicted; ++i, now += 30) {
+    for (const auto& a : engine.Disruptions(FrontDoor::kKubernetes)) {
+      evicted = evicted || (a.cause == "reclaim" && a.kind == DisruptionAction::Kind::kEvict);
+    }
+  }
+  ASSERT_TRUE(evicted);
+  p.phase = PodPhase::kSucceeded;  // it exited 0 on its SIGTERM
+  add.upsert_pods = {p};
+  ASSERT_TRUE(sync(add, FrontDoor::kKubernetes).ok());
+  EXPECT_EQ(metrics.finished_workloads.With({"kubernetes", "disrupted"}).Value(), 1);
+  EXPECT_EQ(metrics.finished_workloads.With({"kubernetes", "completed"}).Value(), 0);
+  EXPECT_TRUE(engine.Gauges().runtime_correction.empty()) << "no sample";
+}
+
 TEST(WorkloadEnds, ItsMemoryIsBounded) {
   WorkloadEnds e;
   for (size_t i = 0; i < WorkloadEnds::kMaxSeen; ++i) ASSERT_TRUE(e.FirstFinish("slurm/" + std::to_string(i), 100));
