@@ -512,7 +512,7 @@ class Engine {
   // Is book entry `id` (starting at start_s) left off for a filler that must be gone by fill_until?
   bool GapOpenLocked(const std::string& id, int64_t start_s, int64_t fill_until) const;
   // The fillers on reservation `id`'s nodes that must leave for it to start (*early: it could start now but for them).
-  // `on`: OurPodsOnLocked of (at least) its nodes.
+  // `on`: the bound pods on (at least) its nodes, by node.
   std::vector<GapFiller> GapBlockersLocked(const std::string& id, const Reservation& res, int64_t now,
                                            const std::map<std::string, std::vector<const PodInfo*>>& on, bool* early) const;
   void OpenGapNoticesLocked(int64_t now);  // at each poll: notices due (cause reservation), withdrawn, activations

@@ -38,7 +38,8 @@ std::string Engine::ShapeKey(const Workload& w) {
   return w.queue + "|" + std::to_string(w.per_member.gpus) + "|" + std::to_string(w.per_member.cpu_milli) + "|" +
          std::to_string(w.per_member.memory_bytes) + "|" + std::to_string(w.members) + "|" +
          std::to_string(w.min_members) + "|" + w.required_level + "|" + w.preferred_level + "|" + w.gpu_model + "|" +
-         w.constraints_sig + (w.preemptible ? "|p" : "");
+         w.constraints_sig + (w.preemptible ? "|p" : "") + "|" + std::to_string(w.runtime_limit_s) + "|" +
+         std::to_string(static_cast<int>(w.workload_class));  // the run time decides what backfills
 }
 
 AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
@@ -106,7 +107,8 @@ AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
         std::optional<Workload> built;
         const Workload* w = nullptr;
         if (PendingWorkloadRefLocked(g, &built, &w) && static_cast<int32_t>(g.pods.size()) >= (*g.summary.spec)->gang_min) {
-          const std::string shape = built ? ShapeKey(*w) : g.summary.shape;
+          // What may fill perishable windows and reservation gaps differs by the notice too.
+          const std::string shape = (built ? ShapeKey(*w) : g.summary.shape) + "|" + std::to_string(FillNoticeLocked(*w));
           if (auto f = failed.find(shape); f != failed.end()) {
             g.last_reason = f->second.first;
             g.wants_room = f->second.second;

@@ -23,6 +23,22 @@
 
 namespace tidal {
 
+namespace {
+using PodsOn = std::map<std::string, std::vector<const PodInfo*>>;
+// Every bound pod (anyone's: other schedulers' work ends too) on the named nodes, by node.
+PodsOn BoundPodsOn(const std::set<std::string>& nodes,
+                   const std::unordered_map<std::string, std::pair<std::string, Resources>>& charged,
+                   const std::unordered_map<std::string, PodInfo>& pods) {
+  PodsOn out;
+  if (nodes.empty()) return out;
+  for (const auto& [uid, where] : charged) {
+    if (!nodes.count(where.first)) continue;
+    if (auto p = pods.find(uid); p != pods.end()) out[where.first].push_back(&p->second);
+  }
+  return out;
+}
+}  // namespace
+
 bool Engine::GapOpenLocked(const std::string& id, int64_t start_s, int64_t fill_until) const {
   return start_s >= fill_until && !HeldLocked(id) && !gap_.calls.count(id);
 }
@@ -35,7 +51,7 @@ std::vector<GapFiller> Engine::GapBlockersLocked(const std::string& id, const Re
   if (cfg_.perishable_fill == EngineConfig::PerishableFill::kNone || HeldLocked(id) || id.rfind("plan:", 0) != 0) return out;
   const std::string own = id.substr(5);
   if (auto g = gangs_.find(own); g == gangs_.end() || g->second.plan) return out;
-  // Each of our bound pods on its nodes: a filler (it runs past the start on the timeline and may
+  // Each bound pod on its nodes: a filler (ours, it runs past the start on the timeline and may
   // fill windows), or other work, which leaves by the start when its expected end says so.
   struct Candidate {
     std::map<std::string, Resources> on_node;
@@ -136,7 +152,7 @@ void Engine::OpenGapNoticesLocked(int64_t now) {
         if (a.node >= 0 && a.node < state_->node_count()) names.insert(state_->node(a.node).name);
       }
     }
-    const auto on = OurPodsOnLocked(names);
+    const auto on = BoundPodsOn(names, charged_, pods_);
     for (const auto& [id, res] : *book_) {
       bool early = false;
       const std::vector<GapFiller> blockers = GapBlockersLocked(id, res, now, on, &early);
@@ -238,7 +254,7 @@ std::string Engine::GapBorrowedLocked(const Gang& g, int64_t* until) const {
       if (a.node >= 0 && a.node < state_->node_count()) names.insert(state_->node(a.node).name);
     }
   }
-  const auto on = OurPodsOnLocked(names);
+  const auto on = BoundPodsOn(names, charged_, pods_);
   const Reservation* first = nullptr;
   int64_t by = 0;
   bool first_early = false;
@@ -269,7 +285,7 @@ std::string Engine::GapFillersNoteLocked(const std::string& plan_id) const {
     if (a.node >= 0 && a.node < state_->node_count()) names.insert(state_->node(a.node).name);
   }
   bool early = false;
-  const std::vector<GapFiller> blockers = GapBlockersLocked(plan_id, r->second, clock_(), OurPodsOnLocked(names), &early);
+  const std::vector<GapFiller> blockers = GapBlockersLocked(plan_id, r->second, clock_(), BoundPodsOn(names, charged_, pods_), &early);
   if (blockers.empty()) return "";
   std::string ids;
   int64_t until = 0;

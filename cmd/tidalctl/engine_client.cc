@@ -85,6 +85,12 @@ int Explain(const Args& args) {
   if (j.contains("position")) std::cout << "Position:  " << field("position") << " of " << field("queue_length") << "\n";
   if (j.contains("eta_unix")) std::cout << "ETA:       " << (j["eta_unix"].is_null() ? "unknown" : "t=" + j["eta_unix"].dump()) << "\n";
   if (j.contains("why")) std::cout << "Why:       " << field("why") << "\n";
+  if (j.contains("reservation") && j["reservation"].is_object()) {  // a gang reserved to start later
+    const auto& r = j["reservation"];
+    std::cout << "Reserved:  t=" << r.value("start_unix", int64_t{0}) << " on " << r.value("nodes", 0) << " node(s)";
+    if (r.contains("fillers") && r["fillers"].is_string()) std::cout << "; " << r["fillers"].get<std::string>();
+    std::cout << "\n";
+  }
   if (j.contains("borrowed") && j["borrowed"].is_object() && j["borrowed"].contains("why")) {
     std::cout << "Window:    " << j["borrowed"]["why"].get<std::string>() << "\n";
   }

@@ -248,6 +248,50 @@ TEST_F(ReservationFillTest, AReservationMovedOffTheFillersNodeWithdrawsItsNotice
   EXPECT_TRUE(Poll().empty());
 }
 
+TEST_F(ReservationFillTest, AdmitDoesNotRefuseAJobForASameShapedOneThatMayNotUseTheGap) {
+  // Regression: Admit answers gangs of one shape from the first one's failure; a job that may not
+  // fill the gap (it would lose its work) and a checkpointing one are not of one shape.
+  auto job = [](const std::string& name, const std::string& notice) {
+    PodInfo p = testing::SlurmMember(name, 0, 1, "default");
+    p.annotations[kLabelPreemptible] = "true";
+    p.annotations[kLabelRuntimeLimit] = "3h";
+    if (!notice.empty()) p.annotations[kLabelCheckpointOnNotice] = notice;
+    return p;
+  };
+  SyncBatch slurm;  // tidal-slurm reports both nodes and the two jobs, plain submitted first
+  slurm.door = FrontDoor::kSlurm;
+  slurm.resync = true;
+  slurm.upsert_nodes = {Node(0), Node(1)};
+  slurm.upsert_pods = {job("a-plain", "")};
+  ASSERT_TRUE(Sync(slurm).ok());
+  now_ += 1;
+  slurm.resync = false;
+  slurm.upsert_nodes.clear();
+  slurm.upsert_pods = {job("b-ckpt", "60s")};
+  ASSERT_TRUE(Sync(slurm).ok());
+  AdmitResult r = engine_->Admit(FrontDoor::kSlurm, 10);
+  ASSERT_EQ(r.admitted.size(), 1u) << (r.waiting.empty() ? "" : r.waiting[0].reason);
+  EXPECT_EQ(r.admitted[0].gang, "slurm/b-ckpt");
+
+  // The same for the run time (plain backfill): a job that ends before the start after a longer one.
+  auto timed = [&](const std::string& name, const std::string& limit) {
+    PodInfo p = testing::SlurmMember(name, 0, 1, "default");
+    p.annotations[kLabelRuntimeLimit] = limit;
+    return p;
+  };
+  slurm.delete_pods = {"slurm/a-plain#0", "slurm/b-ckpt#0"};
+  slurm.upsert_pods = {timed("c-long", "3h")};
+  ASSERT_TRUE(Sync(slurm).ok());
+  slurm.delete_pods.clear();
+  now_ += 1;
+  slurm.upsert_pods = {timed("d-short", "30m")};
+  ASSERT_TRUE(Sync(slurm).ok());
+  r = engine_->Admit(FrontDoor::kSlurm, 10);
+  bool short_in = false;
+  for (const auto& a : r.admitted) short_in = short_in || a.gang == "slurm/d-short";
+  EXPECT_TRUE(short_in) << "it ends before the reserved start";
+}
+
 TEST_F(ReservationFillTest, TheGapIsMeasuredLikeTheWindows) {
   EXPECT_EQ(Gpus("perishable"), 8) << "n1's idle GPUs are held for the pair from its start";
   EXPECT_EQ(Gpus("idle"), 0);
