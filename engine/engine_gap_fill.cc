@@ -146,8 +146,9 @@ void Engine::OpenGapNoticesLocked(int64_t now) {
   std::map<std::string, GapFills::Call> calls;
   std::set<std::string> due;  // fillers whose notice is due now
   if (cfg_.perishable_fill != EngineConfig::PerishableFill::kNone && !book_->empty()) {
-    std::set<std::string> names;
+    std::set<std::string> names;  // the nodes of reservations fillers may be in (not preemption holds)
     for (const auto& [id, res] : *book_) {
+      if (HeldLocked(id)) continue;
       for (const auto& a : res.assignments) {
         if (a.node >= 0 && a.node < state_->node_count()) names.insert(state_->node(a.node).name);
       }
