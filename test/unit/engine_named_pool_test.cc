@@ -173,6 +173,19 @@ TEST_F(EngineNamedPoolTest, TheOwnersWorkWaitingReclaimsWithNoticeCappedAtTheGra
   EXPECT_EQ(a[0].deadline_unix, now_ + 30) << "asked 120 s, capped at the pool's 30 s";
 }
 
+TEST_F(EngineNamedPoolTest, AnOwnerPodPinnedToTheLentNodeGetsItBackWhileAnotherPoolNodeIsFree) {
+  ASSERT_EQ(LendToABorrower(), "i0");  // i1 stays free and unlent
+  PodInfo pinned = Pod("serve", "inference");
+  auto c = std::make_shared<NodeConstraints>();
+  c->node_selector["topology.tidal.dev/nvlink"] = "v-i0";
+  pinned.constraints = c;
+  std::string why;
+  EXPECT_EQ(Run(pinned, &why), "") << "the borrower holds i0";
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u) << "its own node is reclaimed, though i1 is free";
+  EXPECT_EQ(a[0].cause, "reclaim");
+}
+
 TEST_F(EngineNamedPoolTest, OtherQueuesNonPreemptibleWorkNeverBorrowsAndNothingIsLentBelowKeep) {
   Start("pools:\n  inference: {queues: [serving], keep: 1, to: preemptible, idleSeconds: 60}\n");
   ASSERT_EQ(LendToABorrower(), "i0");

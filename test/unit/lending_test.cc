@@ -209,6 +209,19 @@ TEST_F(LendingTest, AReclaimTakesTheLoansTheOwnersWorkCanUseAndOnlyThoseWhenItCa
   EXPECT_EQ(Of(both.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming), std::vector<std::string>{"s3"});
 }
 
+TEST_F(LendingTest, AJobPinnedToALoanGetsItBackWhileThePoolsOtherNodesAreFree) {
+  now_ += 60;
+  Step(8);
+  now_ += 60;
+  ASSERT_EQ(Of(Step(8), Kind::kLent), std::vector<std::string>{"s0"});
+  Borrow(0, 8);
+  PoolLending::Demand d;
+  d.owner_gpus["slurm"] = 8;
+  d.owner_only.insert("slurm");
+  d.owner_wanted = {"s0"};  // pinned to s0 (-w, a node selector): s1-s3's 24 free GPUs do not help it
+  EXPECT_EQ(Of(lending_.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming), std::vector<std::string>{"s0"});
+}
+
 TEST_F(LendingTest, NextDueIsTheEarliestIdleClockStillToExpire) {
   EXPECT_EQ(lending_.NextDue(nodes_, now_, {policy_}), INT64_MAX) << "no idle clock started yet";
   Step(8);  // idle clocks start at 1000
