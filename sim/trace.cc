@@ -9,119 +9,17 @@
 #include "core/api/duration.h"
 #include "core/io/document.h"
 #include "core/io/workload_file.h"
+#include "sim/trace_fields.h"
 
 namespace tidal::sim {
 namespace {
 
-std::string Trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-
-// One CSV record (RFC 4180 quoting; no newlines inside quotes). False on an unterminated quote.
-bool SplitCsv(const std::string& line, std::vector<std::string>* out) {
-  out->clear();
-  std::string cur;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cur += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cur += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out->push_back(Trim(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out->push_back(Trim(cur));
-  return !quoted;
-}
-
-// A finite decimal number, the whole field.
-bool ParseNumber(const std::string& s, double* out) {
-  if (s.empty()) return false;
-  const char* b = s.data();
-  const char* e = b + s.size();
-  if (*b == '+') ++b;
-  auto [p, ec] = std::from_chars(b, e, *out);
-  return ec == std::errc() && p == e && std::isfinite(*out);
-}
-
-bool ParseInt(const std::string& s, int64_t* out) {
-  if (s.empty()) return false;
-  const char* b = s.data();
-  const char* e = b + s.size();
-  if (*b == '+') ++b;
-  auto [p, ec] = std::from_chars(b, e, *out);
-  return ec == std::errc() && p == e;
-}
-
-// Seconds: a number (rounded up) or a duration ("90s", "2h", "1h30m").
-bool ParseSeconds(const std::string& s, int64_t* out) {
-  double d = 0;
-  if (ParseNumber(s, &d)) {
-    if (d < 0 || d > 1e15) return false;
-    *out = static_cast<int64_t>(std::ceil(d));
-    return true;
-  }
-  auto v = ParseDurationSeconds(s, "");
-  if (!v.ok()) return false;
-  *out = *v;
-  return true;
-}
-
-bool ValidQueueName(const std::string& n) {
-  if (n.empty() || n.size() > 63) return false;
-  for (char c : n) {
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-')) {
-      return false;
-    }
-  }
-  return std::isalnum(static_cast<unsigned char>(n.front())) && std::isalnum(static_cast<unsigned char>(n.back()));
-}
-
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {  // H. Hinnant's algorithm
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
+using namespace trace_fields;  // NOLINT: the field helpers are this file's vocabulary
 
 struct Row {
   SimJob job;
   int64_t raw_submit = 0;  // trace time before windowing (philly: unix seconds)
 };
-
-// Reads lines; `fn(line_no, text)`; CRLF tolerated.
-template <typename F>
-void ForEachLine(const std::string& text, F fn) {
-  size_t pos = 0;
-  int64_t line = 0;
-  while (pos <= text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    std::string l = text.substr(pos, nl - pos);
-    if (!l.empty() && l.back() == '\r') l.pop_back();
-    ++line;
-    if (!(nl == text.size() && l.empty())) fn(line, l);
-    if (nl == text.size()) break;
-    pos = nl + 1;
-  }
-}
 
 class Reader {
  public:
@@ -149,6 +47,13 @@ class Reader {
     return opts_.on_bad_row == TraceOptions::OnBadRow::kSkip;
   }
   Status Failed() const { return Status::Error(trace_->bad_rows.back().message); }
+  // A trace's queue name normalised (trace_fields.h); "" when nothing valid is left.
+  std::string QueueName(const std::string& raw) { return namer_.Map(raw); }
+  // Copies the names the reader changed or merged into the trace.
+  void Finish() {
+    trace_->queue_renames = namer_.renames();
+    trace_->queue_merges = namer_.Merges();
+  }
 
   Status Philly(const std::string& text, std::vector<Row>* rows);
   Status Csv(const std::string& text, std::vector<Row>* rows);
@@ -158,6 +63,7 @@ class Reader {
   const std::string& file_;
   const TraceOptions& opts_;
   Trace* trace_;
+  QueueNamer namer_;
 };
 
 Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
@@ -202,23 +108,32 @@ Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
       stop = !Bad(line, "num_gpus", "must be a whole number of GPUs >= 1, got \"" + gs + "\"");
       return;
     }
+    bool corrected = false;
     if (col.count("gpu_time")) {
       double gt = 0;
       const std::string& gts = f[col["gpu_time"]];
-      const double want = dur * static_cast<double>(gpus);
-      if (!ParseNumber(gts, &gt) || std::abs(gt - want) > 1e-6 * std::max(1.0, want) + 1e-3) {
-        stop = !Bad(line, "gpu_time", "\"" + gts + "\" is not duration x num_gpus (" + ds + " x " + gs + ")");
+      if (!ParseNumber(gts, &gt) || gt < 0) {
+        stop = !Bad(line, "gpu_time", "must be a number of GPU-seconds >= 0, got \"" + gts + "\"");
         return;
       }
+      const GpuTimeCheck c = CheckGpuTime(gts, gt, ds, dur, gpus, opts_.gpu_time_tolerance);
+      if (c == GpuTimeCheck::kDisagrees) {
+        stop = !Bad(line, "gpu_time", "\"" + gts + "\" is not duration x num_gpus (" + ds + " x " + gs +
+                                          "), not even within the columns' rounding or --gpu-time-tolerance");
+        return;
+      }
+      corrected = c == GpuTimeCheck::kRounded;
     }
     const std::string& vc = f[col["cluster"]];
-    if (!ValidQueueName(vc)) {
-      stop = !Bad(line, "cluster", "\"" + vc + "\" is not a valid queue name (1-63 of [a-z0-9-], alphanumeric at both ends)");
+    const std::string queue = QueueName(vc);
+    if (queue.empty()) {
+      stop = !Bad(line, "cluster", "\"" + vc + "\" has no character of a queue name ([A-Za-z0-9])");
       return;
     }
+    if (corrected) ++trace_->gpu_time_corrected;
     Workload& w = r.job.w;
     w.id = "philly-" + std::to_string(line);
-    w.queue = vc;
+    w.queue = queue;
     ShapeFromTotal(gpus, opts_.gpus_per_node, &w.members, &w.per_member.gpus);
     w.min_members = w.members;
     w.workload_class = WorkloadClass::kTraining;
@@ -338,10 +253,10 @@ Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
       stop = !Bad(line, "id", "duplicate job id \"" + w.id + "\"");
       return;
     }
-    w.queue = get("queue");
-    if (w.queue.empty()) w.queue = "default";
-    if (!ValidQueueName(w.queue)) {
-      stop = !Bad(line, "queue", "\"" + w.queue + "\" is not a valid queue name (1-63 of [a-z0-9-], alphanumeric at both ends)");
+    const std::string qs = get("queue");
+    w.queue = qs.empty() ? "default" : QueueName(qs);
+    if (w.queue.empty()) {
+      stop = !Bad(line, "queue", "\"" + qs + "\" has no character of a queue name ([A-Za-z0-9])");
       return;
     }
     if (const std::string s = get("priority"); !s.empty()) {
@@ -426,6 +341,15 @@ Status Reader::Json(const std::string& text, std::vector<Row>* rows) {
       continue;
     }
     j.erase("duration");
+    if (j.contains("queue") && j.at("queue").is_string()) {
+      const std::string qs = j.at("queue").get<std::string>();
+      const std::string q = QueueName(qs);
+      if (q.empty()) {
+        if (!bad(Status::Error(p + ".queue: \"" + qs + "\" has no character of a queue name ([A-Za-z0-9])"))) return Failed();
+        continue;
+      }
+      j["queue"] = q;
+    }
     auto w = DecodeWorkload(j, p);
     if (!w.ok()) {
       if (!bad(w.status())) return Failed();
@@ -445,66 +369,12 @@ Status Reader::Json(const std::string& text, std::vector<Row>* rows) {
 
 }  // namespace
 
-void ShapeFromTotal(int64_t gpus, int64_t gpus_per_node, int32_t* members, int64_t* per_member) {
-  if (gpus_per_node <= 0 || gpus <= gpus_per_node) {
-    *members = 1;
-    *per_member = gpus;
-    return;
-  }
-  int64_t d = gpus_per_node;
-  while (d > 1 && gpus % d != 0) --d;
-  *members = static_cast<int32_t>(gpus / d);
-  *per_member = d;
-}
-
-StatusOr<int64_t> ParseTimestamp(const std::string& text) {
-  const std::string s = Trim(text);
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
-  char sep = ' ';
-  int n = 0;
-  const int got = std::sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &y, &mo, &d, &sep, &h, &mi, &se, &n);
-  bool ok = false;
-  if (got == 7 && static_cast<size_t>(n) == s.size() && (sep == ' ' || sep == 'T')) ok = true;
-  if (!ok) {
-    se = 0;
-    n = 0;
-    if (std::sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d%n", &y, &mo, &d, &sep, &h, &mi, &n) == 6 &&
-        static_cast<size_t>(n) == s.size() && (sep == ' ' || sep == 'T')) {
-      ok = true;
-    }
-  }
-  if (!ok) {
-    h = mi = se = 0;
-    n = 0;
-    if (std::sscanf(s.c_str(), "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && static_cast<size_t>(n) == s.size()) ok = true;
-  }
-  if (!ok || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || h < 0 || mi < 0 || se < 0) {
-    return Status::Error("invalid timestamp \"" + text + "\"");
-  }
-  static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  if (d > kDays[mo - 1] || (mo == 2 && d == 29 && !leap)) return Status::Error("invalid date \"" + text + "\"");
-  return DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 + mi * 60 + se;
-}
-
-StatusOr<int64_t> ParseWindowBound(const std::string& text, bool has_timestamps, int64_t origin_unix,
-                                   const std::string& flag) {
-  if (text.find('-') != std::string::npos && text.size() >= 10 && std::isdigit(static_cast<unsigned char>(text[0]))) {
-    if (!has_timestamps) return Status::Error(flag + ": a timestamp needs a trace with timestamps (philly); give seconds or a duration from the start");
-    auto t = ParseTimestamp(text);
-    if (!t.ok()) return Status::Error(flag + ": " + t.status().Message());
-    return *t - origin_unix;
-  }
-  int64_t s = 0;
-  if (!ParseSeconds(text, &s)) {
-    return Status::Error(flag + ": expected a timestamp (2017-10-01 or \"2017-10-01 12:00:00\") or a duration from the trace start (30d, 3600), got \"" + text + "\"");
-  }
-  return s;
-}
-
 StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, const TraceOptions& opts) {
   if (!(opts.limit_factor >= 1.0) || opts.limit_factor > 1e6) {
     return Status::Error("limit factor must be >= 1 (declared limit = actual x factor), got " + std::to_string(opts.limit_factor));
+  }
+  if (!(opts.gpu_time_tolerance >= 0) || opts.gpu_time_tolerance > 1) {
+    return Status::Error("gpu_time tolerance must be in 0..1 (0.01 = 1%), got " + std::to_string(opts.gpu_time_tolerance));
   }
   if (!(opts.load_scale > 0) || opts.load_scale > 1e6) {
     return Status::Error("load scale must be > 0, got " + std::to_string(opts.load_scale));
@@ -536,6 +406,7 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, con
     return Status::Error("unknown trace format \"" + fmt + "\" (accepted: auto, philly, csv, json)");
   }
   if (!s.ok()) return s;
+  reader.Finish();
 
   // Trace time: philly rows are unix seconds, rebased to the earliest row; the others are already
   // seconds on the replay clock.

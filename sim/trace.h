@@ -5,7 +5,8 @@
 //           header `timestamp,duration,num_gpus,gpu_time,cluster`, rows in any order.
 //           timestamp "YYYY-MM-DD HH:MM:SS" (submit; trace time 0 = the earliest row),
 //           duration seconds (float; rounded UP to whole seconds), num_gpus total GPUs,
-//           gpu_time must equal duration x num_gpus, cluster = virtual cluster -> queue name.
+//           gpu_time must equal duration x num_gpus within the columns' rounding or
+//           gpu_time_tolerance (trace_fields.h), cluster = virtual cluster -> queue name.
 //   csv     generic CSV with a header naming its columns (any order):
 //             submit (required, seconds), duration (required, seconds), id, queue,
 //             gpus (total) and/or members + gpus_per_member, min_members, priority,
@@ -30,12 +31,16 @@
 // times are rebased to the window start and divided by load_scale (time compression: 2 = twice
 // the arrival rate; durations unchanged).
 //
+// Queue names (philly cluster, csv queue, json queue) are normalised to valid queue names: "LS" ->
+// "ls", "ml_infra.eu" -> "ml-infra-eu" (rules in trace_fields.h); the changes are kept in the Trace.
+//
 // Malformed rows are never dropped silently: each is reported as "file:line: column: reason" in
 // Trace::bad_rows and skipped, or the whole read fails on the first one (OnBadRow::kFail).
 // Threading: plain functions.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,6 +60,8 @@ struct TraceOptions {
   std::string from, to;
   double load_scale = 1.0;      // submit times are divided by this
   int64_t max_jobs = 0;         // 0 = all; else the first N jobs in submit order (after the window)
+  // philly gpu_time vs duration x num_gpus: relative error accepted beyond the columns' rounding.
+  double gpu_time_tolerance = 0.01;
 };
 
 struct BadRow {
@@ -70,7 +77,15 @@ struct Trace {
   int64_t outside_window = 0;
   std::string origin;            // philly: the timestamp of trace time 0
   int64_t origin_unix = 0;       // philly: trace time 0 as seconds since 1970 (timestamps read as UTC)
+  int64_t gpu_time_corrected = 0;  // philly rows whose gpu_time agreed only within rounding/tolerance
+  std::map<std::string, std::string> queue_renames;  // trace queue name -> normalised, changed ones only
+  std::vector<std::string> queue_merges;             // "ls <- LS, ls": distinct names made one queue
 };
+
+// "1%" or "0.01" as 0.01 (0..1); the error names `flag`.
+StatusOr<double> ParseRelativeTolerance(const std::string& text, const std::string& flag);
+// "LS -> ls, BE -> be" and the merges, for the report's input section; "" when nothing changed.
+std::string DescribeQueueNames(const Trace& t);
 
 StatusOr<Trace> LoadTrace(const std::string& path, const TraceOptions& opts);
 StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, const TraceOptions& opts);

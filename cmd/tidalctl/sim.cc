@@ -27,6 +27,8 @@ Input
   --trace FILE            job table: Philly CSV, generic CSV or YAML/JSON (see docs/simulator.md)
   --format F              auto (default) | philly | csv | json
   --on-bad-row M          skip (default: report each malformed row with its line, skip it) | fail
+  --gpu-time-tolerance E  philly gpu_time may differ from duration x num_gpus by E (default 1%)
+                          beyond the columns' rounding; such rows are counted as corrected
   --from T, --to T        window on submit time: a timestamp ("2017-10-01", "2017-10-01 12:00:00",
                           traces with timestamps) or a duration from the trace start ("30d", "3600")
   --max-jobs N            only the first N jobs (submit order) of the window
@@ -153,7 +155,7 @@ int Sim(const Args& args) {
                     "--limit-factor", "--config", "--topology", "--gpus", "--gpus-per-node", "--nodes-per-domain",
                     "--fanout", "--policy", "--out", "--report", "--plot-script", "--sample-interval", "--timing",
                     "--tidal-shortcuts", "--slurm-trace", "--slurm-gpus", "--slurm-from", "--slurm-to", "--checkpoint",
-                    "--slurm-checkpoint"})) {
+                    "--slurm-checkpoint", "--gpu-time-tolerance"})) {
     std::cerr << kSimUsage;
     return 2;
   }
@@ -179,6 +181,9 @@ int Sim(const Args& args) {
   if (!ParseDouble("--load-scale", flags.Get("--load-scale", "1"), &to.load_scale)) return 2;
   if (!ParseDouble("--limit-factor", flags.Get("--limit-factor", "2"), &to.limit_factor)) return 2;
   if (!ParseInt64("--max-jobs", flags.Get("--max-jobs", "0"), 0, INT64_MAX / 2, &to.max_jobs)) return 2;
+  auto tol = sim::ParseRelativeTolerance(flags.Get("--gpu-time-tolerance", "1%"), "--gpu-time-tolerance");
+  if (!tol.ok()) return std::cerr << "tidalctl sim: " << tol.status().Message() << "\n", 2;
+  to.gpu_time_tolerance = *tol;
   const std::string timing = flags.Get("--timing", "on");
   if (timing != "on" && timing != "off") {
     std::cerr << "tidalctl sim: --timing: expected on or off\n";
@@ -311,6 +316,11 @@ int Sim(const Args& args) {
   input["rows"] = trace->rows;
   input["malformed_rows"] = static_cast<int64_t>(trace->bad_rows.size());
   input["outside_window"] = trace->outside_window;
+  if (trace->format == "philly") input["gpu_time_corrected"] = trace->gpu_time_corrected;  // within rounding/tolerance
+  if (const std::string qn = sim::DescribeQueueNames(*trace); !qn.empty()) {
+    input["queue_names"] = qn;
+    std::cerr << "tidalctl sim: queue names normalised: " << qn << "\n";
+  }
   if (!trace->origin.empty()) input["trace_start"] = trace->origin;
   if (!to.from.empty() || !to.to.empty()) input["window"] = "[" + to.from + ", " + to.to + ")";
   if (to.max_jobs > 0) input["max_jobs"] = to.max_jobs;

@@ -60,19 +60,20 @@ TEST(SimTrace, MalformedRowsReportedWithLineNumbersAndSkipped) {
   TraceOptions o;
   auto t = LoadTrace(Src("test/sim/malformed.csv"), o);
   ASSERT_TRUE(t.ok()) << t.status().Message();
-  ASSERT_EQ(t->jobs.size(), 2u);
-  EXPECT_EQ(t->rows, 8);
+  ASSERT_EQ(t->jobs.size(), 3u);  // line 8's VC_2 is normalised to vc-2, not refused
+  EXPECT_EQ(t->rows, 9);
   ASSERT_EQ(t->bad_rows.size(), 6u);
   const std::vector<std::pair<int64_t, std::string>> want = {
-      {3, "duration"}, {4, "num_gpus"}, {5, "timestamp"}, {6, "gpu_time"}, {7, "expected 5 fields"}, {8, "cluster"}};
+      {3, "duration"}, {4, "num_gpus"}, {5, "timestamp"}, {6, "gpu_time"}, {7, "expected 5 fields"}, {10, "cluster"}};
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(t->bad_rows[i].line, want[i].first);
     EXPECT_NE(t->bad_rows[i].message.find("malformed.csv:" + std::to_string(want[i].first) + ": "), std::string::npos)
         << t->bad_rows[i].message;
     EXPECT_NE(t->bad_rows[i].message.find(want[i].second), std::string::npos) << t->bad_rows[i].message;
   }
-  EXPECT_EQ(t->jobs[1].duration_s, 51);
-  EXPECT_EQ(t->jobs[1].w.queue, "vc2");
+  EXPECT_EQ(t->jobs[1].w.queue, "vc-2");
+  EXPECT_EQ(t->jobs[2].duration_s, 51);
+  EXPECT_EQ(t->jobs[2].w.queue, "vc2");
 }
 
 TEST(SimTrace, MalformedRowRefusedWithFail) {

@@ -1,0 +1,80 @@
+// Field parsing and row validation for the trace readers (sim/trace.cc): CSV records, numbers,
+// seconds, the gpu_time consistency check with its rounding tolerance, and queue-name
+// normalisation with the mapping kept for the report. Internal to sim/ (trace.h is the API).
+//
+// gpu_time check (philly): a row's gpu_time agrees with duration x num_gpus when they differ by
+// at most the rounding the columns allow, 0.5 unit of gpu_time's last written decimal plus
+// num_gpus x 0.5 unit of duration's, or by at most `relative` x duration x num_gpus. A row that
+// agrees only thanks to that allowance (not within float noise) is "corrected": the replay uses
+// duration, as for every row, and the trace counts it (Trace::gpu_time_corrected).
+//
+// Queue names: lower-cased; `_`, `.`, `/`, `:` and spaces become `-`; any other character outside
+// [a-z0-9-] is dropped; runs of `-` collapse; `-` is trimmed from both ends; at most 63 characters.
+// A name left empty is malformed. Distinct trace names that normalise to the same name ("LS" and
+// "ls") are one queue: normalisation says case and separators carry no meaning; each such merge is
+// listed (Trace::queue_merges) so that it is never silent.
+// Threading: plain functions; QueueNamer is a plain value owned by one reader.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tidal::sim::trace_fields {
+
+std::string Trim(const std::string& s);
+// One CSV record (RFC 4180 quoting; no newlines inside quotes). False on an unterminated quote.
+bool SplitCsv(const std::string& line, std::vector<std::string>* out);
+// A finite decimal number, the whole field.
+bool ParseNumber(const std::string& s, double* out);
+bool ParseInt(const std::string& s, int64_t* out);
+// Seconds: a number (rounded up) or a duration ("90s", "2h", "1h30m").
+bool ParseSeconds(const std::string& s, int64_t* out);
+// 1-63 of [a-z0-9-], alphanumeric at both ends.
+bool ValidQueueName(const std::string& n);
+// The normalised form of a trace's queue name (header comment); "" when nothing valid is left.
+std::string NormaliseQueueName(const std::string& raw);
+// Days since 1970-01-01 of a civil date (H. Hinnant's algorithm).
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d);
+
+// The unit of a number's last written decimal: "66" -> 1, "66.1" -> 0.1, "1e3" -> 1.
+double LastDigitUnit(const std::string& number);
+enum class GpuTimeCheck { kExact, kRounded, kDisagrees };
+// gpu_time against duration x gpus (header comment). `relative` >= 0 (0.01 = 1%).
+GpuTimeCheck CheckGpuTime(const std::string& gpu_time, double gt, const std::string& duration, double dur,
+                          int64_t gpus, double relative);
+
+// Maps a trace's queue names to valid ones and remembers what it changed.
+class QueueNamer {
+ public:
+  // The queue for `raw`; "" when nothing valid is left of it.
+  std::string Map(const std::string& raw);
+  const std::map<std::string, std::string>& renames() const { return renames_; }  // raw -> queue, changed only
+  // "ls <- LS, ls" for each queue fed by more than one distinct trace name.
+  std::vector<std::string> Merges() const;
+
+ private:
+  std::map<std::string, std::string> renames_;
+  std::map<std::string, std::set<std::string>> sources_;  // queue -> raw names seen
+};
+
+// Reads lines; `fn(line_no, text)`; CRLF tolerated.
+template <typename F>
+void ForEachLine(const std::string& text, F fn) {
+  size_t pos = 0;
+  int64_t line = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string l = text.substr(pos, nl - pos);
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    ++line;
+    if (!(nl == text.size() && l.empty())) fn(line, l);
+    if (nl == text.size()) break;
+    pos = nl + 1;
+  }
+}
+
+}  // namespace tidal::sim::trace_fields
