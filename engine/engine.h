@@ -157,6 +157,9 @@ class Engine {
   // engine's) is fine; a malformed part is skipped and named in the status, the rest applies.
   std::string SaveLedger();
   Status LoadLedger(const std::string& json);
+  // The live state for a policy dry-run (engine_snapshot.cc; format tidal.dev/snapshot v1, docs/simulator.md):
+  // nodes, running and pending work, decayed usage, reservations; no pod specs. The caller adds the config.
+  nlohmann::json Snapshot();
   // Changes whenever what SaveLedger writes of the doors' nodes changes (save it soon: main.cc).
   uint64_t DoorMemoryVersion() const { return door_memory_version_.load(std::memory_order_relaxed); }
   // "queue team-a uses ..." for every leaf queue.

@@ -186,6 +186,20 @@ void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& 
         return HttpResponse{200, "application/json", QueuesJson(e)};
       },
       Access::kPrivate);
+  // Policy dry-runs (tidalctl snapshot, docs/simulator.md): Engine::Snapshot plus the config it runs.
+  http.Handle(
+      "/snapshot",
+      [&e, watcher](const std::string&, const std::string&) {
+        nlohmann::json s = e.Snapshot();
+        if (watcher == nullptr) {
+          s["config"] = {{"version", "builtin"}, {"document", nullptr}};
+        } else {
+          const auto v = watcher->versions();
+          s["config"] = {{"version", v.running}, {"document", v.running_doc}};
+        }
+        return HttpResponse{200, "application/json", s.dump() + "\n"};
+      },
+      Access::kPrivate);
 }
 
 }  // namespace tidal

@@ -1,5 +1,5 @@
 // tidal-engine's observability wiring: the callback families read from Engine::Gauges and the HTTP
-// routes (/metrics, /healthz, /readyz public; /explain, /queues, /config private, see
+// routes (/metrics, /healthz, /readyz public; /explain, /queues, /config, /snapshot private, see
 // HttpServer::Access). Kept out of main() so tests serve exactly what the binary serves.
 //
 // Threading: the registered callbacks and handlers run on the HTTP server's worker threads, several

@@ -34,6 +34,11 @@ void Simulator::Submit(SimJob job) {
   assignments_.emplace_back();
 }
 
+void Simulator::SubmitRunning(SimJob job, std::vector<MemberAssignment> at, int64_t start_s) {
+  initial_.push_back({jobs_.size(), std::move(at), start_s});
+  Submit(std::move(job));
+}
+
 JobId Simulator::Find(const std::string& id) const {
   auto it = index_.find(id);
   return it == index_.end() ? SIZE_MAX : it->second;
@@ -114,6 +119,7 @@ void Simulator::Started(JobId j, const std::vector<MemberAssignment>& assignment
   r.members = placed;
   r.gpus = job.w.per_member.gpus * placed;
   r.start_s = now_;
+  if (r.first_start_s < 0) r.first_start_s = now_;
   // What is left of its work and of its limit after what earlier runs checkpointed.
   int64_t run = std::max<int64_t>(1, job.duration_s - r.saved_s);
   const int64_t limit = job.w.runtime_limit_s > 0 ? std::max<int64_t>(1, job.w.runtime_limit_s - r.saved_s) : 0;
@@ -201,18 +207,21 @@ Status Simulator::Evict(JobId j) {
   return Status::Ok();
 }
 
-double Simulator::JainNow() const {
+double Simulator::JainNow(std::vector<double>* fair_out) const {
   // Normalised share x_q = allocation / weighted max-min fair share of the capacity given each
   // active queue's demand (running + pending GPUs); Jain = (sum x)^2 / (n sum x^2).
   struct Q {
     double demand, weight, alloc;
+    size_t index;
   };
   std::vector<Q> qs;
+  fair_out->assign(queue_names_.size(), 0.0);
   for (size_t q = 0; q < queue_names_.size(); ++q) {
     const int64_t d = queue_running_[q] + queue_pending_[q];
     if (d <= 0) continue;
-    qs.push_back({static_cast<double>(d), queue_weight_[q], static_cast<double>(queue_running_[q])});
+    qs.push_back({static_cast<double>(d), queue_weight_[q], static_cast<double>(queue_running_[q]), q});
   }
+  if (qs.size() == 1) (*fair_out)[qs[0].index] = std::min(qs[0].demand, static_cast<double>(capacity_gpus_));
   if (qs.size() <= 1) return 1.0;
   std::sort(qs.begin(), qs.end(), [](const Q& a, const Q& b) { return a.demand / a.weight < b.demand / b.weight; });
   double cap = static_cast<double>(capacity_gpus_), wsum = 0;
@@ -222,6 +231,7 @@ double Simulator::JainNow() const {
   for (const auto& q : qs) {
     const double fair_rate = wsum > 0 ? cap / wsum : 0;
     const double fair = std::min(q.demand, fair_rate * q.weight);
+    (*fair_out)[q.index] = fair;
     cap -= fair;
     wsum -= q.weight;
     if (fair <= 0) continue;
@@ -253,7 +263,10 @@ void Simulator::Account(int64_t t) {
     }
     integrals_.stranded_gpu_s += dt * static_cast<double>(std::min(free, demand));
     integrals_.contended_s += dt;
-    integrals_.jain_dt += dt * JainNow();
+    integrals_.jain_dt += dt * JainNow(&fair_now_);
+    for (size_t q = 0; q < queue_names_.size(); ++q) {
+      fair_gap_gpu_s_[q] += dt * (static_cast<double>(queue_running_[q]) - fair_now_[q]);
+    }
   }
   if (lending_) lending_->Account(*this, now_, t);
   while (sample_interval_ > 0 && next_sample_ < t) {
@@ -305,19 +318,44 @@ Status Simulator::Start() {
   for (const auto& name : queue_names_) queue_gpu_s_.push_back(&gpu_seconds_by_queue_[name]);
   queue_running_.assign(queue_names_.size(), 0);
   queue_pending_.assign(queue_names_.size(), 0);
+  fair_gap_gpu_s_.assign(queue_names_.size(), 0.0);
   queue_of_.reserve(jobs_.size());
   for (const auto& j : jobs_) queue_of_.push_back(qidx.at(j.w.queue));
-  arrivals_.resize(jobs_.size());
-  for (JobId i = 0; i < jobs_.size(); ++i) arrivals_[i] = i;
+  std::vector<bool> initial(jobs_.size(), false);
+  for (const auto& in : initial_) initial[in.job] = true;
+  arrivals_.clear();
+  for (JobId i = 0; i < jobs_.size(); ++i) {
+    if (!initial[i]) arrivals_.push_back(i);
+  }
   std::stable_sort(arrivals_.begin(), arrivals_.end(),
                    [&](JobId a, JobId b) { return jobs_[a].w.submit_time_s < jobs_[b].w.submit_time_s; });
   for (const auto& n : state_.nodes()) {
     if (n.Schedulable()) capacity_gpus_ += n.capacity.gpus;
   }
   first_submit_ = arrivals_.empty() ? 0 : jobs_[arrivals_.front()].w.submit_time_s;
+  if (start_time_ != INT64_MIN) first_submit_ = start_time_;
   now_ = first_submit_;
   next_sample_ = first_submit_;
   status_ = policy_->Prepare(*this);
+  // Work already running (SubmitRunning): on its nodes since its start, as Place would put it.
+  for (const auto& in : initial_) {
+    if (!status_.ok()) break;
+    Allocation a;
+    a.workload = jobs_[in.job].w;
+    a.workload.members = 0;
+    for (const auto& m : in.at) a.workload.members += m.members;
+    a.assignments = in.at;
+    a.start_time_s = in.start_s;
+    if (Status s = state_.AddRunning(std::move(a)); !s.ok()) {
+      status_ = Status::Error("running job " + jobs_[in.job].w.id + ": " + s.Message());
+      break;
+    }
+    AddPending(in.job);  // Started takes it off the pending counters
+    const int64_t now = now_;
+    now_ = in.start_s;
+    Started(in.job, in.at);
+    now_ = now;
+  }
   if (status_.ok() && lending_) lending_->Prepare(*this);
   return status_;
 }
@@ -329,8 +367,10 @@ void Simulator::Run(int64_t until_s) {
     // The lending driver's next wake-up; alone it keeps the replay going only while work waits.
     int64_t t = lending_ ? lending_->NextWakeup(now_) : INT64_MAX;
     if (next_arrival_ >= arrivals_.size() && ends_.empty() && (pending_.empty() || t == INT64_MAX)) break;
-    if (next_arrival_ < arrivals_.size()) t = std::min(t, jobs_[arrivals_[next_arrival_]].w.submit_time_s);
+    // (a job submitted before the clock's start arrives at the start: SetStartTime)
+    if (next_arrival_ < arrivals_.size()) t = std::min(t, std::max(now_, jobs_[arrivals_[next_arrival_]].w.submit_time_s));
     if (!ends_.empty()) t = std::min(t, ends_.begin()->first);
+    t = std::max(t, now_);  // running work that was due before the clock's start ends at it
     if (t > until_s) break;
     Account(t);
     policy_->AdvanceTo(*this, t);

@@ -13,6 +13,9 @@
 // last checkpoint (Workload::checkpoint_interval_s; none if it checkpoints on notice, all if it
 // never checkpoints) and its next run does only what is left. The replay ends when no event is left:
 // jobs still pending then (e.g. a deadlock of partly placed gangs) are reported as unfinished.
+// A replay may start from a live state (a snapshot's dry-run, sim/dryrun.h): work already running
+// (SubmitRunning) is placed at Start and ends by its own clock; the clock starts at the snapshot's
+// time (SetStartTime) and what was submitted before arrives then.
 //
 // Deterministic: same input, same output. Jobs are indexed in submission order, the pending queue
 // is kept in (submit time, index) order, and no decision depends on hash-map iteration order.
@@ -61,6 +64,7 @@ struct JobRecord {
   double lost_gpu_seconds = 0;
   int64_t saved_s = 0;       // work kept by checkpoints over its evictions (the next run resumes)
   int64_t first_reservation_s = -1;  // EASY: the first reservation made for it as the head job
+  int64_t first_start_s = -1;        // its first start (a snapshot's running job: when it started)
   std::string last_reason;
 };
 
@@ -101,6 +105,20 @@ class Simulator {
   ~Simulator();
 
   void Submit(SimJob job);
+  // A job already running when the replay starts (a snapshot's running work, sim/dryrun.h): placed
+  // at Start, after the policy's Prepare, on `at` since `start_s` (before the replay's start); it
+  // ends at start_s + job.duration_s (at once if that is past). Before Start.
+  void SubmitRunning(SimJob job, std::vector<MemberAssignment> at, int64_t start_s);
+  // The clock starts at `t` instead of the first submit (a snapshot's time); jobs submitted
+  // earlier arrive at `t`, in submit order. Before Start.
+  void SetStartTime(int64_t t) { start_time_ = t; }
+  // Integrates the time-weighted metrics up to `t` without scheduling (after Run(until) stopped
+  // short of an event, so that a fixed horizon is measured whole).
+  void Integrate(int64_t t) { Account(t); }
+  // Per queue (queues() order): the integral over contended time of its allocated GPUs minus its
+  // weighted max-min fair share of the capacity given every active queue's demand (GPU-seconds;
+  // negative = below its share). The per-queue form of Jain's index (docs/simulator.md).
+  const std::vector<double>& fair_gap_gpu_s() const { return fair_gap_gpu_s_; }
   // Fair-share weights for Jain's index (default 1 per queue).
   void SetQueueWeights(std::map<std::string, double> w) { weights_ = std::move(w); }
   // Pools lending to each other by the engine's rules (sim/lending.h); null = none. Before Start.
@@ -188,7 +206,7 @@ class Simulator {
   // The policy's passes at the current time (evictions requeue jobs and get another pass).
   void Passes(Changes ch);
   void Requeue();
-  double JainNow() const;
+  double JainNow(std::vector<double>* fair) const;  // *fair: per queue, its fair share now (GPUs)
   void Locality(JobId j, const std::vector<MemberAssignment>& a);
 
   ClusterState state_;
@@ -201,6 +219,14 @@ class Simulator {
   std::vector<JobId> pending_;          // arrival order
   std::vector<JobId> arrivals_;         // jobs by (submit, index)
   std::vector<JobId> requeue_;          // evicted during the current pass
+  struct Initial {
+    JobId job;
+    std::vector<MemberAssignment> at;
+    int64_t start_s;
+  };
+  std::vector<Initial> initial_;        // SubmitRunning's jobs, placed at Start
+  int64_t start_time_ = INT64_MIN;      // SetStartTime (INT64_MIN: the first submit)
+  std::vector<double> fair_gap_gpu_s_, fair_now_;
   size_t next_arrival_ = 0;
   std::set<std::pair<int64_t, JobId>> ends_, declared_ends_;
   std::map<int64_t, int64_t> pending_gpus_, pending_member_gpus_;  // request -> count

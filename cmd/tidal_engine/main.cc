@@ -57,9 +57,9 @@ class SaveSchedule {
 constexpr const char* kUsage =
     "usage: tidal-engine [--listen unix:///PATH|HOST:PORT] [--http-addr HOST:PORT] [--config FILE]\n"
     "  --listen     gRPC address (default unix:///tmp/tidal-engine.sock)\n"
-    "  --http-addr  HTTP: /metrics, /healthz, /readyz for anyone; /explain, /queues, /config for\n"
+    "  --http-addr  HTTP: /metrics, /healthz, /readyz for anyone; /explain, /queues, /config, /snapshot for\n"
     "               loopback clients or a bearer token (default 127.0.0.1:8081)\n"
-    "  --http-token-file FILE  bearer token that opens /explain, /queues, /config to other hosts\n"
+    "  --http-token-file FILE  bearer token that opens /explain, /queues, /config, /snapshot to other hosts\n"
     "  --config     engine config, YAML or JSON, reloaded on change (default: built-in defaults)\n"
     "  --state-file where the queue ledger's decayed usage and the nodes each front door reported are\n"
     "               kept across restarts (default: none)\n"

@@ -22,6 +22,12 @@ Usage:
   tidalctl sim --trace FILE [--policy tidal|fifo|easy-backfill|kube-default|all] [--out FILE] [--report DIR] ...
       Replay a job trace (Philly CSV, generic CSV, YAML/JSON) on a virtual clock through the same
       core and plugins as tidal-engine, and baselines; metrics per policy (docs/simulator.md).
+  tidalctl snapshot -o FILE [--engine http://127.0.0.1:8081] [--anonymise[=queues]]
+      Capture the live engine's state (nodes, running and pending work, usage, reservations, the
+      config it runs) for a policy dry-run (docs/simulator.md).
+  tidalctl sim --snapshot FILE --config NEW.yaml [--against CURRENT.yaml] [--horizon 24h] [--fail-on CHECKS]
+      Policy dry-run: replay the snapshot forward under both configs and report per queue what the
+      change does (time to start, preemptions, fair share, reservations moved); --fail-on gates CI.
   tidalctl explain NAMESPACE/NAME [--engine http://127.0.0.1:8081] [-o text|json]
       Why a workload (gang or pod) waits: state, members, position in queue order, estimated
       start, quota state; read from tidal-engine's explain API.
@@ -53,6 +59,7 @@ int main(int argc, char** argv) {
   if (cmd == "explain") return tidal::cli::Explain(args);
   if (cmd == "queues") return tidal::cli::Queues(args);
   if (cmd == "sim") return tidal::cli::Sim(args);
+  if (cmd == "snapshot") return tidal::cli::Snapshot(args);
   if (cmd == "drain") return tidal::cli::Drain(args);
   if (cmd == "waves") return tidal::cli::Waves(args);
   std::cerr << "tidalctl: unknown command \"" << cmd << "\"\n" << kUsage;

@@ -19,6 +19,8 @@ namespace tidal::cli {
 namespace {
 
 constexpr const char* kSimUsage = R"(usage: tidalctl sim --trace FILE [--slurm-trace FILE] [options]
+       tidalctl sim --snapshot FILE --config NEW.yaml [--against CURRENT.yaml] ...  (policy dry-run:
+                                                                  tidalctl sim --snapshot X --help)
 
 Replays a job trace on a virtual clock through the same core and plugins as tidal-engine (policy
 tidal) and through baselines, and reports metrics per policy. Reference: docs/simulator.md.
@@ -144,6 +146,9 @@ std::string Quote(const std::string& s) {
 }  // namespace
 
 int Sim(const Args& args) {
+  for (const auto& a : args) {
+    if (a == "--snapshot" || a.rfind("--snapshot=", 0) == 0) return SimSnapshot(args);  // the policy dry-run
+  }
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {
       std::cout << kSimUsage;
