@@ -23,7 +23,7 @@
 //   kube-scheduler's own filters refused are excluded for the gang (NodeRefused).
 //
 // One class, one file per responsibility: engine.cc (lifecycle, reload, ledger file), engine_sync.cc
-// (the front door's mirror and bound pods' charges), engine_gang.cc (the gang protocol),
+// (the front door's mirror and bound pods' charges), engine_nodes.cc (merged nodes, ClusterState), engine_gang.cc (the gang protocol),
 // engine_plan.cc (planning, fair-share order), engine_reservations.cc (backfill book, timeline,
 // runtime limits), engine_preempt.cc (preemption view and holds), engine_views.cc (explain,
 // gauges), engine_exclusive.cc (JobSet/LWS exclusive topology), engine_config.cc (config file),

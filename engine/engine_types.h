@@ -98,6 +98,13 @@ struct FinishedJobInfo {
   WorkloadEnd end = WorkloadEnd::kUnknown;  // how it ended (FinishedJob.end); unknown is never completed
 };
 
+// Whether two records of a node say the same (a re-sent record changes nothing).
+inline bool SameNode(const NodeInfo& a, const NodeInfo& b) {
+  return a.labels == b.labels && a.capacity == b.capacity && a.ready == b.ready &&
+         a.unschedulable == b.unschedulable && a.gpu_model == b.gpu_model && a.taints == b.taints &&
+         a.conditions == b.conditions && a.annotations == b.annotations;
+}
+
 struct SyncBatch {
   FrontDoor door = FrontDoor::kKubernetes;  // a resync replaces only this door's nodes and pods
   std::vector<FinishedJobInfo> finished;
