@@ -202,6 +202,7 @@ StatusOr<nlohmann::json> RunDryRun(const Snapshot& snap, const DryRunConfig& cfg
                            {"lost_gpu_s", std::round(r.lost_gpu_seconds)}});
     }
   }
+  nlohmann::json rejected = nlohmann::json::array();
   for (const auto* list : {&side.pending, &side.arrivals}) {
     for (JobId j : *list) {
       const JobRecord& r = sim.records()[j];
@@ -210,6 +211,7 @@ StatusOr<nlohmann::json> RunDryRun(const Snapshot& snap, const DryRunConfig& cfg
       ++a.jobs;
       if (r.rejected) {
         ++a.rejected;
+        rejected.push_back({{"id", r.id}, {"queue", r.queue}, {"reason", r.last_reason}});
         continue;
       }
       a.started += r.first_start_s >= 0 ? 1 : 0;
@@ -258,6 +260,7 @@ StatusOr<nlohmann::json> RunDryRun(const Snapshot& snap, const DryRunConfig& cfg
                   {"avg_gpus", std::round(100 * in.allocated_gpu_s / horizon) / 100},
                   {"jain_index", in.contended_s > 0 ? std::round(1e4 * in.jain_dt / in.contended_s) / 1e4 : 1.0}};
   out["preempted"] = preempted;
+  out["rejected"] = rejected;  // the core refuses them under this config (an unknown queue, a shape that never fits)
 
   // Pending gangs: when each starts, or where its reservation stands at the horizon.
   const auto& book = static_cast<const TidalPolicy&>(sim.policy()).scheduler().reservation_book();

@@ -61,13 +61,15 @@ StatusOr<nlohmann::json> RunDryRun(const Snapshot& snap, const DryRunConfig& cfg
 // {snapshot, horizon_s, current, new (both RunDryRun results), queues: per queue both sides and
 // the change, reservations: pending gangs whose start moved, flags: [{kind, message, ...}]}.
 // Flags: "preempts-nonpreemptible" (the new config preempts more non-preemptible work than the
-// current one) and "reserved-later" (a gang holding a reservation in the snapshot starts later).
+// current one), "reserved-later" (a gang holding a reservation in the snapshot starts later) and
+// "rejects-work" (the core refuses work under the new config that the current one takes).
 nlohmann::json CompareDryRuns(const Snapshot& snap, const nlohmann::json& current, const nlohmann::json& next,
                               const DryRunOptions& opts);
 std::string DryRunText(const nlohmann::json& report);
 
 // --fail-on: comma-separated checks, each NAME or NAME=LIMIT (docs/simulator.md):
-//   preempt-nonpreemptible           the flag of that name
+//   preempt-nonpreemptible           the flag preempts-nonpreemptible
+//   rejects-work                     the flag of that name
 //   reserved-later[=DURATION]        a reserved gang starts later by more than DURATION (default 0)
 //   ttst-avg-increase=X%|DURATION    some queue's average time to start grows by more than that
 //   ttst-p99-increase=X%|DURATION    the same for p99

@@ -30,6 +30,8 @@ nlohmann::json Pct(double a, double b) {
 
 std::string Signed(double s) { return (s < 0 ? "-" : "+") + HumanSeconds(std::fabs(s)); }
 
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 std::string Fixed1(double x) {
   std::ostringstream o;
   o.setf(std::ios::fixed);
@@ -121,6 +123,21 @@ nlohmann::json CompareDryRuns(const Snapshot& snap, const nlohmann::json& cur, c
                                   " preemption(s) under the new config, " + std::to_string(static_cast<int64_t>(np_cur)) +
                                   " under the current one"}});
   }
+  // Work the new config refuses that the current one takes (a queue dropped, a quota or pool
+  // that no longer fits a shape).
+  std::set<std::string> refused_now;
+  for (const auto& x : cur.value("rejected", nlohmann::json::array())) refused_now.insert(x["id"].get<std::string>());
+  nlohmann::json newly = nlohmann::json::array();
+  for (const auto& x : nxt.value("rejected", nlohmann::json::array())) {
+    if (!refused_now.count(x["id"].get<std::string>())) newly.push_back(x);
+  }
+  if (!newly.empty()) {
+    flags.push_back({{"kind", "rejects-work"},
+                     {"count", newly.size()},
+                     {"workloads", newly},
+                     {"message", "rejects " + std::to_string(newly.size()) + " workload(s) the current config takes (" +
+                                     newly[0]["id"].get<std::string>() + ": " + FirstLine(newly[0]["reason"].get<std::string>()) + ")"}});
+  }
   rep["flags"] = flags;
   return rep;
 }
@@ -159,7 +176,10 @@ std::string DryRunText(const nlohmann::json& rep) {
   };
   for (const auto& [q, v] : rep["queues"].items()) row(q, v["current"], v["new"]);
   row("all", cur["total"], nxt["total"]);
-  out << "\nJain's index: " << Num(cur, {"total", "jain_index"}) << " -> " << Num(nxt, {"total", "jain_index"}) << "\n";
+  out << "\nJain's index: " << Num(cur, {"total", "jain_index"}) << " -> " << Num(nxt, {"total", "jain_index"}) << "\n";  if (Num(cur, {"total", "rejected"}) + Num(nxt, {"total", "rejected"}) > 0) {
+    out << "Refused by the core (an unknown queue, a shape that never fits): " << Num(cur, {"total", "rejected"}) << " -> "
+        << Num(nxt, {"total", "rejected"}) << "\n";
+  }
   const auto& r = rep["reservations"];
   out << "Pending gangs' start: " << r["later"].get<int64_t>() << " later, " << r["earlier"].get<int64_t>() << " earlier\n";
   // The reserved gangs first, then by how far they moved; ten at most (-o json has all).
@@ -188,7 +208,7 @@ std::string DryRunText(const nlohmann::json& rep) {
 }
 
 StatusOr<std::vector<FailOnCheck>> ParseFailOn(const std::string& text) {
-  static const std::set<std::string> kFlags = {"preempt-nonpreemptible"};
+  static const std::set<std::string> kFlags = {"preempt-nonpreemptible", "rejects-work"};
   static const std::set<std::string> kTimes = {"reserved-later", "ttst-avg-increase", "ttst-p99-increase", "large-ttst-increase"};
   static const std::set<std::string> kNumbers = {"preemptions", "lost-gpu-hours", "fairshare-gap-increase"};
   std::vector<FailOnCheck> out;
@@ -234,7 +254,7 @@ StatusOr<std::vector<FailOnCheck>> ParseFailOn(const std::string& text) {
       }
       c.unit = FailOnCheck::Unit::kNumber;
     } else {
-      return Status::Error(q + "unknown check (accepted: preempt-nonpreemptible, reserved-later[=DURATION], "
+      return Status::Error(q + "unknown check (accepted: preempt-nonpreemptible, rejects-work, reserved-later[=DURATION], "
                                "ttst-avg-increase=X%|DURATION, ttst-p99-increase=X%|DURATION, "
                                "large-ttst-increase=X%|DURATION, preemptions=N, lost-gpu-hours=H, fairshare-gap-increase=G)");
     }
@@ -252,8 +272,8 @@ std::vector<std::string> FailOnBreaches(const std::vector<FailOnCheck>& checks, 
     return b - a > c.limit;
   };
   for (const auto& c : checks) {
-    if (c.name == "preempt-nonpreemptible" || c.name == "reserved-later") {
-      const std::string kind = c.name == "preempt-nonpreemptible" ? "preempts-nonpreemptible" : "reserved-later";
+    if (c.name == "preempt-nonpreemptible" || c.name == "reserved-later" || c.name == "rejects-work") {
+      const std::string kind = c.name == "preempt-nonpreemptible" ? "preempts-nonpreemptible" : c.name;
       for (const auto& f : rep["flags"]) {
         if (f["kind"] == kind && (kind != "reserved-later" || f["delta_s"].get<double>() > c.limit)) {
           out.push_back(c.text + ": " + f["message"].get<std::string>());

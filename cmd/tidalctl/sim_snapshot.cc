@@ -38,7 +38,7 @@ and reports per queue what the change does. Reference: docs/simulator.md, "Polic
   --plots DIR             DIR/dryrun.json and PNG plots (python3 + matplotlib, tools/plot/dryrun_report.py)
   --plot-script FILE      the plotting script (default: found from the working directory or binary)
   --fail-on CHECKS        exit 1 when one breaches, e.g. preempt-nonpreemptible,ttst-p99-increase=20%,lost-gpu-hours=10
-                          (checks: preempt-nonpreemptible, reserved-later[=D], ttst-avg-increase=X%|D,
+                          (checks: preempt-nonpreemptible, rejects-work, reserved-later[=D], ttst-avg-increase=X%|D,
                           ttst-p99-increase=X%|D, large-ttst-increase=X%|D, preemptions=N, lost-gpu-hours=H,
                           fairshare-gap-increase=G)
   --tidal-shortcuts on|off  as tidalctl sim

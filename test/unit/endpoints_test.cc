@@ -160,5 +160,58 @@ TEST_F(EndpointsTest, ExplainQueuesAndConfigAreServed) {
   EXPECT_THAT(r->body, HasSubstr("built-in defaults"));
 }
 
+// GET /snapshot (Engine::Snapshot, docs/simulator.md "Snapshots"): the live state for a policy
+// dry-run, with the config (built-in here), and nothing of the pods beyond what the dry-run uses.
+TEST_F(EndpointsTest, SnapshotServesTheLiveStateWithoutPodSpecs) {
+  PodInfo mine = testing::CheckpointingPod("solo", "n0", 900);
+  mine.labels[kLabelQueue] = "team-a";
+  PodInfo other = testing::GangPod("other", "", 1, 4);
+  other.scheduler_name = "default-scheduler";
+  other.node_name = "n1";
+  other.phase = PodPhase::kRunning;
+  other.annotations["secret-annotation"] = "s3cr3t";
+  other.labels["secret-label"] = "hush";
+  std::vector<PodInfo> pods = {mine, other};
+  for (int i = 0; i < 3; ++i) {  // 24 GPUs on 16: pending
+    PodInfo p = testing::GangPod("big-" + std::to_string(i), "big", 3);
+    p.labels[kLabelQueue] = "team-b";
+    pods.push_back(p);
+  }
+  ASSERT_TRUE(FullSync(pods).ok());
+  auto r = Get("/snapshot");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, Not(HasSubstr("s3cr3t")));
+  EXPECT_THAT(r->body, Not(HasSubstr("secret-")));
+  const nlohmann::json s = nlohmann::json::parse(r->body);
+  EXPECT_EQ(s["format"], "tidal.dev/snapshot");
+  EXPECT_EQ(s["version"], 1);
+  EXPECT_EQ(s["taken_at"], 1000);
+  EXPECT_EQ(s["config"], nlohmann::json({{"version", "builtin"}, {"document", nullptr}}));
+  ASSERT_EQ(s["nodes"].size(), 2u);
+  EXPECT_EQ(s["nodes"][0]["name"], "n0");
+  EXPECT_EQ(s["nodes"][0]["health"], "ready");
+  EXPECT_EQ(s["nodes"][0]["capacity"]["gpus"], 8);
+  EXPECT_EQ(s["nodes"][0]["labels"].size(), 3u);  // the three levels' labels only
+  ASSERT_EQ(s["running"].size(), 2u) << s["running"].dump();
+  const nlohmann::json& a = s["running"][0]["id"] == "pod:team/other" ? s["running"][0] : s["running"][1];
+  const nlohmann::json& b = s["running"][0]["id"] == "pod:team/other" ? s["running"][1] : s["running"][0];
+  EXPECT_EQ(a["tidal"], false);
+  EXPECT_EQ(a["queue"], "");  // another scheduler's pod naming no queue
+  EXPECT_EQ(a["per_member"]["gpus"], 4);
+  EXPECT_EQ(a["placement"], nlohmann::json::parse(R"([{"node": "n1", "members": 1}])"));
+  EXPECT_EQ(b["tidal"], true);
+  EXPECT_EQ(b["queue"], "team-a");
+  EXPECT_EQ(b["start"], 900);
+  EXPECT_EQ(b["checkpoint_on_notice"], true);
+  EXPECT_EQ(b["placement"], nlohmann::json::parse(R"([{"node": "n0", "members": 1}])"));
+  ASSERT_EQ(s["pending"].size(), 1u);
+  EXPECT_EQ(s["pending"][0]["id"], "team/big");
+  EXPECT_EQ(s["pending"][0]["queue"], "team-b");
+  EXPECT_EQ(s["pending"][0]["members"], 3);
+  EXPECT_TRUE(s["usage"].contains("usage"));
+  EXPECT_TRUE(s["reservations"].is_array());
+}
+
 }  // namespace
 }  // namespace tidal

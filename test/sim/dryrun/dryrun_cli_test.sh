@@ -25,6 +25,14 @@ grep -q -- "--fail-on preempt-nonpreemptible: preempts non-preemptible work" "$W
 [ "$(run --snapshot "$D/weights.json" --config "$D/weights_new.yaml" --horizon 4h --fail-on ttst-avg-increase=10%)" = 1 ] ||
   fail "weight change, ttst-avg-increase=10%: expected exit 1"
 grep -q "queue b average time to start" "$WORK/out" || fail "the queue whose p99 grew is not named"
+# Arrivals from a trace (queue "default"): a config dropping that queue rejects them: flagged, gated.
+S=$(dirname "$D")
+sed 's/  - {name: a, weight: 3}/  - {name: default, weight: 1}\n  - {name: a, weight: 3}/' "$D/weights_new.yaml" >"$WORK/with_default.yaml"
+[ "$(run --snapshot "$D/weights.json" --against "$WORK/with_default.yaml" --config "$D/weights_new.yaml" --horizon 2h \
+      --trace "$S/easy_backfill.csv" --fail-on rejects-work)" = 1 ] || fail "dropping a queue with arrivals: expected exit 1"
+grep -q "4 arrivals" "$WORK/out" || fail "arrivals not counted"
+grep -q 'rejects 4 workload(s) the current config takes (arrival/a: queue "default" is not configured' "$WORK/out" ||
+  fail "rejected work not named"
 # The JSON report.
 "$CTL" sim --snapshot "$D/weights.json" --config "$D/weights_new.yaml" --against "$D/weights_new.yaml" --horizon 2h -o json 2>/dev/null |
   python3 -c '
