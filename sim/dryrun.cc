@@ -167,6 +167,47 @@ void ChargeRunning(Side& side) {
 
 }  // namespace
 
+std::vector<SimJob> RecordedArrivals(const Snapshot& snap, int64_t window_s, int64_t horizon_s, int64_t default_runtime_s,
+                                     uint64_t seed) {
+  std::map<std::string, std::vector<const Workload*>> recent;  // by queue, in snapshot order
+  const int64_t from = snap.taken_at - window_s;
+  for (const auto& r : snap.running) {
+    if (r.tidal && r.start_s >= from) recent[r.w.queue].push_back(&r.w);
+  }
+  for (const auto& p : snap.pending) {
+    if (p.w.submit_time_s >= from) recent[p.w.queue].push_back(&p.w);
+  }
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto next = [&x] {  // splitmix64: the same stream on every platform
+    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  auto uniform = [&] { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); };  // [0, 1)
+  std::vector<SimJob> out;
+  for (const auto& [queue, ws] : recent) {
+    if (window_s <= 0 || ws.empty()) continue;
+    const double rate = static_cast<double>(ws.size()) / static_cast<double>(window_s);
+    double t = 0;
+    for (int64_t i = 0;; ++i) {
+      t += -std::log(1.0 - uniform()) / rate;
+      if (t > static_cast<double>(horizon_s)) break;
+      const Workload& like = *ws[static_cast<size_t>(uniform() * static_cast<double>(ws.size()))];
+      SimJob j;
+      j.w = like;
+      j.w.id = "recorded/" + queue + "/" + std::to_string(i);
+      j.w.queue_id = -1;
+      j.w.submit_time_s = static_cast<int64_t>(t);
+      j.w.runtime_limit_s = like.runtime_limit_s;
+      j.duration_s = like.runtime_limit_s > 0 ? like.runtime_limit_s : default_runtime_s;
+      out.push_back(std::move(j));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const SimJob& a, const SimJob& b) { return a.w.submit_time_s < b.w.submit_time_s; });
+  return out;
+}
+
 StatusOr<nlohmann::json> RunDryRun(const Snapshot& snap, const DryRunConfig& cfg, const DryRunOptions& o) {
   auto built = Build(snap, cfg, o);
   if (!built.ok()) return built.status();

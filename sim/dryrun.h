@@ -9,7 +9,8 @@
 // ledger's decayed usage loaded; its pending gangs queued with their submit times; the clock at
 // the snapshot's time. Running work ends at start + declared runtime, or default_runtime_s after
 // the snapshot when it declares none; pending work runs its declared runtime (or the default).
-// Optional arrivals (a trace, submit times after the snapshot) join on the way. A zero horizon
+// Optional arrivals (a trace, submit times after the snapshot; or RecordedArrivals: the rate the
+// snapshot itself shows) join on the way. A zero horizon
 // runs no scheduling pass: the starting state only (its placements are checked against the
 // snapshot's). The topology levels are the snapshot's (a config changing topology.levels is
 // replayed on the fabric as the engine saw it).
@@ -51,11 +52,21 @@ struct DryRunOptions {
   int64_t default_runtime_s = 86400;  // work that declares no runtime (see above)
   int64_t large_gpus = 64;            // "large job": this many GPUs or more
   std::vector<SimJob> arrivals;       // submit times in seconds after the snapshot
+  std::string arrivals_from;          // where they came from, for the report ("trace.csv", "recorded:24h")
   bool shortcuts = true;              // the tidal policy's exact shortcuts
   int64_t sample_interval_s = 0;      // 0: horizon / 200 (at least 60 s)
 };
 
 StatusOr<nlohmann::json> RunDryRun(const Snapshot& snap, const DryRunConfig& cfg, const DryRunOptions& opts);
+
+// Arrivals at the rate the snapshot records: per queue, the work it holds that was submitted
+// (pending) or started (running) within `window_s` before the snapshot, n of it, gives a Poisson
+// rate of n / window_s; over the horizon each arrival copies the shape, flags and declared runtime
+// (else default_runtime_s) of one of those, drawn uniformly. A lower bound of the real rate: work
+// that already ended is not in a snapshot. Deterministic for a seed (its own generator, no
+// std::distribution). Submit times in seconds after the snapshot; ids "recorded/<queue>/<i>".
+std::vector<SimJob> RecordedArrivals(const Snapshot& snap, int64_t window_s, int64_t horizon_s, int64_t default_runtime_s,
+                                     uint64_t seed);
 
 // --- the report (sim/dryrun_report.cc)
 // {snapshot, horizon_s, current, new (both RunDryRun results), queues: per queue both sides and

@@ -58,6 +58,7 @@ nlohmann::json CompareDryRuns(const Snapshot& snap, const nlohmann::json& cur, c
                      {"horizon_s", o.horizon_s},
                      {"large_gpus", o.large_gpus},
                      {"arrivals", static_cast<int64_t>(o.arrivals.size())},
+                     {"arrivals_from", o.arrivals_from},
                      {"current", cur},
                      {"new", nxt}};
   std::set<std::string> names;
@@ -150,7 +151,9 @@ std::string DryRunText(const nlohmann::json& rep) {
   out << "Policy dry-run over " << HumanSeconds(Num(rep, {"horizon_s"})) << " from a snapshot of "
       << s["nodes"].get<int64_t>() << " nodes (" << s["gpus"].get<int64_t>() << " GPUs): " << s["running"].get<int64_t>()
       << " running, " << s["pending"].get<int64_t>() << " pending, " << s["reservations"].get<int64_t>() << " reservations";
-  if (Num(rep, {"arrivals"}) > 0) out << ", " << static_cast<int64_t>(Num(rep, {"arrivals"})) << " arrivals";
+  if (Num(rep, {"arrivals"}) > 0) {
+    out << ", " << static_cast<int64_t>(Num(rep, {"arrivals"})) << " arrivals (" << rep.value("arrivals_from", "") << ")";
+  }
   out << "\n  current: " << cur.value("source", "") << " (version " << cur.value("version", "") << ")\n"
       << "  new:     " << nxt.value("source", "") << " (version " << nxt.value("version", "") << ")\n";
   for (const auto* side : {&cur, &nxt}) {

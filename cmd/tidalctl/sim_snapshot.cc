@@ -31,6 +31,10 @@ and reports per queue what the change does. Reference: docs/simulator.md, "Polic
   --horizon D             how far to replay (default 24h; 0 = the starting state only)
   --trace FILE            arrivals on the way: a trace (formats as tidalctl sim --trace), its submit
                           times counted from the snapshot; --format as tidalctl sim
+  --arrivals recorded[:W] arrivals on the way at the rate the snapshot records: per queue, its work
+                          submitted (or started) in the W before it (default 24h), as a Poisson
+                          stream of copies of that work (a lower bound: ended work is not in it)
+  --seed N                the recorded arrivals' random stream (default 1)
   --default-runtime D     how long work that declares no runtime runs (default 24h)
   --large-gpus N          a large job has N GPUs or more (default 64)
   -o text|json            the report on stdout (default text)
@@ -115,7 +119,8 @@ int SimSnapshot(const Args& args) {
   }
   Flags flags(args);
   if (!flags.Parse({"--snapshot", "--config", "--against", "--horizon", "--trace", "--format", "--default-runtime",
-                    "--large-gpus", "-o", "--output", "--out", "--plots", "--plot-script", "--fail-on", "--tidal-shortcuts"}) ||
+                    "--large-gpus", "-o", "--output", "--out", "--plots", "--plot-script", "--fail-on", "--tidal-shortcuts",
+                    "--arrivals", "--seed"}) ||
       !flags.positional().empty()) {
     std::cerr << kUsage;
     return 2;
@@ -162,6 +167,28 @@ int SimSnapshot(const Args& args) {
     if (!t.ok()) return std::cerr << t.status().Message() << "\n", 2;
     for (const auto& b : t->bad_rows) std::cerr << b.message << "\n";
     opts.arrivals = t->jobs;
+    opts.arrivals_from = trace;
+  }
+  if (const std::string a = flags.Get("--arrivals"); !a.empty()) {
+    int64_t window = 86400;
+    if (a.rfind("recorded:", 0) == 0) {
+      auto d = ParseDurationSeconds(a.substr(9), "--arrivals");
+      if (!d.ok() || *d <= 0) return std::cerr << "tidalctl sim: --arrivals: expected recorded or recorded:DURATION, got \"" << a << "\"\n", 2;
+      window = *d;
+    } else if (a != "recorded") {
+      return std::cerr << "tidalctl sim: --arrivals: expected recorded or recorded:DURATION, got \"" << a << "\"\n", 2;
+    }
+    uint64_t seed = 1;
+    try {
+      size_t pos = 0;
+      const std::string v = flags.Get("--seed", "1");
+      seed = std::stoull(v, &pos);
+      if (pos != v.size()) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      return std::cerr << "tidalctl sim: --seed: expected a whole number >= 0\n", 2;
+    }
+    opts.arrivals_from += (opts.arrivals_from.empty() ? "" : " + ") + std::string("recorded:") + std::to_string(window) + " s";
+    for (auto& j : sim::RecordedArrivals(*snap, window, opts.horizon_s, opts.default_runtime_s, seed)) opts.arrivals.push_back(std::move(j));
   }
 
   nlohmann::json runs[2];

@@ -3,6 +3,7 @@
 // snapshot's placements; crafted snapshots (test/sim/dryrun/) where a weight change moves a known
 // amount of capacity and a quota cut preempts non-preemptible work; the --fail-on grammar.
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -267,6 +268,42 @@ TEST(DryRun, WeightChangePushingAReservedGangLaterIsFlagged) {
   EXPECT_TRUE(flagged) << rep["flags"].dump();
   EXPECT_EQ(FailOnBreaches(*ParseFailOn("reserved-later"), rep).size(), 1u);
   EXPECT_TRUE(FailOnBreaches(*ParseFailOn("reserved-later=" + std::to_string(later) + "s"), rep).empty());
+}
+
+// Arrivals at the snapshot's recorded rate: per queue, the work submitted (or started) in the
+// window, as a Poisson stream of its copies; the same seed, the same stream.
+TEST(DryRun, RecordedArrivalsFollowTheSnapshotsRatePerQueue) {
+  auto s = LoadSnapshot(Src("test/sim/dryrun/weights.json"));  // 60 + 60 submitted in the last 10 min
+  ASSERT_TRUE(s.ok());
+  const auto a = RecordedArrivals(*s, 3600, 3600, 86400, 7);
+  EXPECT_EQ(a.size(), RecordedArrivals(*s, 3600, 3600, 86400, 7).size());
+  std::map<std::string, int> per;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ++per[a[i].w.queue];
+    EXPECT_EQ(a[i].w.id.rfind("recorded/" + a[i].w.queue + "/", 0), 0u) << a[i].w.id;
+    EXPECT_EQ(a[i].w.per_member.gpus, 4);
+    EXPECT_GE(a[i].duration_s, 1200);
+    EXPECT_LE(a[i].duration_s, 3000);
+    EXPECT_LE(a[i].w.submit_time_s, 3600);
+    if (i > 0) {
+      EXPECT_GE(a[i].w.submit_time_s, a[i - 1].w.submit_time_s);
+    }
+  }
+  // 60 an hour each: a Poisson count within 4 standard deviations.
+  for (const char* q : {"a", "b"}) {
+    EXPECT_GT(per[q], 60 - 31) << q;
+    EXPECT_LT(per[q], 60 + 31) << q;
+  }
+  EXPECT_NE(RecordedArrivals(*s, 3600, 3600, 86400, 8)[0].w.submit_time_s, a[0].w.submit_time_s);
+  // Nothing in the window, nothing arrives.
+  EXPECT_TRUE(RecordedArrivals(*s, 60, 3600, 86400, 7).empty());
+  // They replay with the snapshot's work.
+  DryRunOptions o;
+  o.horizon_s = 3600;
+  o.arrivals = a;
+  auto cur = RunDryRun(*s, Config("current", {Q("a", 1), Q("b", 1)}), o);
+  ASSERT_TRUE(cur.ok());
+  EXPECT_EQ((*cur)["total"]["jobs"].get<int64_t>(), 120 + static_cast<int64_t>(a.size()));
 }
 
 TEST(FailOn, GrammarErrorsNameTheItem) {
