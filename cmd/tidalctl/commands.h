@@ -22,6 +22,7 @@ int Config(const Args& args);
 int Explain(const Args& args);
 int Queues(const Args& args);
 int Sim(const Args& args);
+int Gen(const Args& args);  // tidalctl gen (gen.cc)
 int SimSnapshot(const Args& args);  // tidalctl sim --snapshot (sim_snapshot.cc)
 int Snapshot(const Args& args);
 int Drain(const Args& args);

@@ -22,6 +22,9 @@ Usage:
   tidalctl sim --trace FILE [--policy tidal|fifo|easy-backfill|kube-default|all] [--out FILE] [--report DIR] ...
       Replay a job trace (Philly CSV, generic CSV, YAML/JSON) on a virtual clock through the same
       core and plugins as tidal-engine, and baselines; metrics per policy (docs/simulator.md).
+  tidalctl gen MIX|SPEC -o FILE [--seed N] [--days D] [--load X] [--gpus N] [--format csv|philly]
+      Generate a synthetic trace for tidalctl sim: a named mix (philly-like, llm-gangs,
+      inference-heavy) or a spec file (job sizes, durations, arrivals, teams, declared runtimes).
   tidalctl snapshot -o FILE [--engine http://127.0.0.1:8081] [--anonymise[=queues]]
       Capture the live engine's state (nodes, running and pending work, usage, reservations, the
       config it runs) for a policy dry-run (docs/simulator.md).
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
   if (cmd == "explain") return tidal::cli::Explain(args);
   if (cmd == "queues") return tidal::cli::Queues(args);
   if (cmd == "sim") return tidal::cli::Sim(args);
+  if (cmd == "gen") return tidal::cli::Gen(args);
   if (cmd == "snapshot") return tidal::cli::Snapshot(args);
   if (cmd == "drain") return tidal::cli::Drain(args);
   if (cmd == "waves") return tidal::cli::Waves(args);
