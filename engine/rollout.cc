@@ -12,6 +12,16 @@ Status DecodeRollout(const nlohmann::json& j, const std::string& field, RolloutP
   f.Int("maxNewlyRejected", &out->max_newly_rejected, 0, 1000000);
   f.Int("maxErrors", &out->max_errors, 0, 1000000);
   f.Int("maxPreemptions", &out->max_preemptions, 0, 1000000);
+  if (const auto* g = f.Get("dryRunGate")) {
+    if (!g->is_object()) {
+      f.Fail(Status::Error(f.Sub("dryRunGate") + ": must be a mapping (horizonSeconds, failOn)"));
+    } else {
+      Fields gf(*g, f.Sub("dryRunGate"));
+      gf.Int("horizonSeconds", &out->gate_horizon_s, 1, 30 * 86400, /*required=*/true);
+      gf.Str("failOn", &out->gate_fail_on);  // its checks are read where the gate runs (sim::ParseFailOn)
+      if (Status s = gf.Done(); !s.ok()) f.Fail(s);
+    }
+  }
   return f.Done();
 }
 

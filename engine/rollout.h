@@ -7,6 +7,9 @@
 //     maxNewlyRejected: 0      # workloads the new config rejects (can never run) that the previous would not
 //     maxErrors: 0             # scheduling decisions that ended in an error
 //     maxPreemptions: 20       # workloads preempted while watched (absent: not watched)
+//     dryRunGate:              # before activating: the policy dry-run on the engine's own snapshot
+//       horizonSeconds: 3600   #   replayed this far under both configs (sim/dryrun.h)
+//       failOn: preempt-nonpreemptible,reserved-later=10m   # tidalctl sim --fail-on's checks
 //
 // The policy of the config that RUNS watches the next one (a change cannot switch off its own
 // watch). A workload counts as newly rejected when its last decision in the window is Rejected
@@ -35,6 +38,8 @@ struct RolloutPolicy {
   int64_t max_newly_rejected = 0;
   int64_t max_errors = 0;
   int64_t max_preemptions = -1;  // -1: not watched
+  int64_t gate_horizon_s = 0;     // dryRunGate.horizonSeconds (0: no gate; server/dry_run_gate.h)
+  std::string gate_fail_on = "preempt-nonpreemptible,rejects-work";  // dryRunGate.failOn
   bool operator==(const RolloutPolicy&) const = default;
 };
 

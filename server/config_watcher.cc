@@ -5,6 +5,7 @@
 #include "core/io/document.h"
 #include "core/io/document_diff.h"
 #include "core/state/queues.h"
+#include "server/dry_run_gate.h"
 
 namespace tidal {
 
@@ -68,16 +69,24 @@ bool ConfigWatcher::CheckOnce() {
     return false;
   }
   std::string again;
+  std::optional<Running> running;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!rolled_back_.empty() && version == rolled_back_) again = rolled_back_;
+    running = running_;
   }
+  // The running config's dry-run gate first (dry_run_gate.h): the new one on the live snapshot.
+  nlohmann::json gate;
+  const Status gated = cfg.ok() && again.empty() && running ? RunDryRunGate(engine_, {&running->cfg, running->version},
+                                                                             {&*cfg, version}, &gate)
+                                                            : Status::Ok();
   // Signals before the activation: what the watch compares with (rejections the old config made).
-  const RolloutSignals before = cfg.ok() && again.empty() ? engine_.RolloutSignalsNow() : RolloutSignals{};
+  const RolloutSignals before = cfg.ok() && again.empty() && gated.ok() ? engine_.RolloutSignalsNow() : RolloutSignals{};
   Status applied = !again.empty() ? Status::Error("version " + again + " was rolled back; it is not activated again "
                                                   "until the file changes")
-                   : cfg.ok()     ? engine_.Reconfigure(*cfg)
-                                  : cfg.status();
+                   : !cfg.ok()    ? cfg.status()
+                   : !gated.ok()  ? gated
+                                  : engine_.Reconfigure(*cfg);
   std::lock_guard<std::mutex> lock(mu_);
   versions_.file = version;
   if (DecisionLog* log = decision_log_.load(); log != nullptr) {
@@ -86,6 +95,7 @@ bool ConfigWatcher::CheckOnce() {
                         {"version", version},
                         {"previous", versions_.running}};
     if (!applied.ok()) line["reason"] = applied.reasons();
+    if (!gate.is_null()) line["dry_run"] = gate;
     log->Write(std::move(line));
   }
   if (applied.ok()) {

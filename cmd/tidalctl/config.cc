@@ -1,5 +1,6 @@
 // tidalctl config validate FILE: checks an engine config (topology levels, profile, queues) the way
-// tidal-engine loads it; prints every problem as "file:line: field: reason".
+// tidal-engine loads it, and the rollout dry-run gate's failOn checks; prints every problem as
+// "file:line: field: reason".
 // tidalctl config diff FILE [--engine URL]: what the live engine runs against FILE (e.g. what git
 // holds), field by field, from the engine's /config?format=json. Exit 0: the same config (the same
 // version: core/io/document_diff.h), 1: they differ, 2: FILE is invalid, the engine cannot be
@@ -10,6 +11,7 @@
 #include "core/io/document.h"
 #include "core/io/document_diff.h"
 #include "engine/engine.h"
+#include "sim/dryrun.h"
 
 namespace tidal::cli {
 namespace {
@@ -20,6 +22,11 @@ constexpr const char* kConfigUsage =
 
 int Validate(const std::string& file) {
   auto cfg = LoadEngineConfig(file);
+  if (cfg.ok() && cfg->rollout.gate_horizon_s > 0) {  // the gate's checks are the simulator's (sim/dryrun.h)
+    if (auto checks = sim::ParseFailOn(cfg->rollout.gate_fail_on); !checks.ok()) {
+      cfg = Status::Error(file + ": rollout.dryRunGate.failOn: " + checks.status().Message());
+    }
+  }
   if (!cfg.ok()) {
     for (const auto& r : cfg.status().reasons()) std::cerr << r << "\n";
     std::cerr << cfg.status().reasons().size() << " problem(s) in " << file << "\n";

@@ -148,6 +148,48 @@ TEST_F(ConfigRolloutTest, WithoutAWatchInTheRunningConfigNothingIsRolledBack) {
   EXPECT_EQ(watcher_->counts().rollbacks, 0);
 }
 
+// The dry-run gate: the running config's rollout.dryRunGate replays the live snapshot under both
+// configs before activating; a config that would reject the pending work of queue team is refused
+// (the running one stays), one that does not is activated.
+TEST(RolloutGate, ADryRunBreachRefusesTheNewConfigBeforeItRuns) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("tidal-gate-" + std::to_string(::getpid()) + ".yaml")).string();
+  const std::string gated = "rollout: {dryRunGate: {horizonSeconds: 3600, failOn: rejects-work}}\n";
+  auto write = [&, n = 0](const std::string& text) mutable {
+    std::ofstream(path, std::ios::trunc) << text;
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() + std::chrono::seconds(++n));
+  };
+  write(gated + "queues:\n  - {name: default}\n  - {name: team}\n");
+  auto cfg = ParseEngineConfig(gated + "queues:\n  - {name: default}\n  - {name: team}\n", path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto e = Engine::Create(*cfg, [] { return int64_t{1000}; });
+  ASSERT_TRUE(e.ok());
+  SyncBatch b;
+  b.resync = true;
+  b.upsert_nodes = {testing::GpuNode("n0", "l0", "v0")};
+  PodInfo run = testing::GangPod("run", "", 1, 8);  // fills n0
+  run.node_name = "n0";
+  run.phase = PodPhase::kRunning;
+  PodInfo wait = testing::GangPod("wait", "", 1, 8);  // queue team's: pending in the snapshot
+  wait.labels[kLabelQueue] = "team";
+  b.upsert_pods = {run, wait};
+  uint64_t gen = 0;
+  ASSERT_TRUE((*e)->Sync(b, &gen).ok());
+  (*e)->PlanPod(wait.uid);
+  ConfigWatcher w(**e, path, std::chrono::milliseconds(1000));
+  w.CheckOnce();
+  const std::string good = w.versions().running;
+  write(gated + "queues:\n  - {name: default}\n");  // drops team: its pending work is rejected
+  ASSERT_TRUE(w.CheckOnce());
+  EXPECT_EQ(w.versions().running, good) << "refused before it ran";
+  EXPECT_EQ(w.counts().failure, 1);
+  EXPECT_NE(w.LastError().find("rollout.dryRunGate"), std::string::npos) << w.LastError();
+  write(gated + "queues:\n  - {name: default}\n  - {name: team, weight: 2}\n");
+  ASSERT_TRUE(w.CheckOnce());
+  EXPECT_NE(w.versions().running, good) << "a change the dry-run finds harmless is activated";
+  EXPECT_EQ(w.counts().success, 1);
+  std::filesystem::remove(path);
+}
+
 TEST(RolloutWatch, CountsOnlyWhatThePreviousConfigWouldRunAndErrorsAndPreemptions) {
   RolloutWatch w;
   w.policy.max_newly_rejected = 1;
@@ -180,7 +222,9 @@ TEST(RolloutConfig, ErrorsNameTheField) {
            {R"({"watchSeconds": -1})", "rollout.watchSeconds"},
            {R"({"watch": 5})", "rollout.watch"},
            {R"({"maxErrors": "x"})", "rollout.maxErrors"},
-           {R"(3)", "rollout: must be a mapping"}}) {
+           {R"(3)", "rollout: must be a mapping"},
+           {R"({"dryRunGate": {"failOn": "x"}})", "rollout.dryRunGate.horizonSeconds"},
+           {R"({"dryRunGate": 5})", "rollout.dryRunGate: must be a mapping"}}) {
     RolloutPolicy bad;
     Status st = DecodeRollout(nlohmann::json::parse(text), "rollout", &bad);
     ASSERT_FALSE(st.ok()) << text;
