@@ -11,6 +11,7 @@
 //     cut for the last call: the engine's own account (Engine::LastExplainStats).
 // Args: max_ahead = 2000 (the default bound) and 1 << 30 (the whole queue considered).
 // Run: build/bin/tidal_bench --benchmark_filter=Explain
+// BM_Snapshot_10kNodes_100kPending: Engine::Snapshot (GET /snapshot) on the same engine.
 // Threading: the benchmark thread and one contender thread; the engine serialises them.
 #include <algorithm>
 #include <atomic>
@@ -200,6 +201,42 @@ BENCHMARK(BM_ExplainJson_10kNodes_100kPending)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5)
     ->UseRealTime();
+
+// GET /snapshot on the same engine (docs/simulator.md, "Snapshots"): the call's wall time (the
+// benchmark's time); max_stall_ms, the longest a contender calling the cheap Engine::Stats in a
+// loop waited meanwhile (Snapshot copies under the mutex and builds the JSON after it); dump_ms
+// the route's dump to text after it; mb the document's size.
+void BM_Snapshot_10kNodes_100kPending(benchmark::State& bs) {
+  EngineWorld& w = TheEngine();
+  std::atomic<bool> stop{false}, measuring{false};
+  std::atomic<int64_t> max_stall_ns{0};
+  std::thread contender([&] {
+    while (!stop.load()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      (void)w.engine->Stats();
+      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+      if (measuring.load() && ns > max_stall_ns.load()) max_stall_ns.store(ns);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  nlohmann::json s;
+  for (auto _ : bs) {
+    measuring.store(true);
+    s = w.engine->Snapshot();
+    measuring.store(false);
+    benchmark::DoNotOptimize(s);
+  }
+  stop.store(true);
+  contender.join();
+  bs.counters["max_stall_ms"] = static_cast<double>(max_stall_ns.load()) / 1e6;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string text = s.dump();
+  bs.counters["dump_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  bs.counters["mb"] = static_cast<double>(text.size()) / 1e6;
+  bs.counters["running"] = static_cast<double>(s["running"].size());
+  bs.counters["pending"] = static_cast<double>(s["pending"].size());
+}
+BENCHMARK(BM_Snapshot_10kNodes_100kPending)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
 }  // namespace
 }  // namespace tidal::bench

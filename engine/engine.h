@@ -158,7 +158,7 @@ class Engine {
   std::string SaveLedger();
   Status LoadLedger(const std::string& json);
   // The live state for a policy dry-run (engine_snapshot.cc; format tidal.dev/snapshot v1, docs/simulator.md):
-  // nodes, running and pending work, decayed usage, reservations; no pod specs. The caller adds the config.
+  // nodes, running and pending work, decayed usage, reservations; no pod specs; an empty config (GET /snapshot's is filled).
   nlohmann::json Snapshot();
   // Changes whenever what SaveLedger writes of the doors' nodes changes (save it soon: main.cc).
   uint64_t DoorMemoryVersion() const { return door_memory_version_.load(std::memory_order_relaxed); }
