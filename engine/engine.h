@@ -525,6 +525,11 @@ class Engine {
   std::string GapFillersNoteLocked(const std::string& plan_id) const;  // explain on the reserved gang
   // --- pools lending and reclaiming nodes (engine_lending.cc; the rules: core/state/lending.h)
   PoolLending lending_;
+  std::string HomePoolLocked(const std::string& queue) const;  // the named pool the queue owns ("" none)
+  static std::string OwnerPoolOf(const Node& node);            // its owner pool by name ("" shared)
+  // Whether work of `door` and `queue` (a pod) borrows a node of `pool` (neither owner nor another scheduler's).
+  bool BorrowsLocked(FrontDoor door, const std::string& queue, const std::string& pool) const;
+  bool PodBorrowsLocked(const PodInfo& p, const std::string& pool) const;
   void LendLocked(int64_t now);              // at each poll: lend, reclaim (borrowers disrupted), return
   void ApplyLoanLocked(Node& n) const;       // ToNode: a lent node is in the borrower door's pool
   void LentGaugesLocked(EngineGauges& out) const;
@@ -557,11 +562,6 @@ class Engine {
   Status LoadDrainsLocked(const nlohmann::json& state);
   // --- end disruption path
 
-  std::string HomePoolLocked(const std::string& queue) const;  // the named pool the queue owns ("" none)
-  static std::string OwnerPoolOf(const Node& node);            // its owner pool by name ("" shared)
-  // Whether work of `door` and `queue` (a pod) borrows a node of `pool` (neither owner nor another scheduler's).
-  bool BorrowsLocked(FrontDoor door, const std::string& queue, const std::string& pool) const;
-  bool PodBorrowsLocked(const PodInfo& p, const std::string& pool) const;
   // --- the doors' nodes across restarts (engine_doors.cc); guarded by mu_ like all above, except
   // door_memory_version_ (written under mu_, read without it). Per door (index: FrontDoor):
   struct DoorMemory {

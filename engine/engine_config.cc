@@ -143,14 +143,14 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     if (!tree.ok()) {
       errors.push_back(file + ": " + tree.status().Message());
     } else {
-      QuotaLedger ledger(*tree);
-      const Registry registry = plugins::DefaultRegistry();
-      auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels, &ledger});
       for (const auto& pol : cfg.pools) {  // a named pool's owners are configured queues
         for (const auto& q : pol.queues) {
           if ((*tree)->Find(q) < 0) errors.push_back(file + ": pools." + pol.pool + ".queues: unknown queue " + q);
         }
       }
+      QuotaLedger ledger(*tree);
+      const Registry registry = plugins::DefaultRegistry();
+      auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels, &ledger});
       if (!profile.ok()) errors.push_back(file + ": " + profile.status().Message());
     }
   }

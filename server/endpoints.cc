@@ -66,13 +66,13 @@ void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher
                     {"queue", "resource"}, Rows(&EngineGauges::queue_borrowed, e));
   reg.CallbackGauge("tidal_queue_fair_share_usage", "Weighted dominant share (allocation blended with decayed usage).",
                     {"queue"}, Rows(&EngineGauges::fair_share, e));
+  reg.CallbackGauge("tidal_queue_headroom_gpus",
+                    "GPUs a queue with headroom may grow to at any time (headroom.gpus, or derived from HPAs: fromHPA).",
+                    {"queue"}, Rows(&EngineGauges::queue_headroom, e));
   reg.CallbackGauge("tidal_runtime_correction_ratio",
                     "A queue's learned runtime correction: the quantile (perishable.runtimeCorrection) of actual / "
                     "declared runtime of its recent completed work; absent until minSamples are in.",
                     {"queue"}, Rows(&EngineGauges::runtime_correction, e));
-  reg.CallbackGauge("tidal_queue_headroom_gpus",
-                    "GPUs a queue with headroom may grow to at any time (headroom.gpus, or derived from HPAs: fromHPA).",
-                    {"queue"}, Rows(&EngineGauges::queue_headroom, e));
   reg.CallbackGauge("tidal_largest_placeable_gang_gpus",
                     "GPUs of the largest whole-node gang that fits now inside one domain of each level.", {"level"},
                     Rows(&EngineGauges::largest_gang, e));
