@@ -30,6 +30,25 @@ inline PodInfo GangPod(const std::string& name, const std::string& gang, int siz
   return p;
 }
 
+// A lone pending pod of `gpus` (GangPod): preemptible or not, with a checkpoint-on-notice ("" = none)
+// and a runtime limit ("" = none): a perishable window's candidate filler.
+inline PodInfo FillerPod(const std::string& name, bool preemptible, const std::string& notice, const std::string& limit = "",
+                         int64_t gpus = 8) {
+  PodInfo p = GangPod(name, "", 1, gpus);
+  if (preemptible) p.labels[kLabelPreemptible] = "true";
+  if (!notice.empty()) p.annotations[kLabelCheckpointOnNotice] = notice;
+  if (!limit.empty()) p.annotations[kLabelRuntimeLimit] = limit;
+  return p;
+}
+
+// `p` bound to `node` and running since `start`.
+inline PodInfo RunningOn(PodInfo p, const std::string& node, int64_t start) {
+  p.node_name = node;
+  p.phase = PodPhase::kRunning;
+  p.start_unix = start;
+  return p;
+}
+
 // A lone 8-GPU pod `name` (GangPod) running on `node` since `start` that checkpoints on 60 s notice.
 inline PodInfo CheckpointingPod(const std::string& name, const std::string& node, int64_t start) {
   PodInfo p = GangPod(name, "", 1);

@@ -23,21 +23,11 @@ using testing::GangPod;
 class PerishableTest : public testing::EngineFixture {
  protected:
   // A pending pod of `gpus`: preemptible or not, with a checkpoint-on-notice ("" = none) and a
-  // runtime limit ("" = none).
   static PodInfo Pod(const std::string& name, bool preemptible, const std::string& notice, const std::string& limit = "",
                      int64_t gpus = 8) {
-    PodInfo p = GangPod(name, "", 1, gpus);
-    if (preemptible) p.labels[kLabelPreemptible] = "true";
-    if (!notice.empty()) p.annotations[kLabelCheckpointOnNotice] = notice;
-    if (!limit.empty()) p.annotations[kLabelRuntimeLimit] = limit;
-    return p;
+    return testing::FillerPod(name, preemptible, notice, limit, gpus);
   }
-  static PodInfo Running(PodInfo p, const std::string& node, int64_t start) {
-    p.node_name = node;
-    p.phase = PodPhase::kRunning;
-    p.start_unix = start;
-    return p;
-  }
+  static PodInfo Running(PodInfo p, const std::string& node, int64_t start) { return testing::RunningOn(std::move(p), node, start); }
   void OnlyNodes(const std::vector<int>& keep) {
     SyncBatch b;
     for (int i = 0; i < 8; ++i) {

@@ -51,18 +51,9 @@ class ReservationFillTest : public testing::EngineFixture {
   }
   static PodInfo Pod(const std::string& name, bool preemptible, const std::string& notice, const std::string& limit = "",
                      int64_t gpus = 8) {
-    PodInfo p = GangPod(name, "", 1, gpus);
-    if (preemptible) p.labels[kLabelPreemptible] = "true";
-    if (!notice.empty()) p.annotations[kLabelCheckpointOnNotice] = notice;
-    if (!limit.empty()) p.annotations[kLabelRuntimeLimit] = limit;
-    return p;
+    return testing::FillerPod(name, preemptible, notice, limit, gpus);
   }
-  static PodInfo Running(PodInfo p, const std::string& node, int64_t start) {
-    p.node_name = node;
-    p.phase = PodPhase::kRunning;
-    p.start_unix = start;
-    return p;
-  }
+  static PodInfo Running(PodInfo p, const std::string& node, int64_t start) { return testing::RunningOn(std::move(p), node, start); }
   // Plans the pod (added first) and gives the plan back: where it would go, or why not.
   Status Plan(const PodInfo& p, std::string* node = nullptr) {
     EXPECT_TRUE(Add({p}).ok());

@@ -27,12 +27,7 @@ class RuntimeTest : public testing::EngineFixture {
     if (!limit.empty()) p.annotations[kLabelRuntimeLimit] = limit;
     return p;
   }
-  static PodInfo Running(PodInfo p, const std::string& node, int64_t start) {
-    p.node_name = node;
-    p.phase = PodPhase::kRunning;
-    p.start_unix = start;
-    return p;
-  }
+  static PodInfo Running(PodInfo p, const std::string& node, int64_t start) { return testing::RunningOn(std::move(p), node, start); }
   // Pod `name` declaring `limit` ran ran_s on n1 and ended in `phase`.
   void Ended(const std::string& name, const std::string& limit, int64_t ran_s, PodPhase phase = PodPhase::kSucceeded) {
     PodInfo p = Running(Pod(name, false, limit), "n1", now_ - ran_s);
