@@ -22,7 +22,7 @@ using testing::GangPod;
 
 class PerishableTest : public testing::EngineFixture {
  protected:
-  // A pending pod of `gpus`: preemptible or not, with a checkpoint-on-notice ("" = none) and a
+  // A pending pod of `gpus` (testing::FillerPod).
   static PodInfo Pod(const std::string& name, bool preemptible, const std::string& notice, const std::string& limit = "",
                      int64_t gpus = 8) {
     return testing::FillerPod(name, preemptible, notice, limit, gpus);
