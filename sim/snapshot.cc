@@ -162,6 +162,10 @@ StatusOr<Snapshot> ParseSnapshot(const std::string& text, const std::string& sou
     return Status::Error(source + ": not a complete JSON document (" + std::to_string(text.size()) +
                          " bytes read; truncated?): " + e.what());
   }
+  return ReadSnapshot(doc, source);
+}
+
+StatusOr<Snapshot> ReadSnapshot(const nlohmann::json& doc, const std::string& source) {
   if (!doc.is_object()) return Status::Error(source + ": snapshot: must be a JSON object");
   Reader r;
   Snapshot s;

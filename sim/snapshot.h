@@ -61,6 +61,8 @@ struct Snapshot {
 };
 
 StatusOr<Snapshot> ParseSnapshot(const std::string& text, const std::string& source);
+// The same on a parsed document (e.g. Engine::Snapshot's, in the engine's process: no text between).
+StatusOr<Snapshot> ReadSnapshot(const nlohmann::json& doc, const std::string& source);
 StatusOr<Snapshot> LoadSnapshot(const std::string& path);
 
 // Rewrites `doc` (a snapshot document) in place; errors only for a document that is not a snapshot.

@@ -57,6 +57,11 @@ TEST(SnapshotReader, ReadsTheCraftedSnapshot) {
   EXPECT_EQ(s->pending[1].w.submit_time_s, 1'800'000'000 - 299);
   EXPECT_EQ(s->config_version, "quota-24-8");
   EXPECT_EQ(s->levels.levels.size(), 1u);
+  // The same from a parsed document.
+  auto d = ReadSnapshot(Doc("test/sim/dryrun/quota.json"), "doc");
+  ASSERT_TRUE(d.ok()) << d.status().Message();
+  EXPECT_EQ(d->running.size(), 4u);
+  EXPECT_EQ(d->pending[1].w.submit_time_s, s->pending[1].w.submit_time_s);
 }
 
 TEST(SnapshotReader, TruncatedFileIsAParseErrorWithItsPosition) {
