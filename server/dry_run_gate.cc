@@ -24,7 +24,7 @@ Status RunDryRunGate(Engine& engine, const GateSide& running, const GateSide& ne
   if (gate.gate_horizon_s <= 0) return Status::Ok();
   auto checks = sim::ParseFailOn(gate.gate_fail_on);
   if (!checks.ok()) return Status::Error("rollout.dryRunGate.failOn: " + checks.status().Message());
-  auto snap = sim::ParseSnapshot(engine.Snapshot().dump(), "the engine's live snapshot");
+  auto snap = sim::ReadSnapshot(engine.Snapshot(), "the engine's live snapshot");
   if (!snap.ok()) return Status::Error("rollout.dryRunGate: " + snap.status().Message());
   sim::DryRunOptions opts;
   opts.horizon_s = gate.gate_horizon_s;
