@@ -6,12 +6,16 @@
 namespace tidal {
 
 Status DecodeRollout(const nlohmann::json& j, const std::string& field, RolloutPolicy* out) {
-  if (!j.is_object()) return Status::Error(field + ": must be a mapping (watchSeconds, maxNewlyRejected, maxErrors, maxPreemptions)");
+  if (!j.is_object()) {
+    return Status::Error(field + ": must be a mapping (watchSeconds, maxNewlyRejected, maxErrors, maxPreemptions, "
+                                 "maxNewlyInvalidSpecs, dryRunGate)");
+  }
   Fields f(j, field);
   f.Int("watchSeconds", &out->watch_s, 0, 86400);
   f.Int("maxNewlyRejected", &out->max_newly_rejected, 0, 1000000);
   f.Int("maxErrors", &out->max_errors, 0, 1000000);
   f.Int("maxPreemptions", &out->max_preemptions, 0, 1000000);
+  f.Int("maxNewlyInvalidSpecs", &out->max_newly_invalid_specs, 0, 1000000);
   if (const auto* g = f.Get("dryRunGate")) {
     if (!g->is_object()) {
       f.Fail(Status::Error(f.Sub("dryRunGate") + ": must be a mapping (horizonSeconds, failOn)"));
@@ -49,6 +53,18 @@ std::string RolloutWatch::Breach(const RolloutSignals& now) const {
     return std::to_string(newly.size()) + " workload(s) the previous config would run are rejected now (at most " +
            std::to_string(policy.max_newly_rejected) + "): " + names + " (" + now.rejected.at(*newly.begin()).plugin +
            ": queue " + now.rejected.at(*newly.begin()).queue + ")";
+  }
+  if (placement_changed) {
+    int64_t invalid = 0;
+    std::string first;
+    for (const auto& pod : now.invalid_specs) {
+      if (at_start.invalid_specs.count(pod)) continue;
+      if (invalid++ == 0) first = pod;
+    }
+    if (invalid > policy.max_newly_invalid_specs) {
+      return std::to_string(invalid) + " pending pod(s) whose Tidal labels the new config cannot read (at most " +
+             std::to_string(policy.max_newly_invalid_specs) + "): " + first;
+    }
   }
   if (const int64_t e = now.errors - at_start.errors; e > policy.max_errors) {
     return std::to_string(e) + " scheduling decision(s) ended in an error (at most " + std::to_string(policy.max_errors) + ")";

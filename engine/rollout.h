@@ -7,6 +7,7 @@
 //     maxNewlyRejected: 0      # workloads the new config rejects (can never run) that the previous would not
 //     maxErrors: 0             # scheduling decisions that ended in an error
 //     maxPreemptions: 20       # workloads preempted while watched (absent: not watched)
+//     maxNewlyInvalidSpecs: 0  # pending pods whose Tidal labels the new topology levels cannot read
 //     dryRunGate:              # before activating: the policy dry-run on the engine's own snapshot
 //       horizonSeconds: 3600   #   replayed this far under both configs (sim/dryrun.h)
 //       failOn: preempt-nonpreemptible,reserved-later=10m   # tidalctl sim --fail-on's checks
@@ -16,7 +17,9 @@
 // and the previous config would not have rejected it: a queue the previous config had as a leaf
 // and the new one lacks (the quota plugin's refusal), or a placement refusal (no domain or node
 // can ever hold it) after the topology levels or the profile changed. Workloads rejected already
-// when the window opened do not count.
+// when the window opened do not count. A pending pod whose Tidal labels cannot be read any more
+// (tidal.dev/topology-required naming a level the new topology lacks) counts as newly invalid when
+// the topology or profile changed and it was readable when the window opened.
 // Threading: plain values and pure functions; owned by whoever holds them (ConfigWatcher under
 // its mutex, the Engine under mu_).
 #pragma once
@@ -38,6 +41,7 @@ struct RolloutPolicy {
   int64_t max_newly_rejected = 0;
   int64_t max_errors = 0;
   int64_t max_preemptions = -1;  // -1: not watched
+  int64_t max_newly_invalid_specs = 0;
   int64_t gate_horizon_s = 0;     // dryRunGate.horizonSeconds (0: no gate; server/dry_run_gate.h)
   std::string gate_fail_on = "preempt-nonpreemptible,rejects-work";  // dryRunGate.failOn
   bool operator==(const RolloutPolicy&) const = default;
@@ -55,6 +59,7 @@ struct RolloutSignals {
     bool operator==(const Rejected&) const = default;
   };
   std::map<std::string, Rejected> rejected;  // pending workloads whose last decision was Rejected, by key
+  std::set<std::string> invalid_specs;       // pending Tidal pods whose scheduling spec cannot be read (ns/name)
 };
 
 // One activation being watched: opened when a new config is activated.

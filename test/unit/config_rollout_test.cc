@@ -134,6 +134,25 @@ TEST_F(ConfigRolloutTest, AWatchThatHoldsForItsWindowPassesAndWorkOfAQueueNeithe
   EXPECT_NE(Log().find("config-watch-passed"), std::string::npos);
 }
 
+TEST_F(ConfigRolloutTest, NewTopologyLevelsThatPendingPodsCannotReadAreRolledBack) {
+  PodInfo p = testing::GangPod("nv", "g", 2, 8);  // a 2-node gang that needs one nvlink domain; one node here
+  p.annotations[kLabelTopologyRequired] = "nvlink";
+  SyncBatch b;
+  b.upsert_pods = {p};
+  uint64_t gen = 0;
+  ASSERT_TRUE(engine_->Sync(b, &gen).ok());
+  const std::string good = watcher_->versions().running;
+  Write(std::string(kGood) + "topology:\n  levels:\n    - {name: block, label: topology.tidal.dev/block}\n"
+                             "    - {name: rack, label: topology.tidal.dev/leaf}\n");
+  ASSERT_TRUE(watcher_->CheckOnce());
+  ASSERT_NE(watcher_->versions().running, good);
+  now_ += 2;
+  watcher_->CheckOnce();
+  EXPECT_EQ(watcher_->versions().running, good) << "tidal.dev/topology-required: nvlink names no level any more";
+  EXPECT_NE(watcher_->LastError().find("1 pending pod(s) whose Tidal labels the new config cannot read"), std::string::npos)
+      << watcher_->LastError();
+}
+
 TEST_F(ConfigRolloutTest, WithoutAWatchInTheRunningConfigNothingIsRolledBack) {
   Write("queues:\n  - {name: default}\n  - {name: team}\n");  // activated under the old watch...
   ASSERT_TRUE(watcher_->CheckOnce());
