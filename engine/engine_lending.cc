@@ -20,9 +20,19 @@ namespace tidal {
 
 namespace {
 
+// Whether work with constraints `c` could use node `name` once it is its owner's: the lent taint
+// does not count (it goes when the node is returned, and a just-returned node may still carry it).
+bool CouldUse(const ClusterState& state, const std::string& name, const NodeConstraints& c) {
+  const NodeId id = state.FindNode(name);
+  if (id == kNoNode) return false;
+  Node n = state.node(id);
+  std::erase_if(n.taints, [](const Taint& t) { return t.key == kLentTaintKey; });
+  return c.Refusal(n).empty();
+}
+
 // Adds the lent nodes of pool `pool` that waiting work with constraints `c` could use to
-// demand->owner_wanted (the lent taint does not count: it goes when the node is returned); work
-// without constraints may use any (`any` gets the pool). Returns how many it added.
+// demand->owner_wanted; work without constraints may use any (`any` gets the pool). Returns how
+// many it added.
 size_t WantedLoans(const ClusterState& state, const PoolLending& lending, const NodeConstraints* c, const std::string& pool,
                    PoolLending::Demand* demand, std::set<std::string>* any) {
   if (c == nullptr || c->Empty()) {
@@ -32,11 +42,18 @@ size_t WantedLoans(const ClusterState& state, const PoolLending& lending, const 
   size_t added = 0;
   for (const auto& [name, loan] : lending.loans()) {
     if (loan.pool != pool || demand->owner_wanted.count(name)) continue;
-    const NodeId id = state.FindNode(name);
-    if (id == kNoNode) continue;
-    Node n = state.node(id);
-    std::erase_if(n.taints, [](const Taint& t) { return t.key == kLentTaintKey; });
-    if (c->Refusal(n).empty()) added += demand->owner_wanted.insert(name).second ? 1 : 0;
+    if (CouldUse(state, name, *c)) added += demand->owner_wanted.insert(name).second ? 1 : 0;
+  }
+  return added;
+}
+
+// Adds the nodes of `unlent` (a pool's unlent nodes with free GPUs) that waiting work with
+// constraints `c` could use to demand->owner_usable; returns how many it added.
+size_t UsableUnlent(const ClusterState& state, const std::vector<std::string>& unlent, const NodeConstraints& c,
+                    PoolLending::Demand* demand) {
+  size_t added = 0;
+  for (const auto& name : unlent) {
+    if (!demand->owner_usable.count(name) && CouldUse(state, name, c)) added += demand->owner_usable.insert(name).second ? 1 : 0;
   }
   return added;
 }
@@ -152,8 +169,16 @@ void Engine::LendLocked(int64_t now) {
   std::set<std::string> any;  // pools some of whose waiting owner work may go anywhere
   // Which loans the owner's waiting work can use: asked only while some loan is not known wanted
   // (cheap when nothing is lent, the usual case).
-  std::map<std::string, size_t> loans_of, wanted_of;
+  std::map<std::string, size_t> loans_of, wanted_of, usable_of;
   for (const auto& [node, l] : lending_.loans()) ++loans_of[l.pool];
+  // The unlent nodes with free GPUs of pools with loans: those the owner's constrained waiting work
+  // may use count against its demand (owner_usable), the others do not.
+  std::map<std::string, std::vector<std::string>> unlent_free;
+  for (const auto& f : facts) {
+    if (loans_of.count(f.pool) && f.in_service && f.gpus > f.used_gpus && lending_.Find(f.name) == nullptr) {
+      unlent_free[f.pool].push_back(f.name);
+    }
+  }
   for (const auto& [queue, heads] : pending_by_queue_) {
     const std::string home = HomePoolLocked(queue);
     for (const HeadKey& h : heads) {
@@ -168,6 +193,11 @@ void Engine::LendLocked(int64_t now) {
           demand.owner_gpus[pool] += gpus;
           if (wanted_of[pool] < loans_of[pool]) {
             wanted_of[pool] += WantedLoans(*state_, lending_, g.summary.constraints.get(), pool, &demand, &any);
+          }
+          const NodeConstraints* c = g.summary.constraints.get();
+          if (auto u = unlent_free.find(pool); c != nullptr && !c->Empty() && u != unlent_free.end() &&
+                                               usable_of[pool] < u->second.size()) {
+            usable_of[pool] += UsableUnlent(*state_, u->second, *c, &demand);
           }
         } else if (const LendingPolicy* lender = PolicyOf(cfg_.pools, pool);
                    lender != nullptr && (IsDoorPool(pool) ? g.door == BorrowerDoor(DoorPoolOf(pool)) : true) &&

@@ -206,9 +206,9 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
   for (const auto& f : facts) nodes.push_back(&f);
   std::sort(nodes.begin(), nodes.end(), [](const NodeFacts* a, const NodeFacts* b) { return a->name < b->name; });
   // What each side can already use counts against its demand: the owner's free GPUs on its
-  // unlent nodes (unless its waiting work can use only certain loans: it tried those free nodes and
-  // found no room, e.g. a job pinned to a lent node) and on nodes coming back; the borrowers' free
-  // GPUs on nodes lent to them.
+  // unlent nodes (when its waiting work can use only certain nodes, e.g. a job pinned to a lent
+  // node, only those it may use: owner_usable) and on nodes coming back; the borrowers' free GPUs
+  // on nodes lent to them.
   auto& owner_gpus = demand.owner_gpus;
   auto& borrower_gpus = demand.borrower_gpus;
   std::map<std::string, int32_t> unlent;  // by pool
@@ -217,7 +217,7 @@ std::vector<PoolLending::Change> PoolLending::Step(const std::vector<NodeFacts>&
     auto l = loans_.find(f->name);
     if (l == loans_.end()) {
       if (f->in_service) {
-        if (!demand.owner_only.count(f->pool)) owner_gpus[f->pool] -= free;
+        if (!demand.owner_only.count(f->pool) || demand.owner_usable.count(f->name)) owner_gpus[f->pool] -= free;
         ++unlent[f->pool];
       }
     } else if (l->second.reclaim_since_s > 0) {

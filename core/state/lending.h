@@ -126,6 +126,9 @@ class PoolLending {
     // A pool missing from owner_only may use any.
     std::set<std::string> owner_only;  // pools whose owner's work can use only owner_wanted
     std::set<std::string> owner_wanted;
+    // For owner_only pools: the unlent nodes its waiting work may use; only their free GPUs count
+    // against its demand (a job pinned to a lent node is not helped by the pool's other free nodes).
+    std::set<std::string> owner_usable;
   };
   struct Change {
     std::string node;

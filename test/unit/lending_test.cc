@@ -219,7 +219,17 @@ TEST_F(LendingTest, AJobPinnedToALoanGetsItBackWhileThePoolsOtherNodesAreFree) {
   d.owner_gpus["slurm"] = 8;
   d.owner_only.insert("slurm");
   d.owner_wanted = {"s0"};  // pinned to s0 (-w, a node selector): s1-s3's 24 free GPUs do not help it
+  const PoolLending before = lending_;
   EXPECT_EQ(Of(lending_.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming), std::vector<std::string>{"s0"});
+  // A gang pinned to all four that needs 32 GPUs: s1-s3's 24 free help it; only s0 comes back.
+  PoolLending gang = before;
+  d.owner_gpus["slurm"] = 32;
+  d.owner_usable = {"s1", "s2", "s3"};
+  EXPECT_EQ(Of(gang.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming), std::vector<std::string>{"s0"});
+  // Needing only 16 of them, it is covered by the free nodes: nothing is reclaimed.
+  PoolLending covered = before;
+  d.owner_gpus["slurm"] = 16;
+  EXPECT_TRUE(Of(covered.Step(nodes_, d, now_, {policy_}), Kind::kReclaiming).empty());
 }
 
 TEST_F(LendingTest, NextDueIsTheEarliestIdleClockStillToExpire) {

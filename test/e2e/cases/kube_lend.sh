@@ -58,7 +58,7 @@ case_slurm-kube-lend() {
   e2e_log "  gang -> running on a reclaimed node: ${ms} ms (grace cap ${cap} s)"
   check "within the grace cap + 5 s (${ms} ms)" test "$ms" -le $(((cap + 5) * 1000))
   check "the Slurm job was requeued (Restarts $(sl_field "$j" Restarts))" until_true 10 eval "[ \"\$(sl_field $j Restarts)\" -ge 1 ]"
-  check "tidal_pool_reclaims_total{from=\"kubernetes\",to=\"slurm\"} grew by 1" \
+  check "tidal_pool_reclaims_total{from=\"kubernetes\",to=\"slurm\"} grew by 1 ($r0 -> $(sl_engine_metric 'tidal_pool_reclaims_total{from="kubernetes",to="slurm"}'))" \
     eval "[ \"\$(sl_engine_metric 'tidal_pool_reclaims_total{from=\"kubernetes\",to=\"slurm\"}')\" = $((r0 + 1)) ]"
   gone=""
   for n in $job_nodes; do case " $(skl_tainted)" in *" $n "*) ;; *) gone+="$n " ;; esac; done
