@@ -81,7 +81,8 @@ bool ConfigWatcher::CheckOnce() {
                                                                              {&*cfg, version}, &gate)
                                                             : Status::Ok();
   // Signals before the activation: what the watch compares with (rejections the old config made).
-  const RolloutSignals before = cfg.ok() && again.empty() && gated.ok() ? engine_.RolloutSignalsNow() : RolloutSignals{};
+  const bool watched = running && running->cfg.rollout.watch_s > 0;  // the running config's policy watches the next
+  const RolloutSignals before = watched && cfg.ok() && again.empty() && gated.ok() ? engine_.RolloutSignalsNow() : RolloutSignals{};
   Status applied = !again.empty() ? Status::Error("version " + again + " was rolled back; it is not activated again "
                                                   "until the file changes")
                    : !cfg.ok()    ? cfg.status()
