@@ -136,9 +136,37 @@ std::optional<Reservation> FutureView::Replan(const ClusterState& state, const C
   return moved;
 }
 
+namespace {
+// One scratch ClusterState per thread for the future views of its cycles (FutureView::Build).
+struct FutureScratch {
+  std::optional<ClusterState> state;
+  bool in_use = false;
+};
+FutureScratch& ThreadFutureScratch() {
+  thread_local FutureScratch scratch;
+  return scratch;
+}
+}  // namespace
+
+FutureView::~FutureView() {
+  if (leased_) ThreadFutureScratch().in_use = false;
+}
+
 void FutureView::Build(const ClusterState& state) {
   if (future_) return;
-  future_.emplace(state);
+  FutureScratch& scratch = ThreadFutureScratch();
+  if (leased_ || !scratch.in_use) {
+    leased_ = scratch.in_use = true;
+    if (scratch.state) {
+      *scratch.state = state;
+    } else {
+      scratch.state.emplace(state);
+    }
+    future_ = &*scratch.state;
+  } else {  // a view of an enclosing cycle on this thread holds the scratch
+    own_.emplace(state);
+    future_ = &*own_;
+  }
   releases_.clear();
   for (const auto& [id, a] : future_->running()) releases_.emplace(ExpectedEnd(a), id);
   cursor_ = now_;

@@ -81,6 +81,9 @@ class FutureView {
  public:
   FutureView(const Profile& profile, int64_t now, const std::map<std::string, Reservation>& kept)
       : profile_(profile), now_(now), kept_(kept) {}
+  ~FutureView();
+  FutureView(const FutureView&) = delete;
+  FutureView& operator=(const FutureView&) = delete;
 
   // Whether another reservation may be made with `in_force` already in force (`backfill.depth`).
   bool Enabled(size_t in_force) const;
@@ -91,7 +94,7 @@ class FutureView {
   // A kept reservation lifted without a placement (its workload no longer waits for room).
   void Drop(const std::string& id);
   // Capacity was freed in the cycle (evictions): rebuilt on next use.
-  void Invalidate() { future_.reset(); }
+  void Invalidate() { future_ = nullptr; }
 
   // Earliest start of `w` under constraints `c` (with no backfill restrictions), or nullopt.
   std::optional<Reservation> Reserve(const ClusterState& state, const CycleState& cs, const Workload& w,
@@ -111,7 +114,12 @@ class FutureView {
   int64_t now_;
   const std::map<std::string, Reservation>& kept_;
   std::unordered_set<std::string> dropped_;
-  std::optional<ClusterState> future_;
+  // The view: this thread's scratch ClusterState, copy-assigned from the cluster (the assignment
+  // reuses the containers' storage of earlier cycles: no per-cycle copy and free of every running
+  // allocation), or own_ while another FutureView on this thread holds the scratch.
+  ClusterState* future_ = nullptr;
+  std::optional<ClusterState> own_;
+  bool leased_ = false;  // this view holds the thread's scratch (until it is destroyed)
   std::multimap<int64_t, std::string> releases_;  // expected end -> allocation to release then
   int64_t cursor_ = 0;                            // how far the view has been moved forward
 };

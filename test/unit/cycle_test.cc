@@ -171,6 +171,36 @@ TEST(FutureViewTest, AKeptReservationMovesEarlierWhenRoomFreesSooner) {
   EXPECT_EQ(moved->assignments[0].node, 0);
 }
 
+TEST(FutureViewTest, ViewsAliveAtOnceOnOneThreadEachSeeTheirOwnCluster) {
+  // The first view built on a thread holds the thread's scratch copy of the cluster (reused by
+  // later cycles); another view alive at the same time builds a copy of its own.
+  auto profile = DefaultProfile();
+  const std::map<std::string, Reservation> none;
+  CycleState cs;
+  PlacementConstraints c;
+  c.members = 1;
+  const Workload a = MakeGang("a").Gpus(8).Limit(1000).Obj(), b = MakeGang("b").Gpus(8).Limit(1000).Obj();
+  {
+    FutureView first(*profile, 0, none), second(*profile, 0, none);
+    auto r1 = first.Reserve(Busy(), cs, a, c);  // node 0 frees at 100, node 1 at 200
+    auto r2 = second.Reserve(Occupied({500, 50}, "other"), cs, a, c);
+    auto r3 = first.Reserve(Busy(), cs, b, c);
+    ASSERT_TRUE(r1 && r2 && r3);
+    EXPECT_EQ(r1->start_s, 100);
+    EXPECT_EQ(r1->assignments[0].node, 0);
+    EXPECT_EQ(r2->start_s, 50);
+    EXPECT_EQ(r2->assignments[0].node, 1);
+    EXPECT_EQ(r3->start_s, 200) << "the first view still sees its own cluster";
+    EXPECT_EQ(r3->assignments[0].node, 1);
+  }
+  // A later view reuses the scratch, rebuilt whole from its own cluster.
+  FutureView later(*profile, 0, none);
+  auto r = later.Reserve(Occupied({70}, "late"), cs, a, c);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->start_s, 70);
+  EXPECT_EQ(r->assignments[0].node, 0);
+}
+
 // --- Cycle::Run: the order the queue is walked --------------------------------------------------
 
 TEST(CycleWalkTest, WalksTheWholeQueueInQueueSortOrderTiesById) {
