@@ -208,6 +208,16 @@ std::optional<Reservation> FutureView::Search(const CycleState& cs, const Worklo
   return r;
 }
 
+void AgedFirst(const BackfillSpec& bf, const ClusterState& state, int64_t now, std::vector<const Workload*>& pending) {
+  if (bf.aged_after_s <= 0) return;
+  const int64_t reserve_from = bf.min_gpus > 0 ? bf.min_gpus : state.max_gpus_per_node();
+  auto aged = [&](const Workload* w) { return w->TotalGpus() >= reserve_from && bf.Aged(*w, now); };
+  auto mid = std::stable_partition(pending.begin(), pending.end(), aged);
+  std::sort(pending.begin(), mid, [](const Workload* a, const Workload* b) {
+    return a->submit_time_s != b->submit_time_s ? a->submit_time_s < b->submit_time_s : a->id < b->id;
+  });
+}
+
 // --- Cycle --------------------------------------------------------------------------------------
 
 Cycle::Cycle(const Scheduler& scheduler, ClusterState& state, int64_t now_s)
@@ -221,6 +231,9 @@ Cycle::Cycle(const Scheduler& scheduler, ClusterState& state, int64_t now_s)
 CycleResult Cycle::Run(std::vector<const Workload*> pending) {
   // 1. The queue in the profile's QueueSort order; it is walked whole, in that order.
   scheduler_.SortQueue(pending);
+  // Aging (`backfill.agedAfter`): workloads big enough to reserve that have waited that long go
+  // first, oldest first, so a large gang of a busy queue is not passed for ever by the others.
+  AgedFirst(profile_.backfill(), state_, now_, pending);
   if (scheduler_.options_.keep_decisions) result_.decisions.reserve(pending.size());
   // Reservations kept from earlier cycles hold their nodes from the start; each counts once
   // against `backfill.depth`.

@@ -39,6 +39,10 @@ struct KeptReservations {
 KeptReservations KeepReservations(const std::map<std::string, Reservation>& book,
                                   const std::vector<const Workload*>& pending, const ClusterState& state);
 
+// Step 1 (aging, `backfill.agedAfter`): moves the workloads big enough to reserve that have waited
+// that long to the front of the sorted queue, oldest first (ties by id); the rest keep their order.
+void AgedFirst(const BackfillSpec& bf, const ClusterState& state, int64_t now, std::vector<const Workload*>& pending);
+
 // The reservations in force, per node, as the placement search sees them (BackfillView): each
 // node's earliest reservation start and the GPUs its reservations need. A workload's own
 // reservation is hidden while that workload is considered, then restored or lifted for good.

@@ -45,6 +45,19 @@ StatusOr<ProfileSpec> ProfileSpec::FromJson(const nlohmann::json& j, const std::
             return Status::Error(field + ".backfill.minGpus: must be a non-negative integer (0 = one node's GPUs)");
           }
           p.backfill.min_gpus = bv.get<int64_t>();
+        } else if (bk == "agedAfter") {
+          int64_t secs = -1;
+          if (bv.is_number_integer()) {
+            secs = bv.get<int64_t>();
+          } else if (bv.is_string()) {
+            auto d = ParseDurationSeconds(bv.get<std::string>(), field + ".backfill.agedAfter");
+            if (!d.ok()) return d.status();
+            secs = *d;
+          }
+          if (secs < 0 || secs > 365LL * 86400) {
+            return Status::Error(field + ".backfill.agedAfter: must be a duration from 0 (off) to 365d");
+          }
+          p.backfill.aged_after_s = secs;
         } else if (bk == "defaultRuntime") {
           if (!bv.is_object()) return Status::Error(field + ".backfill.defaultRuntime: must be a mapping class: duration");
           for (const auto& [cls, dur] : bv.items()) {
@@ -67,7 +80,7 @@ StatusOr<ProfileSpec> ProfileSpec::FromJson(const nlohmann::json& j, const std::
             p.backfill.default_runtime_s[static_cast<int>(*c)] = secs;
           }
         } else {
-          return Status::Error(field + ".backfill." + bk + ": unknown field (accepted: depth, minGpus, defaultRuntime)");
+          return Status::Error(field + ".backfill." + bk + ": unknown field (accepted: depth, minGpus, agedAfter, defaultRuntime)");
         }
       }
     } else if (k == "plugins") {

@@ -35,6 +35,12 @@ struct BackfillSpec {
   // worth): smaller ones start in any GPUs that free up and never starve, while reserving for them
   // would only lock the queue order in for no gain.
   int64_t min_gpus = 0;
+  // Aging (`agedAfter`): a workload big enough to reserve that has waited this long is walked
+  // before the rest of the queue, oldest first, whatever its queue's fair-share rank: it is tried
+  // first and, blocked, gets the first reservation. 0 = off (the default: docs/scheduling.md, "Aging",
+  // gives what it trades).
+  int64_t aged_after_s = 0;
+  bool Aged(const Workload& w, int64_t now_s) const { return aged_after_s > 0 && now_s - w.submit_time_s >= aged_after_s; }
   // Expected run time when a workload declares no runtime limit, by class.
   int64_t default_runtime_s[4] = {24 * 3600, 7 * 24 * 3600, 3600, 8 * 3600};  // training, inference, batch, interactive
   int64_t RuntimeOf(const Workload& w) const {
