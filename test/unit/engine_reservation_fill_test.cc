@@ -25,7 +25,9 @@ class ReservationFillTest : public testing::EngineFixture {
   // Two nodes: busy on n0 until now + 1 h (declared), the 16-GPU pair reserved on n0 + n1 from
   // then, so n1 is idle for an hour: the gap.
   void MakeWith(const std::string& yaml) {
-    if (log_ != nullptr) fclose(log_);
+    if (log_ != nullptr) fclose(log_);  // a second MakeWith: the first log's buffer goes too
+    free(log_buf_);
+    log_buf_ = nullptr;
     log_ = open_memstream(&log_buf_, &log_len_);
     log_writer_ = std::make_unique<DecisionLog>(log_, 1e6);
     auto cfg = ParseEngineConfig(yaml.empty() ? "perishable: {fill: checkpointing}\n" : yaml, "engine.yaml");
