@@ -354,14 +354,12 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
     items_.push_back(it);
   }
   if (items_.empty()) return;
-  // Aged workloads first, oldest first, as the cycle's AgedFirst (core/framework/cycle.h) puts them;
-  // the prefix always holds all of them.
+  // Aged workloads first, oldest first, as the cycle's AgedFirst (core/framework/cycle.h) puts them.
+  // The order stays total and the cycle's: an aged holder beyond the prefix follows only aged jobs.
   const BackfillSpec& bfs = scheduler_->profile().backfill();
   const int64_t reserve_from = bfs.min_gpus > 0 ? bfs.min_gpus : state.max_gpus_per_node();
   const int64_t now = sim.now();
   auto aged = [&](const Item& i) { return i.w->TotalGpus() >= reserve_from && bfs.Aged(*i.w, now); };
-  size_t n_aged = 0;
-  for (const Item& i : items_) n_aged += aged(i) ? 1 : 0;
   auto before = [&qs, keyed, &aged](const Item& a, const Item& b) {
     const bool aa = aged(a), ab = aged(b);
     if (aa != ab) return aa;
@@ -374,7 +372,7 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
     }
     return a.w->id < b.w->id;
   };
-  size_t k = static_cast<size_t>(std::min<int64_t>(free, 1 << 20)) + static_cast<size_t>(depth) + 8 + n_aged;
+  size_t k = static_cast<size_t>(std::min<int64_t>(free, 1 << 20)) + static_cast<size_t>(depth) + 8;
   while (true) {
     if (k >= items_.size()) {
       RunWhole(sim);

@@ -223,13 +223,16 @@ TEST(SimPolicy, TidalShortcutsGiveTheSameDecisions) {
   struct Backfill {
     int depth;
     int64_t min_gpus;
+    int64_t aged_after_s = 0;  // aging (AgedFirst): the prefix puts aged jobs first, as the cycle does
   };
-  for (const Backfill bf : {Backfill{16, 0}, Backfill{1, 0}, Backfill{4, 1}})
+  for (const Backfill bf : {Backfill{16, 0}, Backfill{1, 0}, Backfill{4, 1}, Backfill{16, 0, 1800}})
   for (bool small : {false, true}) {
     ProfileSpec profile = ProfileSpec::Default();
     profile.backfill.depth = bf.depth;
     profile.backfill.min_gpus = bf.min_gpus;
-    SCOPED_TRACE("depth " + std::to_string(bf.depth) + " minGpus " + std::to_string(bf.min_gpus));
+    profile.backfill.aged_after_s = bf.aged_after_s;
+    SCOPED_TRACE("depth " + std::to_string(bf.depth) + " minGpus " + std::to_string(bf.min_gpus) + " agedAfter " +
+                 std::to_string(bf.aged_after_s));
     const auto jobs = RandomJobs(11, 700, 3.0, small ? 4 : 20, small);
     Result fast = Replay1(fabric, jobs, "tidal", true, profile), full = Replay1(fabric, jobs, "tidal", false, profile);
     const auto& a = fast.replay.sim->records();
