@@ -44,6 +44,22 @@ class EngineFixture : public ::testing::Test {
     return Sync(b);
   }
   std::vector<DisruptionAction> Poll() { return engine_->Disruptions(FrontDoor::kKubernetes); }
+  // Plans the pod (added first) and gives the plan back at once: where it would go, or why not.
+  Status Plan(const PodInfo& p, std::string* node = nullptr) {
+    EXPECT_TRUE(Add({p}).ok());
+    PlanResult plan = engine_->PlanPod(p.uid);
+    if (node != nullptr) *node = plan.node;
+    if (plan.status.ok()) (void)engine_->Unreserve(p.uid);
+    return plan.status;
+  }
+  // tidal_gpus{state} as the engine's gauges have it.
+  double Gpus(const std::string& state) {
+    double v = 0;
+    for (const auto& r : engine_->Gauges().gpus) {
+      if (!r.labels.empty() && r.labels[0] == state) v += r.value;
+    }
+    return v;
+  }
 
   int64_t now_ = 10000;
   metrics::Registry registry_;

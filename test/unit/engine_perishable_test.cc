@@ -47,21 +47,6 @@ class PerishableTest : public testing::EngineFixture {
     return warnings;
   }
   void AvailableUntil(int64_t t) { EXPECT_TRUE(Annotate({{kAnnotationAvailableUntil, FormatUnixTime(t)}}).empty()); }
-  // Plans the pod (added first); its plan is given back at once, so the node stays empty.
-  Status Plan(const PodInfo& p, std::string* node = nullptr) {
-    EXPECT_TRUE(Add({p}).ok());
-    PlanResult plan = engine_->PlanPod(p.uid);
-    if (node != nullptr) *node = plan.node;
-    if (plan.status.ok()) (void)engine_->Unreserve(p.uid);
-    return plan.status;
-  }
-  double Gpus(const std::string& state) {
-    double v = 0;
-    for (const auto& r : engine_->Gauges().gpus) {
-      if (!r.labels.empty() && r.labels[0] == state) v += r.value;
-    }
-    return v;
-  }
   void MakeWith(const std::string& yaml) {
     auto cfg = ParseEngineConfig(yaml, "engine.yaml");
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();

@@ -56,21 +56,6 @@ class ReservationFillTest : public testing::EngineFixture {
     return testing::FillerPod(name, preemptible, notice, limit, gpus);
   }
   static PodInfo Running(PodInfo p, const std::string& node, int64_t start) { return testing::RunningOn(std::move(p), node, start); }
-  // Plans the pod (added first) and gives the plan back: where it would go, or why not.
-  Status Plan(const PodInfo& p, std::string* node = nullptr) {
-    EXPECT_TRUE(Add({p}).ok());
-    PlanResult plan = engine_->PlanPod(p.uid);
-    if (node != nullptr) *node = plan.node;
-    if (plan.status.ok()) (void)engine_->Unreserve(p.uid);
-    return plan.status;
-  }
-  double Gpus(const std::string& state) {
-    double v = 0;
-    for (const auto& r : engine_->Gauges().gpus) {
-      if (!r.labels.empty() && r.labels[0] == state) v += r.value;
-    }
-    return v;
-  }
   // The filler: preemptible, checkpoints on 60 s notice, declares 3 h (past the reserved start).
   void RunFiller() { ASSERT_TRUE(Add({Running(Pod("filler", true, "60s", "3h"), "n1", now_)}).ok()); }
 
