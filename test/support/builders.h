@@ -8,6 +8,8 @@
 #include <memory>
 #include <utility>
 
+#include <gtest/gtest.h>
+
 #include "core/api/node.h"
 #include "core/api/workload.h"
 #include "core/framework/profile.h"
@@ -110,6 +112,15 @@ inline std::unique_ptr<Profile> DefaultProfile(const ProfileSpec& spec = Profile
 // A scheduler over DefaultProfile(spec).
 inline Scheduler DefaultScheduler(const ProfileSpec& spec = ProfileSpec::Default()) {
   return Scheduler(DefaultProfile(spec));
+}
+
+// The cycle's decision for workload `id` (a test failure, and the first decision, when there is none).
+inline const Decision& Of(const CycleResult& r, const std::string& id) {
+  for (const auto& d : r.decisions) {
+    if (d.workload_id == id) return d;
+  }
+  ADD_FAILURE() << "no decision for " << id;
+  return r.decisions.front();
 }
 
 }  // namespace tidal::testing

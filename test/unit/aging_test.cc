@@ -17,14 +17,7 @@ namespace {
 using testing::DefaultScheduler;
 using testing::FabricState;
 using testing::MakeGang;
-
-const Decision& Of(const CycleResult& r, const std::string& id) {
-  for (const auto& d : r.decisions) {
-    if (d.workload_id == id) return d;
-  }
-  ADD_FAILURE() << "no decision for " << id;
-  return r.decisions.front();
-}
+using testing::Of;
 
 // Three 8-GPU nodes, each running a job started at `t` expected to end at t+100, t+200, t+300.
 ClusterState BusyFrom(int64_t t) {

@@ -17,14 +17,7 @@ namespace {
 using testing::DefaultScheduler;
 using testing::FabricState;
 using testing::MakeGang;
-
-const Decision& Of(const CycleResult& r, const std::string& id) {
-  for (const auto& d : r.decisions) {
-    if (d.workload_id == id) return d;
-  }
-  ADD_FAILURE() << "no decision for " << id;
-  return r.decisions.front();
-}
+using testing::Of;
 
 // Three 8-GPU nodes, each running a job that ends at 100, 200 and 300.
 ClusterState Busy() {
