@@ -13,9 +13,26 @@ std::string_view StatusCodeName(StatusCode code) {
   return "Unknown";
 }
 
+const Status::Rep& Status::Empty() {
+  static const Rep kEmpty;
+  return kEmpty;
+}
+
+Status::Rep& Status::Own() {
+  if (!rep_) {
+    rep_ = std::make_shared<Rep>();
+  } else if (rep_.use_count() > 1) {
+    rep_ = std::make_shared<Rep>(*rep_);
+  }
+  // Not shared (just made or copied, or held by this Status alone): writing it is safe.
+  return const_cast<Rep&>(*rep_);
+}
+
 std::string Status::Message() const {
+  const auto& rs = reasons();
+  if (rs.size() == 1) return rs.front();
   std::string out;
-  for (const auto& r : reasons_) {
+  for (const auto& r : rs) {
     if (!out.empty()) out += "; ";
     out += r;
   }
@@ -24,8 +41,8 @@ std::string Status::Message() const {
 
 std::string Status::ToString() const {
   std::string out(StatusCodeName(code_));
-  if (!plugin_.empty()) out += " [" + plugin_ + "]";
-  if (!reasons_.empty()) out += ": " + Message();
+  if (!plugin().empty()) out += " [" + plugin() + "]";
+  if (!reasons().empty()) out += ": " + Message();
   return out;
 }
 

@@ -10,9 +10,13 @@
 //   kWait                          - (Permit) hold the placement until the condition clears.
 //   kError                         - an internal or input error; the workload stays pending, nothing
 //                                    is bound, and the error is reported.
-// Thread-safety: a plain value type; no shared state.
+// Thread-safety: a value type. Copies share the reasons and plugin name (an immutable, reference-
+// counted block: copying a Status, e.g. a memoised refusal into each of 100,000 decisions, copies
+// no strings); AddReason/WithPlugin copy the block first when it is shared. Copies may live on
+// different threads: the block is never written while shared.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,9 +32,13 @@ std::string_view StatusCodeName(StatusCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;  // Success.
-  Status(StatusCode code, std::string reason, std::string plugin = {})
-      : code_(code), plugin_(std::move(plugin)) {
-    if (!reason.empty()) reasons_.push_back(std::move(reason));
+  Status(StatusCode code, std::string reason, std::string plugin = {}) : code_(code) {
+    if (!reason.empty() || !plugin.empty()) {
+      auto rep = std::make_shared<Rep>();
+      if (!reason.empty()) rep->reasons.push_back(std::move(reason));
+      rep->plugin = std::move(plugin);
+      rep_ = std::move(rep);
+    }
   }
 
   static Status Ok() { return {}; }
@@ -49,15 +57,15 @@ class [[nodiscard]] Status {
 
   bool ok() const { return code_ == StatusCode::kSuccess; }
   StatusCode code() const { return code_; }
-  const std::vector<std::string>& reasons() const { return reasons_; }
-  const std::string& plugin() const { return plugin_; }
+  const std::vector<std::string>& reasons() const { return rep_ ? rep_->reasons : Empty().reasons; }
+  const std::string& plugin() const { return rep_ ? rep_->plugin : Empty().plugin; }
 
   Status& AddReason(std::string reason) {
-    reasons_.push_back(std::move(reason));
+    Own().reasons.push_back(std::move(reason));
     return *this;
   }
   Status& WithPlugin(std::string plugin) {
-    if (plugin_.empty()) plugin_ = std::move(plugin);
+    if (this->plugin().empty() && !plugin.empty()) Own().plugin = std::move(plugin);
     return *this;
   }
   // "Unschedulable [topology]: reason1; reason2"
@@ -66,9 +74,16 @@ class [[nodiscard]] Status {
   std::string Message() const;
 
  private:
+  struct Rep {
+    std::vector<std::string> reasons;
+    std::string plugin;
+  };
+  static const Rep& Empty();
+  // The block, made this Status's own (copied when shared) before a change.
+  Rep& Own();
+
   StatusCode code_ = StatusCode::kSuccess;
-  std::vector<std::string> reasons_;
-  std::string plugin_;
+  std::shared_ptr<const Rep> rep_;  // nullptr: no reasons, no plugin
 };
 
 // A value or the Status explaining why there is none.

@@ -245,8 +245,14 @@ CycleResult Cycle::Run(std::vector<const Workload*> pending) {
   // reached) and every workload holding a kept one was considered, nothing later in the queue can
   // change the book (in_force_ falls only at a workload's own reservation), so the walk stops.
   size_t kept_ahead = kept_.kept.size();  // kept: only reservations of workloads in this batch
-  for (const Workload* w : pending) {
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const Workload* w = pending[i];
     if (!keep && kept_ahead == 0 && !future_.Enabled(in_force_)) break;
+    // The queue order is not memory order: fetch a workload a few turns before its turn comes.
+    if (i + 8 < pending.size()) {
+      const char* next = reinterpret_cast<const char*>(pending[i + 8]);
+      for (size_t b = 0; b < sizeof(Workload); b += 64) __builtin_prefetch(next + b);
+    }
     const Reservation* own = KeptFor(*w);
     if (own != nullptr && kept_ahead > 0) --kept_ahead;
     Consider(*w, own);

@@ -33,45 +33,59 @@ namespace {
 class QueueBudget {
  public:
   void Add(int q, const ResVec& over, const ResVec& leaving, const ResVec& wanted) {
-    Entry e{over, std::vector<bool>(over.size(), false)};
+    if (q < 0) return;
+    if (static_cast<size_t>(q) >= slots_.size()) slots_.resize(static_cast<size_t>(q) + 1);
+    Slot& s = slots_[static_cast<size_t>(q)];
+    s.present = true;
+    s.begin = left_.size();
+    s.n = over.size();
     for (size_t r = 0; r < over.size(); ++r) {
-      e.judged[r] = over[r] > 0 && r < wanted.size() && wanted[r] > 0;
-      if (r < leaving.size()) e.left[r] -= leaving[r];
+      left_.push_back(over[r] - (r < leaving.size() ? leaving[r] : 0));
+      judged_.push_back(over[r] > 0 && r < wanted.size() && wanted[r] > 0);
     }
-    entries_[q] = std::move(e);
   }
   // Whether queue q borrows any resource the preemptor asks for (before anything is taken).
   bool Borrows(int q) const {
-    auto it = entries_.find(q);
-    return it != entries_.end() && std::find(it->second.judged.begin(), it->second.judged.end(), true) != it->second.judged.end();
+    const Slot* s = Find(q);
+    return s != nullptr && std::find(judged_.begin() + static_cast<std::ptrdiff_t>(s->begin),
+                                     judged_.begin() + static_cast<std::ptrdiff_t>(s->begin + s->n), 1) !=
+                               judged_.begin() + static_cast<std::ptrdiff_t>(s->begin + s->n);
   }
   // How many copies of `per` (one member, or a whole gang) queue q may still give back: the fewest
   // over the judged resources that `per` holds; 0 when it holds none of them.
   int64_t Copies(int q, const ResVec& per) const {
-    auto it = entries_.find(q);
-    if (it == entries_.end()) return 0;
+    const Slot* s = Find(q);
+    if (s == nullptr) return 0;
     int64_t n = std::numeric_limits<int64_t>::max();
     bool any = false;
-    for (size_t r = 0; r < per.size() && r < it->second.left.size(); ++r) {
-      if (!it->second.judged[r] || per[r] <= 0) continue;
+    for (size_t r = 0; r < per.size() && r < s->n; ++r) {
+      if (!judged_[s->begin + r] || per[r] <= 0) continue;
       any = true;
-      n = std::min(n, std::max<int64_t>(0, it->second.left[r]) / per[r]);
+      n = std::min(n, std::max<int64_t>(0, left_[s->begin + r]) / per[r]);
     }
     return any ? n : 0;
   }
   // Takes `times` copies of `per` from queue q (a negative count gives them back).
   void Take(int q, const ResVec& per, int64_t times) {
-    auto it = entries_.find(q);
-    if (it == entries_.end()) return;
-    for (size_t r = 0; r < per.size() && r < it->second.left.size(); ++r) it->second.left[r] -= per[r] * times;
+    const Slot* s = Find(q);
+    if (s == nullptr) return;
+    for (size_t r = 0; r < per.size() && r < s->n; ++r) left_[s->begin + r] -= per[r] * times;
   }
 
  private:
-  struct Entry {
-    ResVec left;
-    std::vector<bool> judged;
+  // Flat: what is left and what is judged of every queue's resources in two arrays, so that a copy
+  // (one per domain estimated, into reused storage) is two array copies.
+  struct Slot {
+    bool present = false;
+    size_t begin = 0, n = 0;  // the queue's resources in left_ / judged_
   };
-  std::map<int, Entry> entries_;
+  const Slot* Find(int q) const {
+    if (q < 0 || static_cast<size_t>(q) >= slots_.size() || !slots_[static_cast<size_t>(q)].present) return nullptr;
+    return &slots_[static_cast<size_t>(q)];
+  }
+  std::vector<Slot> slots_;  // by queue index
+  ResVec left_;
+  std::vector<uint8_t> judged_;
 };
 
 struct Victim {
@@ -222,13 +236,22 @@ class VictimSearch {
       if (Eligible(id, a, v)) victims_.push_back(std::move(v));
     }
     // Borrowers first, then lower priority, then least work lost, then the most recently started.
-    std::sort(victims_.begin(), victims_.end(), [](const Victim& a, const Victim& b) {
+    // A total order (ids are unique); sorted as indices, then moved once into that order.
+    std::vector<uint32_t> order(victims_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+    std::sort(order.begin(), order.end(), [this](uint32_t x, uint32_t y) {
+      const Victim& a = victims_[x];
+      const Victim& b = victims_[y];
       if (a.borrowing != b.borrowing) return a.borrowing;
       if (a.priority != b.priority) return a.priority < b.priority;
       if (a.lost != b.lost) return a.lost < b.lost;
       if (a.start_s != b.start_s) return a.start_s > b.start_s;
       return a.id < b.id;
     });
+    std::vector<Victim> sorted;
+    sorted.reserve(victims_.size());
+    for (uint32_t i : order) sorted.push_back(std::move(victims_[i]));
+    victims_ = std::move(sorted);
   }
 
   // Whether allocation `a` may be a victim; fills `x` for it.
@@ -302,24 +325,38 @@ class VictimSearch {
         if (d >= 0) leaving_gpus[d] += as.members * a.workload.per_member.gpus;
       }
     }
-    std::unordered_map<VertexId, std::vector<std::pair<size_t, int64_t>>> by_domain;
+    // (domain, victim index, GPUs there), one entry per assignment, grouped by one sort: one
+    // allocation per search instead of a list per domain.
+    struct Touch {
+      VertexId domain;
+      size_t victim;
+      int64_t gpus;
+    };
+    std::vector<Touch> touches;
     for (size_t i = 0; i < victims_.size(); ++i) {
       const Allocation& a = *victims_[i].alloc;
       for (const auto& as : a.assignments) {
         const VertexId d = domain_of(as.node);
-        if (d < 0) continue;
-        auto& list = by_domain[d];
-        const int64_t gpus = as.members * a.workload.per_member.gpus;
-        if (!list.empty() && list.back().first == i) {
-          list.back().second += gpus;
-        } else {
-          list.emplace_back(i, gpus);
-        }
+        if (d >= 0) touches.push_back(Touch{d, i, as.members * a.workload.per_member.gpus});
       }
     }
+    std::sort(touches.begin(), touches.end(), [](const Touch& x, const Touch& y) {
+      return x.domain != y.domain ? x.domain < y.domain : x.victim < y.victim;
+    });
     std::vector<Plan> plans;
-    for (auto& [d, list] : by_domain) {
-      if (std::optional<Plan> p = Estimate(d, list, leaving_gpus[d])) plans.push_back(std::move(*p));
+    std::vector<std::pair<size_t, int64_t>> list;  // one domain's victims in victim order, GPUs summed
+    for (size_t b = 0; b < touches.size();) {
+      const VertexId d = touches[b].domain;
+      list.clear();
+      for (; b < touches.size() && touches[b].domain == d; ++b) {
+        if (!list.empty() && list.back().first == touches[b].victim) {
+          list.back().second += touches[b].gpus;
+        } else {
+          list.emplace_back(touches[b].victim, touches[b].gpus);
+        }
+      }
+      auto l = leaving_gpus.find(d);
+      if (std::optional<Plan> p = Estimate(d, list, l == leaving_gpus.end() ? 0 : l->second)) plans.push_back(std::move(*p));
     }
     std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
       return a.est_loss != b.est_loss ? a.est_loss < b.est_loss : a.domain < b.domain;
@@ -329,25 +366,32 @@ class VictimSearch {
   }
 
   // Domain d's plan when taking its victims in order (as the budget allows) frees enough GPUs.
-  std::optional<Plan> Estimate(VertexId d, std::vector<std::pair<size_t, int64_t>>& list, int64_t leaving_gpus) const {
+  std::optional<Plan> Estimate(VertexId d, const std::vector<std::pair<size_t, int64_t>>& list, int64_t leaving_gpus) const {
     const int64_t need = w_.per_member.gpus * c_.members;
-    // Victim order inside a domain follows the global order (indices are already sorted).
-    std::sort(list.begin(), list.end());
+    // Victim order inside a domain follows the global order (`list` is sorted by victim index).
     int64_t gpus = cluster_.FreeGpus(d) + leaving_gpus;
-    QueueBudget est = budget_;
+    // The budget as this estimate takes from it: copied on the first take (most domains take none).
+    bool taken = false;
+    auto est = [&]() -> const QueueBudget& { return taken ? scratch_ : budget_; };
+    auto take = [&](int q, const ResVec& per, int64_t times) {
+      if (!taken) scratch_ = budget_;  // reuses the scratch's storage
+      taken = true;
+      scratch_.Take(q, per, times);
+    };
     Plan p{d, {}, 0};
+    p.touching.reserve(list.size());
     for (const auto& [i, here] : list) {
       p.touching.push_back(i);
       if (gpus >= need) continue;
       const Victim& v = victims_[i];
-      const Take t = MayTake(v, est);
+      const Take t = MayTake(v, est());
       if (t.whole) {
         gpus += here;
         p.est_loss += v.lost;
-        if (v.budgeted) est.Take(v.queue, v.whole, 1);
+        if (v.budgeted) take(v.queue, v.whole, 1);
       } else if (t.members > 0) {
         gpus += std::min<int64_t>(here, t.members * v.alloc->workload.per_member.gpus);
-        est.Take(v.queue, v.per_member, t.members);
+        take(v.queue, v.per_member, t.members);
       }
     }
     if (gpus < need) return std::nullopt;
@@ -528,6 +572,7 @@ class VictimSearch {
   std::map<int, ResVec> leaving_by_queue_;
   // Other queues' budgets, read on first use; the candidates, in victim order.
   QueueBudget budget_;
+  mutable QueueBudget scratch_;  // Estimate's copy of budget_, as one domain's estimate takes from it
   std::map<int, bool> budget_known_;
   std::vector<Victim> victims_;
 };
