@@ -357,8 +357,16 @@ void Cycle::WaitOn(Decision& d, Reservation res, bool fresh) {
   }
   d.reserved = true;
   d.eta_s = res.start_s;
-  d.explanation += "; reserved to start at t=" + std::to_string(res.start_s) + " (in " +
-                   std::to_string(res.start_s - now_) + "s) on " + std::to_string(res.assignments.size()) + " node(s)";
+  // Appended piece by piece (numbers fit in a short string): no temporaries per waiting workload.
+  std::string& e = d.explanation;
+  e.reserve(e.size() + 80);
+  e += "; reserved to start at t=";
+  e += std::to_string(res.start_s);
+  e += " (in ";
+  e += std::to_string(res.start_s - now_);
+  e += "s) on ";
+  e += std::to_string(res.assignments.size());
+  e += " node(s)";
   result_.reservations.push_back(std::move(res));
 }
 

@@ -345,25 +345,25 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
     if (j != SIZE_MAX && sim.record(j).state == JobState::kPending) holders_.push_back(j);
   }
   std::sort(holders_.begin(), holders_.end());
-  items_.clear();
-  bool keyed = true;
-  for (JobId j : pending) {
-    if (sim.record(j).state != JobState::kPending) continue;
-    Item it{{}, &sim.job(j).w, j, std::binary_search(holders_.begin(), holders_.end(), j)};
-    if (keyed && !qs.SortKey(*it.w, &it.key)) keyed = false;
-    items_.push_back(it);
-  }
-  if (items_.empty()) return;
   // Aged workloads first, oldest first, as the cycle's AgedFirst (core/framework/cycle.h) puts them.
   // The order stays total and the cycle's: an aged holder beyond the prefix follows only aged jobs.
   const BackfillSpec& bfs = scheduler_->profile().backfill();
   const int64_t reserve_from = bfs.min_gpus > 0 ? bfs.min_gpus : state.max_gpus_per_node();
   const int64_t now = sim.now();
-  auto aged = [&](const Item& i) { return i.w->TotalGpus() >= reserve_from && bfs.Aged(*i.w, now); };
-  auto before = [&qs, keyed, &aged](const Item& a, const Item& b) {
-    const bool aa = aged(a), ab = aged(b);
-    if (aa != ab) return aa;
-    if (aa) return a.w->submit_time_s != b.w->submit_time_s ? a.w->submit_time_s < b.w->submit_time_s : a.w->id < b.w->id;
+  items_.clear();
+  items_.reserve(pending.size());
+  bool keyed = true;
+  for (JobId j : pending) {
+    if (sim.record(j).state != JobState::kPending) continue;
+    Item it{{}, &sim.job(j).w, j, std::binary_search(holders_.begin(), holders_.end(), j), false};
+    if (keyed && !qs.SortKey(*it.w, &it.key)) keyed = false;
+    it.aged = it.w->TotalGpus() >= reserve_from && bfs.Aged(*it.w, now);  // fixed for this event
+    items_.push_back(it);
+  }
+  if (items_.empty()) return;
+  auto before = [&qs, keyed](const Item& a, const Item& b) {
+    if (a.aged != b.aged) return a.aged;
+    if (a.aged) return a.w->submit_time_s != b.w->submit_time_s ? a.w->submit_time_s < b.w->submit_time_s : a.w->id < b.w->id;
     if (keyed) {
       if (a.key != b.key) return a.key < b.key;
     } else {

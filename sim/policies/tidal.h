@@ -88,6 +88,7 @@ class TidalPolicy final : public Policy {
     const Workload* w;
     JobId job;
     bool holder = false;  // holds a kept reservation: always in the batch
+    bool aged = false;    // walked first (backfill.agedAfter), as the cycle's AgedFirst; set per event
   };
   struct ReservedNode {
     NodeId node;
