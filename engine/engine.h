@@ -228,6 +228,9 @@ class Engine {
   // Refreshes the book unless it was refreshed under a second ago; then it only marks it stale,
   // and the next plan of any pod refreshes it first (so a throttled refresh is never lost).
   void RefreshReservationsLocked();
+  // The refresh's batch: the first k pending gangs in queue order and every one holding a
+  // reservation (false: the order is not the pending index's; engine_reservations.cc).
+  bool RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vector<const Workload*>* out) const;
   // After state_ is rebuilt: moves every reservation onto the new NodeIds by node name; one that
   // lost a node, or now sits on a node that takes no work, is dropped and the book marked stale.
   void RemapBookLocked();
@@ -401,6 +404,7 @@ class Engine {
   std::vector<std::string> book_nodes_;
   int64_t book_refreshed_s_ = INT64_MIN;
   bool book_stale_ = false;  // a refresh was skipped or a reservation dropped since the last one
+  size_t refresh_prefix_ = 0;  // the refresh's prefix of the queue (0: cfg_.refresh_prefix)
   std::optional<ClusterState> state_;  // rebuilt lazily when nodes change
 
   // --- preemption (engine_preempt.cc)

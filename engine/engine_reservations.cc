@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "core/api/duration.h"
@@ -76,9 +78,8 @@ void Engine::PruneBookLocked() {
 
 void Engine::RefreshReservationsLocked() {
   if (cfg_.profile.backfill.depth == 0) return;
-  // At most once a second: one dry cycle covers every pending gang (0.3-0.45 s at 100k pending on
-  // one core: bench/slurm_reconcile_bench.cc, docs/benchmarks.md).
-  // (now < last + 1, not now - last < 1: last starts at INT64_MIN, and now - INT64_MIN overflows)
+  // At most once a second (now < last + 1, not now - last < 1: last starts at INT64_MIN, and
+  // now - INT64_MIN overflows).
   if (clock_() < book_refreshed_s_ + 1) {
     book_stale_ = true;
     return;
@@ -86,18 +87,95 @@ void Engine::RefreshReservationsLocked() {
   book_refreshed_s_ = clock_();
   book_stale_ = false;
   PruneBookLocked();
-  // A dry cycle over every pending gang on copies of the cluster (bound pods on their timeline)
+  // A dry cycle over the pending gangs on copies of the cluster (bound pods on their timeline)
   // and the ledger, sharing the live book: it keeps, moves earlier and adds reservations there.
-  ClusterState dry = TimelineLocked();
-  QuotaLedger dry_ledger = ledger_;
-  auto profile = Profile::Build(cfg_.profile, plugins::DefaultRegistry(), PluginContext{cfg_.levels, &dry_ledger});
-  if (!profile.ok()) return;
-  SchedulerOptions opts;
-  opts.reservations = book_;
-  opts.keep_decisions = false;  // only the book is wanted
-  Scheduler dry_sched(std::move(profile).value(), std::move(opts));
+  // Run for the book only, the cycle's walk stops once the depth is reached and every gang
+  // holding a reservation was seen; nothing after that point changes the book. So it is first
+  // given the first refresh_prefix_ gangs in queue order (from the pending index, no sort of
+  // 100,000) and those holding reservations: when the depth was reached within them, the book is
+  // the one the whole queue gives. Otherwise the book is put back and the whole queue walked,
+  // and the prefix doubles for the next refresh. (EngineReservationRefreshTest checks both give
+  // the same book.)
+  // The reservations in force after a dry cycle over `batch` (-1: the profile does not build).
+  auto run = [&](const std::vector<const Workload*>& batch) -> int64_t {
+    ClusterState dry = TimelineLocked();
+    QuotaLedger dry_ledger = ledger_;
+    auto p = Profile::Build(cfg_.profile, plugins::DefaultRegistry(), PluginContext{cfg_.levels, &dry_ledger});
+    if (!p.ok()) return -1;
+    SchedulerOptions opts;
+    opts.reservations = book_;
+    opts.keep_decisions = false;  // only the book is wanted
+    Scheduler dry_sched(std::move(p).value(), std::move(opts));
+    return static_cast<int64_t>(dry_sched.RunCycle(dry, batch, clock_()).reservations.size());
+  };
+  const int depth = cfg_.profile.backfill.depth;
+  if (refresh_prefix_ == 0) refresh_prefix_ = static_cast<size_t>(std::max<int32_t>(0, cfg_.refresh_prefix));
   std::deque<Workload> built;  // workloads of gangs without a cached one
-  (void)dry_sched.RunCycle(dry, PendingGangWorkloadRefsLocked(&built), clock_());
+  std::vector<const Workload*> batch;
+  if (depth > 0 && refresh_prefix_ > 0 && RefreshBatchLocked(refresh_prefix_, &built, &batch)) {
+    const std::map<std::string, Reservation> before = *book_;
+    const int64_t in_force = run(batch);
+    if (in_force < 0 || in_force >= depth) return;
+    *book_ = before;
+    refresh_prefix_ = std::min<size_t>(refresh_prefix_ * 2, size_t{1} << 24);
+  }
+  built.clear();
+  (void)run(PendingGangWorkloadRefsLocked(&built));
+}
+
+bool Engine::RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vector<const Workload*>* out) const {
+  // The pending index orders a queue's gangs as both QueueSorts do (priority, submit time, key;
+  // the workload id is "plan:" + key); fairshare puts the queues' fair-share ranks first. Aging
+  // (backfill.agedAfter) reorders the queue: whole queue then.
+  const std::string_view sort = sched_->profile().queue_sort().Name();
+  if ((sort != "fairshare" && sort != "priority") || cfg_.profile.backfill.aged_after_s > 0) return false;
+  int64_t total = 0;
+  for (const auto& [q, gangs] : pending_by_queue_) total += static_cast<int64_t>(gangs.size());
+  if (static_cast<size_t>(total) <= k) return false;  // the whole queue is no longer
+  // Gangs holding a reservation are in the batch wherever they are: the walk is extended until
+  // every one of them was met (the cycle walks up to each before it may stop).
+  std::set<std::string> holders;
+  for (const auto& [id, res] : *book_) {
+    auto g = id.rfind("plan:", 0) == 0 ? gangs_.find(id.substr(5)) : gangs_.end();
+    if (g != gangs_.end() && g->second.head) holders.insert(g->first);  // the others are in no batch
+  }
+  const std::vector<int32_t> ranks = sort == "fairshare" ? ledger_.FairShareRanks() : std::vector<int32_t>{};
+  auto rank_of = [&](const std::string& queue) -> int32_t {  // as FairShare::RankOf
+    if (ranks.empty()) return 0;
+    const int q = ledger_.tree().Find(queue);
+    return q > 0 && static_cast<size_t>(q) < ranks.size() ? ranks[static_cast<size_t>(q)] : ranks[0];
+  };
+  struct Cursor {
+    int32_t rank;
+    std::set<HeadKey>::const_iterator it, end;
+  };
+  std::vector<Cursor> cursors;
+  for (const auto& [q, gangs] : pending_by_queue_) cursors.push_back(Cursor{rank_of(q), gangs.begin(), gangs.end()});
+  size_t walked = 0;
+  while (walked < k || !holders.empty()) {
+    Cursor* next = nullptr;
+    for (auto& c : cursors) {
+      if (c.it == c.end) continue;
+      if (next == nullptr || c.rank < next->rank || (c.rank == next->rank && *c.it < *next->it)) next = &c;
+    }
+    if (next == nullptr) break;
+    const Gang& g = *next->it->ptr;
+    ++next->it;
+    ++walked;
+    holders.erase(g.key);
+    if (!holds_.empty() && HeldLocked(PlanId(g))) continue;  // as PendingGangWorkloadRefsLocked
+    std::optional<Workload> b;
+    const Workload* w = nullptr;
+    if (!PendingWorkloadRefLocked(g, &b, &w)) continue;
+    // The index's order is the cycle's only when the workload sorts as its index entry does.
+    if (w->queue != g.head_queue || w->priority != g.summary.priority || w->submit_time_s != g.summary.submitted) return false;
+    if (b) {
+      built->push_back(std::move(*b));
+      w = &built->back();
+    }
+    out->push_back(w);
+  }
+  return true;
 }
 
 void Engine::RemapBookLocked() {

@@ -173,6 +173,10 @@ struct EngineConfig {
   int64_t exclusion_ttl_s = 120;
   // Explain's dry run considers at most this many pending gangs ahead of the asked one.
   int32_t explain_max_ahead = 2000;
+  // The reservation refresh's dry cycle walks the first this many pending gangs in queue order
+  // (and those holding reservations) and the whole queue only when they did not settle the book
+  // (engine_reservations.cc); the prefix doubles when it was short. 0: always the whole queue.
+  int32_t refresh_prefix = 1024;
   // The doors expected to connect (frontDoors; read at start only): one not yet resynced since
   // the start, whose nodes the state file does not name, keeps every node from new work.
   std::vector<FrontDoor> front_doors;
