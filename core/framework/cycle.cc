@@ -93,6 +93,14 @@ Workload Held(const Reservation& r) {
 }
 }  // namespace
 
+void FutureView::AddRelease(int64_t at, std::string id) {
+  releases_.emplace_back(at, std::move(id));
+  const auto i = static_cast<uint32_t>(releases_.size() - 1);
+  // Before the first entry ending earlier: the order stays latest end first.
+  auto pos = std::partition_point(due_.begin(), due_.end(), [&](uint32_t j) { return releases_[j].first >= at; });
+  due_.insert(pos, i);
+}
+
 bool FutureView::Enabled(size_t in_force) const {
   const int d = profile_.backfill().depth;
   return d != 0 && (d < 0 || in_force < static_cast<size_t>(d));
@@ -110,7 +118,7 @@ int64_t FutureView::ExpectedEnd(const Allocation& a) const {
 void FutureView::MirrorPlacement(const Allocation& a) {
   if (!future_) return;
   (void)future_->RemoveRunning(HeldId(a.workload.id));  // its kept reservation, if any
-  if (future_->AddRunning(a).ok()) releases_.emplace(ExpectedEnd(a), a.workload.id);
+  if (future_->AddRunning(a).ok()) AddRelease(ExpectedEnd(a), a.workload.id);
 }
 
 void FutureView::Drop(const std::string& id) {
@@ -168,14 +176,20 @@ void FutureView::Build(const ClusterState& state) {
     future_ = &*own_;
   }
   releases_.clear();
-  for (const auto& [id, a] : future_->running()) releases_.emplace(ExpectedEnd(a), id);
+  due_.clear();
+  releases_.reserve(future_->running().size() + kept_.size());
+  for (const auto& [id, a] : future_->running()) releases_.emplace_back(ExpectedEnd(a), id);
   cursor_ = now_;
   // Kept reservations are held from now until their expected end: a new reservation may take
   // their nodes only after that.
   for (const auto& [id, r] : kept_) {
     if (state.running().count(id) || dropped_.count(id)) continue;
-    if (future_->AddRunning(Allocation{Held(r), r.assignments, r.start_s}).ok()) releases_.emplace(r.end_s, HeldId(id));
+    if (future_->AddRunning(Allocation{Held(r), r.assignments, r.start_s}).ok()) releases_.emplace_back(r.end_s, HeldId(id));
   }
+  // Latest end first; ties in any order (a view releases everything due by its cursor at once).
+  due_.resize(releases_.size());
+  for (size_t i = 0; i < due_.size(); ++i) due_[i] = static_cast<uint32_t>(i);
+  std::sort(due_.begin(), due_.end(), [this](uint32_t a, uint32_t b) { return releases_[a].first > releases_[b].first; });
 }
 
 // The earliest time, no later than `until`, at which `w` fits on the future view; held there.
@@ -192,11 +206,11 @@ std::optional<Reservation> FutureView::Search(const CycleState& cs, const Worklo
         search.Find(cs, w, c, out).ok()) {
       break;
     }
-    if (releases_.empty() || releases_.begin()->first > until) return std::nullopt;
-    cursor_ = std::max(cursor_, releases_.begin()->first);
-    while (!releases_.empty() && releases_.begin()->first <= cursor_) {
-      (void)future_->RemoveRunning(releases_.begin()->second);
-      releases_.erase(releases_.begin());
+    if (due_.empty() || releases_[due_.back()].first > until) return std::nullopt;
+    cursor_ = std::max(cursor_, releases_[due_.back()].first);
+    while (!due_.empty() && releases_[due_.back()].first <= cursor_) {
+      (void)future_->RemoveRunning(releases_[due_.back()].second);
+      due_.pop_back();
     }
   }
   Reservation r{w.id, cursor_, out.front().assignments, w.per_member, cursor_ + profile_.backfill().RuntimeOf(w)};
@@ -204,7 +218,7 @@ std::optional<Reservation> FutureView::Search(const CycleState& cs, const Worklo
   Workload held = w;
   held.id = HeldId(w.id);
   held.members = c.members;
-  if (future_->AddRunning(Allocation{held, r.assignments, cursor_}).ok()) releases_.emplace(r.end_s, held.id);
+  if (future_->AddRunning(Allocation{held, r.assignments, cursor_}).ok()) AddRelease(r.end_s, held.id);
   return r;
 }
 
@@ -238,6 +252,7 @@ CycleResult Cycle::Run(std::vector<const Workload*> pending) {
   // Reservations kept from earlier cycles hold their nodes from the start; each counts once
   // against `backfill.depth`.
   kept_ = KeepReservations(*scheduler_.sticky_, pending, state_);
+  result_.reservations.reserve(kept_.kept.size() + static_cast<size_t>(std::max(0, profile_.backfill().depth)));
   for (const auto& [id, res] : kept_.kept) index_.Add(res);
   in_force_ = kept_.kept.size();
   const bool keep = scheduler_.options_.keep_decisions;

@@ -124,7 +124,12 @@ class FutureView {
   ClusterState* future_ = nullptr;
   std::optional<ClusterState> own_;
   bool leased_ = false;  // this view holds the thread's scratch (until it is destroyed)
-  std::multimap<int64_t, std::string> releases_;  // expected end -> allocation to release then
+  // (expected end, allocation to release then), in the order added; `due_` indexes them latest end
+  // first, so the next one due is at its back (arrays, not a tree of nodes: a view lists every
+  // running allocation, and releases them from the back).
+  std::vector<std::pair<int64_t, std::string>> releases_;
+  std::vector<uint32_t> due_;
+  void AddRelease(int64_t at, std::string id);
   int64_t cursor_ = 0;                            // how far the view has been moved forward
 };
 

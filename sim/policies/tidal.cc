@@ -365,7 +365,9 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
     if (a.aged != b.aged) return a.aged;
     if (a.aged) return a.w->submit_time_s != b.w->submit_time_s ? a.w->submit_time_s < b.w->submit_time_s : a.w->id < b.w->id;
     if (keyed) {
-      if (a.key != b.key) return a.key < b.key;
+      for (size_t i = 0; i < a.key.size(); ++i) {
+        if (a.key[i] != b.key[i]) return a.key[i] < b.key[i];
+      }
     } else {
       if (qs.Less(*a.w, *b.w)) return true;
       if (qs.Less(*b.w, *a.w)) return false;
