@@ -168,7 +168,10 @@ bool Engine::RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vect
     const Workload* w = nullptr;
     if (!PendingWorkloadRefLocked(g, &b, &w)) continue;
     // The index's order is the cycle's only when the workload sorts as its index entry does.
-    if (w->queue != g.head_queue || w->priority != g.summary.priority || w->submit_time_s != g.summary.submitted) return false;
+    if (w->queue != g.head_queue || w->priority != g.summary.priority || w->submit_time_s != g.summary.submitted ||
+        (w->queue_id > 0 && w->queue_id != ledger_.tree().Find(w->queue))) {  // FairShare ranks by queue_id
+      return false;
+    }
     if (b) {
       built->push_back(std::move(*b));
       w = &built->back();
