@@ -96,10 +96,18 @@ void Scheduler::SortQueue(std::vector<const Workload*>& pending) const {
     keyed.push_back(k);
   }
   if (all) {
-    std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
-      if (a.key != b.key) return a.key < b.key;
-      return a.w->id < b.w->id;
-    });
+    // By key alone (no workload is read), then each run of equal keys by id: the same total order
+    // as comparing (key, id), without a cache miss on the workload in every comparison.
+    std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+    for (size_t b = 0; b < keyed.size();) {
+      size_t e = b + 1;
+      while (e < keyed.size() && keyed[e].key == keyed[b].key) ++e;
+      if (e - b > 1) {
+        std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(b), keyed.begin() + static_cast<std::ptrdiff_t>(e),
+                  [](const Keyed& x, const Keyed& y) { return x.w->id < y.w->id; });
+      }
+      b = e;
+    }
     for (size_t i = 0; i < keyed.size(); ++i) pending[i] = keyed[i].w;
     return;
   }
