@@ -198,7 +198,11 @@ class VictimSearch {
   // their queue's budget as already given back.
   void CollectLeaving() {
     for (const auto& [id, a] : cluster_.running()) {
-      if (!a.terminating || id == w_.id) continue;
+      if (id == w_.id) continue;
+      if (!a.terminating) {
+        others_.emplace_back(&id, &a);  // ChooseCandidates' candidates, without a second walk
+        continue;
+      }
       leaving_.push_back(id);
       if (tree_ == nullptr) continue;
       const int q = QueueOf(a.workload);
@@ -230,24 +234,42 @@ class VictimSearch {
 
   // Choose candidates: every eligible victim (see preemption.h), in victim order.
   void ChooseCandidates() {
-    for (const auto& [id, a] : cluster_.running()) {
-      if (id == w_.id || a.terminating) continue;
-      Victim v;
-      if (Eligible(id, a, v)) victims_.push_back(std::move(v));
+    if (leaving_.empty()) {  // no trial since CollectLeaving: its pointers into running() hold
+      for (const auto& [id, a] : others_) {
+        Victim v;
+        if (Eligible(*id, *a, v)) victims_.push_back(std::move(v));
+      }
+    } else {
+      for (const auto& [id, a] : cluster_.running()) {
+        if (id == w_.id || a.terminating) continue;
+        Victim v;
+        if (Eligible(id, a, v)) victims_.push_back(std::move(v));
+      }
     }
     // Borrowers first, then lower priority, then least work lost, then the most recently started.
-    // A total order (ids are unique); sorted as indices, then moved once into that order.
-    std::vector<uint32_t> order(victims_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
-    std::sort(order.begin(), order.end(), [this](uint32_t x, uint32_t y) {
-      const Victim& a = victims_[x];
-      const Victim& b = victims_[y];
+    // A total order (ids are unique). Sorted as compact keys (no Victim read per comparison but on
+    // a full tie, by id), then the victims moved once into that order.
+    struct Key {
+      bool borrowing;
+      int32_t priority;
+      double lost;
+      int64_t start_s;
+      uint32_t index;
+    };
+    std::vector<Key> keys(victims_.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const Victim& v = victims_[i];
+      keys[i] = Key{v.borrowing, v.priority, v.lost, v.start_s, static_cast<uint32_t>(i)};
+    }
+    std::sort(keys.begin(), keys.end(), [this](const Key& a, const Key& b) {
       if (a.borrowing != b.borrowing) return a.borrowing;
       if (a.priority != b.priority) return a.priority < b.priority;
       if (a.lost != b.lost) return a.lost < b.lost;
       if (a.start_s != b.start_s) return a.start_s > b.start_s;
-      return a.id < b.id;
+      return victims_[a.index].id < victims_[b.index].id;
     });
+    std::vector<uint32_t> order(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
     std::vector<Victim> sorted;
     sorted.reserve(victims_.size());
     for (uint32_t i : order) sorted.push_back(std::move(victims_[i]));
@@ -569,6 +591,7 @@ class VictimSearch {
   ResVec wanted_;
   // Terminating workloads (sorted ids) and what they give back per queue.
   std::vector<std::string> leaving_;
+  std::vector<std::pair<const std::string*, const Allocation*>> others_;  // the rest of running(), in its order
   std::map<int, ResVec> leaving_by_queue_;
   // Other queues' budgets, read on first use; the candidates, in victim order.
   QueueBudget budget_;
