@@ -25,6 +25,7 @@ KeptReservations KeepReservations(const std::map<std::string, Reservation>& book
   for (const Workload* w : pending) {
     if (!ids.count(w->id)) continue;
     k.in_batch.insert(w->id);
+    k.holders.insert(w);
     if (w->constraints != nullptr && w->constraints->ToleratesUnschedulable()) cordon_ok.insert(w->id);
   }
   for (const auto& [id, res] : book) {
@@ -278,8 +279,9 @@ CycleResult Cycle::Run(std::vector<const Workload*> pending) {
 }
 
 const Reservation* Cycle::KeptFor(const Workload& w) const {
-  // in_batch names every kept id (and a few more): most workloads have none, found by one hash.
-  if (!kept_.in_batch.count(w.id)) return nullptr;
+  // holders has every workload of a kept id (and a few more): most have none, found by one
+  // pointer hash (no string hashed per workload).
+  if (!kept_.holders.count(&w)) return nullptr;
   auto it = kept_.kept.find(w.id);
   return it != kept_.kept.end() ? &it->second : nullptr;
 }

@@ -35,6 +35,7 @@ namespace tidal {
 struct KeptReservations {
   std::map<std::string, Reservation> kept;
   std::unordered_set<std::string> in_batch;
+  std::unordered_set<const Workload*> holders;  // the batch's workloads named in in_batch (KeptFor)
 };
 KeptReservations KeepReservations(const std::map<std::string, Reservation>& book,
                                   const std::vector<const Workload*>& pending, const ClusterState& state);
