@@ -139,6 +139,31 @@ TEST(StatusOrTest, ArrowAndMoveOut) {
   EXPECT_THAT(out, ElementsAre("a", "b", "c"));
 }
 
+// Copies share their reasons (a memoised refusal is copied into many decisions): changing a
+// copy must leave the original and the other copies as they were.
+TEST(StatusTest, CopiesAreIndependentValues) {
+  const Status memo = Status::Unschedulable("no placement", "topology");
+  Status a = memo;
+  Status b = memo;
+  a.AddReason("preemption proposed");
+  Status empty_plugin = Status::Unschedulable("x");
+  Status c = empty_plugin;
+  c.WithPlugin("quota");
+  EXPECT_EQ(memo.reasons(), std::vector<std::string>{"no placement"});
+  EXPECT_EQ(b.Message(), "no placement");
+  EXPECT_EQ(a.Message(), "no placement; preemption proposed");
+  EXPECT_EQ(a.plugin(), "topology");
+  EXPECT_EQ(empty_plugin.plugin(), "");
+  EXPECT_EQ(c.plugin(), "quota");
+  EXPECT_EQ(c.ToString(), "Unschedulable [quota]: x");
+  Status ok;
+  EXPECT_TRUE(ok.reasons().empty());
+  EXPECT_EQ(ok.plugin(), "");
+  ok.AddReason("note");  // a reason on a success value is kept, the code stays
+  EXPECT_TRUE(ok.ok());
+  EXPECT_EQ(ok.Message(), "note");
+}
+
 TEST(StatusOrTest, MoveOnlyValue) {
   StatusOr<std::unique_ptr<int>> v = std::make_unique<int>(5);
   ASSERT_TRUE(v.ok());
