@@ -57,7 +57,6 @@
 #include "engine/disruption_book.h"
 #include "core/state/lending.h"
 #include "engine/observability.h"
-#include "engine/reaper.h"
 #include "engine/pod_spec.h"
 #include "engine/preempt_hold.h"
 #include "engine/waves.h"
@@ -592,7 +591,6 @@ class Engine {
   void SaveDoorMemoryLocked(nlohmann::json& state) const;
   Status LoadDoorMemoryLocked(const nlohmann::json& state);
   std::vector<std::string> AwaitedDoorNamesLocked() const;
-  Reaper reaper_;  // frees the book refresh's dry copies off the caller's path; last: joined first
 };
 
 }  // namespace tidal

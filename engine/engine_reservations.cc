@@ -97,26 +97,16 @@ void Engine::RefreshReservationsLocked() {
   // and the prefix doubles for the next refresh. (EngineReservationRefreshTest checks both give
   // the same book.)
   // The reservations in force after a dry cycle over `batch` (-1: the profile does not build).
-  // The copies are freed on the reaper's thread (engine/reaper.h), not in this call.
-  struct DryCopies {
-    ClusterState state;
-    QuotaLedger ledger;
-  };
   auto run = [&](const std::vector<const Workload*>& batch) -> int64_t {
-    auto dry = std::make_shared<DryCopies>(DryCopies{TimelineLocked(), ledger_});
-    int64_t in_force = -1;
-    {
-      auto p = Profile::Build(cfg_.profile, plugins::DefaultRegistry(), PluginContext{cfg_.levels, &dry->ledger});
-      if (p.ok()) {
-        SchedulerOptions opts;
-        opts.reservations = book_;
-        opts.keep_decisions = false;  // only the book is wanted
-        Scheduler dry_sched(std::move(p).value(), std::move(opts));
-        in_force = static_cast<int64_t>(dry_sched.RunCycle(dry->state, batch, clock_()).reservations.size());
-      }
-    }  // the dry scheduler (its plugins point at dry->ledger) is gone before the copies
-    reaper_.Drop(std::move(dry));
-    return in_force;
+    ClusterState dry = TimelineLocked();
+    QuotaLedger dry_ledger = ledger_;
+    auto p = Profile::Build(cfg_.profile, plugins::DefaultRegistry(), PluginContext{cfg_.levels, &dry_ledger});
+    if (!p.ok()) return -1;
+    SchedulerOptions opts;
+    opts.reservations = book_;
+    opts.keep_decisions = false;  // only the book is wanted
+    Scheduler dry_sched(std::move(p).value(), std::move(opts));
+    return static_cast<int64_t>(dry_sched.RunCycle(dry, batch, clock_()).reservations.size());
   };
   const int depth = cfg_.profile.backfill.depth;
   if (refresh_prefix_ == 0) refresh_prefix_ = static_cast<size_t>(std::max<int32_t>(0, cfg_.refresh_prefix));
