@@ -23,6 +23,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_queues.h"
 #include "core/framework/scheduler.h"
 #include "core/io/cluster_file.h"
 #include "core/state/queues.h"
@@ -80,24 +81,7 @@ const World& TheWorld(int32_t nodes, int32_t pending) {
   world = std::make_unique<World>();
   World* w = world.get();
   const int64_t gpus = int64_t{8} * nodes;
-  QueueConfig qc;
-  int org_i = 0;
-  for (const char* org : {"research", "product", "infra"}) {
-    QueueSpec o;
-    o.name = org;
-    // 50% / 35% / 15% of the fleet's GPUs (40,000 / 28,000 / 12,000 at 10k nodes).
-    o.nominal = {org_i == 0 ? gpus / 2 : org_i == 1 ? gpus * 35 / 100 : gpus * 15 / 100, kUnlimited, kUnlimited};
-    qc.queues.push_back(o);
-    for (int t = 0; t < 4; ++t) {
-      QueueSpec q;
-      q.name = std::string(org) + "-team-" + std::to_string(t);
-      q.parent = org;
-      q.weight = 1 + t;
-      q.nominal = {o.nominal[0] / 4, kUnlimited, kUnlimited};
-      qc.queues.push_back(q);
-    }
-    ++org_i;
-  }
+  QueueConfig qc = BenchQueues(gpus);
   w->ledger = std::make_unique<QuotaLedger>(std::move(QueueTree::Build(qc)).value());
   FabricSpec f;
   f.per_level = {std::max(1, nodes / 1000), 10, 25};  // blocks of 1,000 nodes

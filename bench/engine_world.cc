@@ -3,28 +3,14 @@
 
 #include <random>
 
+#include "bench/bench_queues.h"
 #include "core/io/cluster_file.h"
 
 namespace tidal::bench {
 
 EngineConfig WorldConfig() {
   EngineConfig cfg;
-  int org_i = 0;
-  for (const char* org : {"research", "product", "infra"}) {
-    QueueSpec o;
-    o.name = org;
-    o.nominal = {org_i == 0 ? 40000 : org_i == 1 ? 28000 : 12000, kUnlimited, kUnlimited};
-    cfg.queues.queues.push_back(o);
-    for (int t = 0; t < 4; ++t) {
-      QueueSpec q;
-      q.name = std::string(org) + "-team-" + std::to_string(t);
-      q.parent = org;
-      q.weight = 1 + t;
-      q.nominal = {o.nominal[0] / 4, kUnlimited, kUnlimited};
-      cfg.queues.queues.push_back(q);
-    }
-    ++org_i;
-  }
+  cfg.queues = BenchQueues(80000);  // 10k nodes x 8 GPUs
   return cfg;
 }
 
