@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/api/duration.h"
+#include "engine/pending_merge.h"
 #include "plugins/registry.h"
 
 namespace tidal {
@@ -139,28 +140,14 @@ bool Engine::RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vect
     auto g = id.rfind("plan:", 0) == 0 ? gangs_.find(id.substr(5)) : gangs_.end();
     if (g != gangs_.end() && g->second.head) holders.insert(g->first);  // the others are in no batch
   }
-  const std::vector<int32_t> ranks = sort == "fairshare" ? ledger_.FairShareRanks() : std::vector<int32_t>{};
-  auto rank_of = [&](const std::string& queue) -> int32_t {  // as FairShare::RankOf
-    if (ranks.empty()) return 0;
-    const int q = ledger_.tree().Find(queue);
-    return q > 0 && static_cast<size_t>(q) < ranks.size() ? ranks[static_cast<size_t>(q)] : ranks[0];
-  };
-  struct Cursor {
-    int32_t rank;
-    std::set<HeadKey>::const_iterator it, end;
-  };
-  std::vector<Cursor> cursors;
-  for (const auto& [q, gangs] : pending_by_queue_) cursors.push_back(Cursor{rank_of(q), gangs.begin(), gangs.end()});
+  const QueueRanks ranks(ledger_, sort == "fairshare");
+  PendingMerge merge;
+  for (const auto& [q, gangs] : pending_by_queue_) merge.Add(ranks.Of(q), gangs);
   size_t walked = 0;
   while (walked < k || !holders.empty()) {
-    Cursor* next = nullptr;
-    for (auto& c : cursors) {
-      if (c.it == c.end) continue;
-      if (next == nullptr || c.rank < next->rank || (c.rank == next->rank && *c.it < *next->it)) next = &c;
-    }
+    const GangHeadKey* next = merge.Next();
     if (next == nullptr) break;
-    const Gang& g = *next->it->ptr;
-    ++next->it;
+    const Gang& g = *next->ptr;
     ++walked;
     holders.erase(g.key);
     if (!holds_.empty() && HeldLocked(PlanId(g))) continue;  // as PendingGangWorkloadRefsLocked

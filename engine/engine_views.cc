@@ -16,6 +16,7 @@
 
 #include "core/state/headroom.h"
 #include "engine/engine.h"
+#include "engine/pending_merge.h"
 #include "plugins/registry.h"
 
 namespace tidal {
@@ -91,41 +92,26 @@ void Engine::ExplainBatchLocked(const std::string& key, ExplainBatch& out) const
     if (HeldLocked(PlanId(it->second))) return std::nullopt;
     return PendingWorkloadLocked(it->second);
   };
-  // Fair-share ranks as FairShare::RankOf reads them (an unknown queue ranks with rank[0]).
-  const std::vector<int32_t> ranks = sort == "fairshare" ? ledger_.FairShareRanks() : std::vector<int32_t>{};
-  auto rank_of = [&](const std::string& queue) -> int32_t {
-    if (ranks.empty()) return 0;
-    const int q = ledger_.tree().Find(queue);
-    return q > 0 && static_cast<size_t>(q) < ranks.size() ? ranks[static_cast<size_t>(q)] : ranks[0];
-  };
-  struct Cursor {
-    int32_t rank;
-    std::set<HeadKey>::const_iterator it, end;
-  };
-  const int32_t own_rank = rank_of(target.head_queue);
-  std::vector<Cursor> cursors;
+  const QueueRanks ranks(ledger_, sort == "fairshare");
+  const int32_t own_rank = ranks.Of(target.head_queue);
+  PendingMerge merge;
   int64_t ahead = 0;  // index entries ahead of the target: a walk of pointers, no workload built
   for (const auto& [q, gangs] : pending_by_queue_) {
-    const int32_t r = rank_of(q);
+    const int32_t r = ranks.Of(q);
     if (r > own_rank) continue;
     if (r < own_rank) {
       ahead += static_cast<int64_t>(gangs.size());
     } else {
       for (auto it = gangs.begin(); it != gangs.end() && *it < *target.head; ++it) ++ahead;
     }
-    cursors.push_back(Cursor{r, gangs.begin(), gangs.end()});
+    merge.Add(r, gangs);
   }
   // The first max_ahead gangs in queue order (a merge of the queues' indexes), up to the target.
   int64_t walked = 0, skipped = 0;
   while (static_cast<size_t>(walked) < max_ahead) {
-    Cursor* next = nullptr;
-    for (auto& c : cursors) {
-      if (c.it == c.end) continue;
-      if (next == nullptr || c.rank < next->rank || (c.rank == next->rank && *c.it < *next->it)) next = &c;
-    }
-    if (next == nullptr || next->it->gang == key) break;
-    const std::string& k = next->it->gang;
-    ++next->it;
+    const GangHeadKey* next = merge.Peek();
+    if (next == nullptr || next->gang == key) break;
+    const std::string& k = merge.Next()->gang;
     ++walked;
     if (auto w = workload_of(k)) {
       out.workloads.push_back(std::move(*w));
