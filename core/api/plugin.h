@@ -17,8 +17,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include <absl/container/inlined_vector.h>
 
 #include "core/api/node.h"
 #include "core/api/status.h"
@@ -33,20 +35,33 @@ class CycleStateData {
   virtual ~CycleStateData() = default;
 };
 
-// Scratch space for one workload's attempt; typed entries under per-plugin keys.
+// Scratch space for one workload's attempt; typed entries under per-plugin keys. A profile has a
+// handful of plugins that write here, and one is built per workload (a million in a deep cycle):
+// a short flat list with room for a few entries inline, searched in order (no hash table, no
+// allocation for the list itself).
 class CycleState {
  public:
-  void Write(const std::string& key, std::unique_ptr<CycleStateData> data) { data_[key] = std::move(data); }
+  void Write(const std::string& key, std::unique_ptr<CycleStateData> data) {
+    for (auto& [k, d] : data_) {
+      if (k == key) {
+        d = std::move(data);
+        return;
+      }
+    }
+    data_.emplace_back(key, std::move(data));
+  }
   // Returns nullptr when missing or of another type; callers turn that into Status::Error.
   template <typename T>
   T* Read(const std::string& key) const {
-    auto it = data_.find(key);
-    return it == data_.end() ? nullptr : dynamic_cast<T*>(it->second.get());
+    for (const auto& [k, d] : data_) {
+      if (k == key) return dynamic_cast<T*>(d.get());
+    }
+    return nullptr;
   }
   void Clear() { data_.clear(); }
 
  private:
-  std::unordered_map<std::string, std::unique_ptr<CycleStateData>> data_;
+  absl::InlinedVector<std::pair<std::string, std::unique_ptr<CycleStateData>>, 4> data_;
 };
 
 // Hard and soft topology constraints, resolved by PreFilter plugins from the workload's level names.

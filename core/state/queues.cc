@@ -143,11 +143,12 @@ AdmissionResult QuotaLedger::CheckAdmission(int leaf, const ResVec& req) const {
   AdmissionResult res;
   const QueueTree& t = *tree_;
   const QueueConfig& cfg = t.config();
-  std::vector<bool> on_path(static_cast<size_t>(t.size()), false);
-  for (int a = leaf; a > 0; a = t.Parent(a)) on_path[static_cast<size_t>(a)] = true;
+  // The leaf's path to the root (a few queues): judged for every workload, so no allocation.
+  absl::InlinedVector<int, 8> path;
+  for (int a = leaf; a > 0; a = t.Parent(a)) path.push_back(a);
   auto U = [&](int q, int r) {
-    return alloc_[static_cast<size_t>(q)][static_cast<size_t>(r)] +
-           (on_path[static_cast<size_t>(q)] ? req[static_cast<size_t>(r)] : 0);
+    const bool on_path = std::find(path.begin(), path.end(), q) != path.end();
+    return alloc_[static_cast<size_t>(q)][static_cast<size_t>(r)] + (on_path ? req[static_cast<size_t>(r)] : 0);
   };
   for (int r = 0; r < t.resources(); ++r) {
     if (req[static_cast<size_t>(r)] <= 0) continue;

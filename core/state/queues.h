@@ -37,13 +37,19 @@
 #include <string>
 #include <vector>
 
+#include <absl/container/inlined_vector.h>
+
 #include "core/api/resources.h"
 #include "core/api/status.h"
 #include "core/api/workload.h"
 
 namespace tidal {
 
-using ResVec = std::vector<int64_t>;
+// One amount per configured resource (QueueConfig::resources: gpus, cpu, memory, then gpus.<model>
+// ...). Built for every workload a cycle judges (quota, fair share, preemption budgets): inline
+// storage for the usual few resources, so judging a workload allocates nothing (abseil's
+// InlinedVector; more resources than that spill to the heap like a std::vector).
+using ResVec = absl::InlinedVector<int64_t, 6>;
 inline constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
 
 struct QueueSpec {

@@ -224,8 +224,10 @@ class VictimSearch {
 
   // Whether queue q borrows a resource the preemptor asks for; its budget is read on first use.
   bool Borrows(int q) {
-    if (!budget_known_[q]) {
-      budget_known_[q] = true;
+    if (q < 0) return false;
+    if (static_cast<size_t>(q) >= budget_known_.size()) budget_known_.resize(static_cast<size_t>(q) + 1, 0);
+    if (!budget_known_[static_cast<size_t>(q)]) {
+      budget_known_[static_cast<size_t>(q)] = 1;
       auto l = leaving_by_queue_.find(q);
       budget_.Add(q, ledger_->OverNominal(q), l == leaving_by_queue_.end() ? ResVec{} : l->second, wanted_);
     }
@@ -283,10 +285,6 @@ class VictimSearch {
     // No thrash: never a victim that could preempt the preemptor back.
     if (v.priority > w_.priority) return false;
     const bool lower = v.priority < w_.priority && v.preemptible;
-    x.id = id;
-    x.alloc = &a;
-    x.priority = v.priority;
-    x.start_s = a.start_time_s;
     x.surplus = std::max(0, v.members - v.min_members);
     if (tree_ != nullptr) {
       const int qv = QueueOf(v);
@@ -315,6 +313,10 @@ class VictimSearch {
     } else if (!lower) {
       return false;
     }
+    x.id = id;  // copied only for an eligible victim
+    x.alloc = &a;
+    x.priority = v.priority;
+    x.start_s = a.start_time_s;
     x.lost = Preemption::WorkLost(v, a.start_time_s, ctx_.now_s);
     return true;
   }
@@ -347,24 +349,33 @@ class VictimSearch {
         if (d >= 0) leaving_gpus[d] += as.members * a.workload.per_member.gpus;
       }
     }
-    // (domain, victim index, GPUs there), one entry per assignment, grouped by one sort: one
-    // allocation per search instead of a list per domain.
+    // (domain, victim index, GPUs there), one entry per assignment, grouped by domain (ascending)
+    // and, within a domain, in victim order: a counting sort over the domains' ids, stable in the
+    // victims' order (no comparison sort; one allocation per search, not a list per domain).
     struct Touch {
       VertexId domain;
       size_t victim;
       int64_t gpus;
     };
-    std::vector<Touch> touches;
+    std::vector<Touch> unsorted;
+    VertexId lo = std::numeric_limits<VertexId>::max(), hi = -1;
     for (size_t i = 0; i < victims_.size(); ++i) {
       const Allocation& a = *victims_[i].alloc;
       for (const auto& as : a.assignments) {
         const VertexId d = domain_of(as.node);
-        if (d >= 0) touches.push_back(Touch{d, i, as.members * a.workload.per_member.gpus});
+        if (d < 0) continue;
+        unsorted.push_back(Touch{d, i, as.members * a.workload.per_member.gpus});
+        lo = std::min(lo, d);
+        hi = std::max(hi, d);
       }
     }
-    std::sort(touches.begin(), touches.end(), [](const Touch& x, const Touch& y) {
-      return x.domain != y.domain ? x.domain < y.domain : x.victim < y.victim;
-    });
+    std::vector<Touch> touches(unsorted.size());
+    if (!unsorted.empty()) {
+      std::vector<uint32_t> at(static_cast<size_t>(hi - lo) + 2, 0);  // at[d - lo + 1]: entries of domain d
+      for (const Touch& t : unsorted) ++at[static_cast<size_t>(t.domain - lo) + 1];
+      for (size_t k = 1; k < at.size(); ++k) at[k] += at[k - 1];
+      for (const Touch& t : unsorted) touches[at[static_cast<size_t>(t.domain - lo)]++] = t;
+    }
     std::vector<Plan> plans;
     std::vector<std::pair<size_t, int64_t>> list;  // one domain's victims in victim order, GPUs summed
     for (size_t b = 0; b < touches.size();) {
@@ -596,7 +607,7 @@ class VictimSearch {
   // Other queues' budgets, read on first use; the candidates, in victim order.
   QueueBudget budget_;
   mutable QueueBudget scratch_;  // Estimate's copy of budget_, as one domain's estimate takes from it
-  std::map<int, bool> budget_known_;
+  std::vector<uint8_t> budget_known_;  // by queue index: 1 once its budget was read
   std::vector<Victim> victims_;
 };
 
