@@ -296,7 +296,7 @@ void Cycle::Consider(const Workload& w, const Reservation* own) {
   if (placed) {
     MirrorPlacement(w.id);
   } else if (waits_for_room) {
-    std::optional<Reservation> res = FindReservation(w, d, own);
+    std::optional<Reservation> res = FindReservation(w, own);
     if (res && res->start_s <= now_ && StartNow(w, *res)) return;
     if (res) {
       WaitOn(d, std::move(*res), true);
@@ -312,7 +312,7 @@ Decision Cycle::TryNow(const Workload& w, const Reservation* own) {
   // A workload with its own reservation sees the cluster differently: no shape memo for it.
   cache_.memo_shapes = own == nullptr;
   const std::vector<MemberAssignment>* at = own != nullptr && own->start_s <= now_ ? &own->assignments : nullptr;
-  Decision d = scheduler_.ScheduleOne(state_, w, now_, &cache_, index_.view(), at);
+  Decision d = scheduler_.ScheduleOne(state_, w, now_, &cache_, index_.view(), at, &resolved_);
   const bool proposed = !d.preemption.victims.empty() || !d.preemption.shrinks.empty();
   if (proposed && scheduler_.options_.apply_preemptions && d.outcome == Outcome::kPending) {
     d = EvictAndRetry(w, std::move(d));
@@ -325,7 +325,7 @@ Decision Cycle::EvictAndRetry(const Workload& w, Decision blocked) {
   // Evictions freed capacity: failed shapes may fit now, and the future view is stale.
   cache_.Clear();
   future_.Invalidate();
-  Decision d = scheduler_.ScheduleOne(state_, w, now_, &cache_, index_.view());
+  Decision d = scheduler_.ScheduleOne(state_, w, now_, &cache_, index_.view(), nullptr, &resolved_);
   d.preemption = std::move(blocked.preemption);
   if (d.outcome == Outcome::kPlaced) {
     d.explanation += "; after preempting " + std::to_string(d.preemption.victims.size()) + " workload(s)";
@@ -343,18 +343,18 @@ void Cycle::SettleOwn(const Workload& w, const Reservation& own, bool placed, bo
   index_.Lift(own);
 }
 
-std::optional<Reservation> Cycle::FindReservation(const Workload& w, const Decision& d, const Reservation* own) {
+std::optional<Reservation> Cycle::FindReservation(const Workload& w, const Reservation* own) {
   CycleState cs;
   if (own != nullptr) {
     // Work ended sooner than expected: it may move earlier (or, overdue, to its next start).
-    std::optional<Reservation> moved = future_.Replan(state_, cs, w, d.constraints, *own);
+    std::optional<Reservation> moved = future_.Replan(state_, cs, w, resolved_, *own);
     if (moved) {
       index_.Lift(*own);
       --in_force_;
     }
     return moved;
   }
-  if (future_.Enabled(in_force_) && future_.ReservesFor(state_, w)) return future_.Reserve(state_, cs, w, d.constraints);
+  if (future_.Enabled(in_force_) && future_.ReservesFor(state_, w)) return future_.Reserve(state_, cs, w, resolved_);
   return std::nullopt;
 }
 

@@ -156,7 +156,7 @@ class Cycle {
   // Its kept reservation after the attempt: held again while it waits for room, else lifted.
   void SettleOwn(const Workload& w, const Reservation& own, bool placed, bool waits_for_room);
   // Step 3: a kept reservation moved earlier, or a new one while `backfill.depth` allows.
-  std::optional<Reservation> FindReservation(const Workload& w, const Decision& d, const Reservation* own);
+  std::optional<Reservation> FindReservation(const Workload& w, const Reservation* own);
   // Step 3: a reservation whose earliest start is now starts there at once (true when placed).
   bool StartNow(const Workload& w, const Reservation& res);
   // Step 4: `d` waits on `res` (added to the reservations in force when `fresh`).
@@ -174,6 +174,9 @@ class Cycle {
   KeptReservations kept_;
   ReservationIndex index_;
   FutureView future_;  // reads kept_.kept
+  // The placement constraints of the workload being considered, as its last attempt resolved them
+  // (TryNow; read by FindReservation): kept here, not in each of the cycle's decisions.
+  PlacementConstraints resolved_;
   // Reservations in force: the kept ones not yet started or dropped, plus those made this cycle.
   size_t in_force_ = 0;
 };

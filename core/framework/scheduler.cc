@@ -159,6 +159,7 @@ struct Scheduler::Attempt {
   ShapeCache* cache = nullptr;                       // optional
   const BackfillView* bf = nullptr;                  // optional
   const std::vector<MemberAssignment>* at = nullptr; // optional: a reservation's nodes
+  PlacementConstraints* resolved = nullptr;          // optional: gets c as Resolve left it
   Decision d{};
   CycleState cs{};
   PlacementConstraints c{};  // as PreFilter resolved them; members then as placed
@@ -167,8 +168,10 @@ struct Scheduler::Attempt {
 };
 
 Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache,
-                                const BackfillView* bf, const std::vector<MemberAssignment>* at) const {
-  Attempt a{state, w, now_s, cache, bf, at};
+                                const BackfillView* bf, const std::vector<MemberAssignment>* at,
+                                PlacementConstraints* resolved) const {
+  Attempt a{state, w, now_s, cache, bf, at, resolved};
+  if (resolved != nullptr) *resolved = PlacementConstraints{};
   a.d.workload_id = w.id;
   if (Status s = Resolve(a); !s.ok()) return Fail(a, std::move(s));
   if (a.cache != nullptr && a.cache->memo_shapes) {
@@ -210,7 +213,7 @@ Status Scheduler::Resolve(Attempt& a) const {
     a.c.closing = a.bf->closing;
     ends_bucket = a.c.ends_at > a.bf->latest_start ? INT64_MAX : a.c.ends_at;
   }
-  a.d.constraints = a.c;
+  if (a.resolved != nullptr) *a.resolved = a.c;
   a.key = ShapeCache::Key{w.per_member, a.c.members, w.min_members, a.c.required_level, a.c.preferred_level, w.gpu_model,
                           w.front_door, ends_bucket, w.constraints_sig, a.c.model_caps, w.preemptible};
   a.queue_key = w.queue_id >= 0 ? w.queue_id : static_cast<int32_t>(std::hash<std::string>()(w.queue) & 0x3fffffff);

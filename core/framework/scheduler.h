@@ -52,7 +52,6 @@ struct Decision {
   std::string explanation;     // one human-readable line: where and why, or why not
   int64_t eta_s = -1;          // pending: reserved (or estimated) start time; -1 = unknown
   bool reserved = false;       // pending with a backfill reservation
-  PlacementConstraints constraints;  // as resolved by PreFilter (internal)
   bool placement_failed = false;     // pending because no placement was found (not admission)
 };
 
@@ -163,8 +162,11 @@ class Scheduler {
   // One workload's placement attempt (step 2, with step 3's PostFilter). `cache` memoizes failed
   // shapes and bounds victim searches; `bf` the cycle's reservations (both optional).
   // `at` (optional): place exactly there if it fits now (a reservation whose time has come).
+  // `resolved` (optional): the placement constraints as Admit and PreFilter resolved them (the
+  // cycle's reservation search uses them; default ones when the workload was refused before).
   Decision ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache = nullptr,
-                       const BackfillView* bf = nullptr, const std::vector<MemberAssignment>* at = nullptr) const;
+                       const BackfillView* bf = nullptr, const std::vector<MemberAssignment>* at = nullptr,
+                       PlacementConstraints* resolved = nullptr) const;
   // Sorts with the profile's QueueSort (stable, ties by id).
   void SortQueue(std::vector<Workload>& pending) const;
   void SortQueue(std::vector<const Workload*>& pending) const;

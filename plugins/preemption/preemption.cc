@@ -131,6 +131,7 @@ struct Plan {
   VertexId domain;
   std::vector<size_t> touching;
   double est_loss = 0;
+  size_t first = 0, last = 0;  // its entries in PlanDomains' touches (touching is filled from them once kept)
 };
 
 // The scratch view one trial works on: the cycle's cluster under a Transaction that is always
@@ -380,6 +381,7 @@ class VictimSearch {
     std::vector<std::pair<size_t, int64_t>> list;  // one domain's victims in victim order, GPUs summed
     for (size_t b = 0; b < touches.size();) {
       const VertexId d = touches[b].domain;
+      const size_t first = b;
       list.clear();
       for (; b < touches.size() && touches[b].domain == d; ++b) {
         if (!list.empty() && list.back().first == touches[b].victim) {
@@ -389,17 +391,26 @@ class VictimSearch {
         }
       }
       auto l = leaving_gpus.find(d);
-      if (std::optional<Plan> p = Estimate(d, list, l == leaving_gpus.end() ? 0 : l->second)) plans.push_back(std::move(*p));
+      if (std::optional<double> loss = Estimate(list, l == leaving_gpus.end() ? 0 : l->second, d)) {
+        plans.push_back(Plan{d, {}, *loss, first, b});
+      }
     }
     std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
       return a.est_loss != b.est_loss ? a.est_loss < b.est_loss : a.domain < b.domain;
     });
     if (plans.size() > static_cast<size_t>(args_.max_domains)) plans.resize(static_cast<size_t>(args_.max_domains));
+    // The kept plans' victims, in victim order, each once (most domains estimated are not kept).
+    for (Plan& p : plans) {
+      for (size_t k = p.first; k < p.last; ++k) {
+        if (p.touching.empty() || p.touching.back() != touches[k].victim) p.touching.push_back(touches[k].victim);
+      }
+    }
     return plans;
   }
 
-  // Domain d's plan when taking its victims in order (as the budget allows) frees enough GPUs.
-  std::optional<Plan> Estimate(VertexId d, const std::vector<std::pair<size_t, int64_t>>& list, int64_t leaving_gpus) const {
+  // The estimated loss of domain d's plan, when taking its victims in order (as the budget allows)
+  // frees enough GPUs; nullopt when it does not.
+  std::optional<double> Estimate(const std::vector<std::pair<size_t, int64_t>>& list, int64_t leaving_gpus, VertexId d) const {
     const int64_t need = w_.per_member.gpus * c_.members;
     // Victim order inside a domain follows the global order (`list` is sorted by victim index).
     int64_t gpus = cluster_.FreeGpus(d) + leaving_gpus;
@@ -411,16 +422,14 @@ class VictimSearch {
       taken = true;
       scratch_.Take(q, per, times);
     };
-    Plan p{d, {}, 0};
-    p.touching.reserve(list.size());
+    double loss = 0;
     for (const auto& [i, here] : list) {
-      p.touching.push_back(i);
-      if (gpus >= need) continue;
+      if (gpus >= need) break;
       const Victim& v = victims_[i];
       const Take t = MayTake(v, est());
       if (t.whole) {
         gpus += here;
-        p.est_loss += v.lost;
+        loss += v.lost;
         if (v.budgeted) take(v.queue, v.whole, 1);
       } else if (t.members > 0) {
         gpus += std::min<int64_t>(here, t.members * v.alloc->workload.per_member.gpus);
@@ -428,7 +437,7 @@ class VictimSearch {
       }
     }
     if (gpus < need) return std::nullopt;
-    return p;
+    return loss;
   }
 
   // What one trial has taken so far: what is left of the budgets, and the proposal.
