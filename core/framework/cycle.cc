@@ -85,20 +85,52 @@ namespace {
 // How a reservation is held on the future view: a running allocation under a name no workload has.
 std::string HeldId(const std::string& workload) { return "reservation:" + workload; }
 
-Workload Held(const Reservation& r) {
-  Workload held;
-  held.id = HeldId(r.workload);
-  held.per_member = r.per_member;
-  for (const auto& a : r.assignments) held.members += a.members;
-  return held;
-}
 }  // namespace
 
-void FutureView::AddRelease(int64_t at, std::string id) {
-  releases_.emplace_back(at, std::move(id));
-  const auto i = static_cast<uint32_t>(releases_.size() - 1);
+uint32_t FutureView::Record(const Resources& per_member, const std::vector<MemberAssignment>& at, std::string key) {
+  Entry e;
+  e.per_member = per_member;
+  e.first = static_cast<uint32_t>(assigned_.size());
+  e.count = static_cast<uint32_t>(at.size());
+  e.key = std::move(key);
+  assigned_.insert(assigned_.end(), at.begin(), at.end());
+  entries_.push_back(std::move(e));
+  return static_cast<uint32_t>(entries_.size() - 1);
+}
+
+std::optional<uint32_t> FutureView::Take(std::string key, const Resources& per_member,
+                                         const std::vector<MemberAssignment>& at) {
+  if (!key.empty() && held_.count(key)) return std::nullopt;
+  for (const auto& a : at) {
+    if (a.node < 0 || a.node >= future_->node_count()) return std::nullopt;
+  }
+  for (const auto& a : at) future_->Allocate(a.node, per_member * a.members);
+  const bool held = !key.empty();
+  std::string k = held ? key : std::string();
+  const uint32_t i = Record(per_member, at, std::move(key));
+  if (held) held_[std::move(k)] = i;
+  return i;
+}
+
+void FutureView::Free(uint32_t i) {
+  Entry& e = entries_[i];
+  if (e.released) return;
+  e.released = true;
+  for (uint32_t k = e.first; k < e.first + e.count; ++k) future_->Release(assigned_[k].node, e.per_member * assigned_[k].members);
+}
+
+bool FutureView::FreeHeld(const std::string& key) {
+  auto it = held_.find(key);
+  if (it == held_.end()) return false;
+  Free(it->second);
+  held_.erase(it);
+  return true;
+}
+
+void FutureView::Schedule(uint32_t i, int64_t at) {
+  entries_[i].at = at;
   // Before the first entry ending earlier: the order stays latest end first.
-  auto pos = std::partition_point(due_.begin(), due_.end(), [&](uint32_t j) { return releases_[j].first >= at; });
+  auto pos = std::partition_point(due_.begin(), due_.end(), [&](uint32_t j) { return entries_[j].at >= at; });
   due_.insert(pos, i);
 }
 
@@ -118,13 +150,13 @@ int64_t FutureView::ExpectedEnd(const Allocation& a) const {
 
 void FutureView::MirrorPlacement(const Allocation& a) {
   if (!future_) return;
-  (void)future_->RemoveRunning(HeldId(a.workload.id));  // its kept reservation, if any
-  if (future_->AddRunning(a).ok()) AddRelease(ExpectedEnd(a), a.workload.id);
+  (void)FreeHeld(HeldId(a.workload.id));  // its kept reservation, if any
+  if (auto i = Take({}, a.workload.per_member, a.assignments)) Schedule(*i, ExpectedEnd(a));
 }
 
 void FutureView::Drop(const std::string& id) {
   dropped_.insert(id);
-  if (future_) (void)future_->RemoveRunning(HeldId(id));
+  if (future_) (void)FreeHeld(HeldId(id));
 }
 
 std::optional<Reservation> FutureView::Reserve(const ClusterState& state, const CycleState& cs, const Workload& w,
@@ -139,9 +171,10 @@ std::optional<Reservation> FutureView::Replan(const ClusterState& state, const C
   // another scheduler took them): re-planned from now, wherever and whenever it fits next.
   const bool overdue = old.start_s <= now_;
   Build(state);
-  if ((!overdue && cursor_ >= old.start_s) || !future_->RemoveRunning(HeldId(w.id)).ok()) return std::nullopt;
+  if ((!overdue && cursor_ >= old.start_s) || !FreeHeld(HeldId(w.id))) return std::nullopt;
   auto moved = Search(cs, w, std::move(c), overdue ? INT64_MAX : old.start_s - 1);
-  if (!moved) (void)future_->AddRunning(Allocation{Held(old), old.assignments, old.start_s});
+  // Held again until its old entry's release (by key, as that entry's release finds it).
+  if (!moved) (void)Take(HeldId(w.id), old.per_member, old.assignments);
   return moved;
 }
 
@@ -167,30 +200,33 @@ void FutureView::Build(const ClusterState& state) {
   if (leased_ || !scratch.in_use) {
     leased_ = scratch.in_use = true;
     if (scratch.state) {
-      *scratch.state = state;
+      scratch.state->AssignCapacity(state);
     } else {
-      scratch.state.emplace(state);
+      scratch.state.emplace(state);  // the first view on this thread: a copy, running map included
     }
     future_ = &*scratch.state;
   } else {  // a view of an enclosing cycle on this thread holds the scratch
     own_.emplace(state);
     future_ = &*own_;
   }
-  releases_.clear();
+  entries_.clear();
+  assigned_.clear();
+  held_.clear();
   due_.clear();
-  releases_.reserve(future_->running().size() + kept_.size());
-  for (const auto& [id, a] : future_->running()) releases_.emplace_back(ExpectedEnd(a), id);
+  entries_.reserve(state.running().size() + kept_.size());
+  // The cluster's running allocations: their capacity is taken on the view already.
+  for (const auto& [id, a] : state.running()) entries_[Record(a.workload.per_member, a.assignments, {})].at = ExpectedEnd(a);
   cursor_ = now_;
   // Kept reservations are held from now until their expected end: a new reservation may take
   // their nodes only after that.
   for (const auto& [id, r] : kept_) {
     if (state.running().count(id) || dropped_.count(id)) continue;
-    if (future_->AddRunning(Allocation{Held(r), r.assignments, r.start_s}).ok()) releases_.emplace_back(r.end_s, HeldId(id));
+    if (auto i = Take(HeldId(id), r.per_member, r.assignments)) entries_[*i].at = r.end_s;
   }
   // Latest end first; ties in any order (a view releases everything due by its cursor at once).
-  due_.resize(releases_.size());
+  due_.resize(entries_.size());
   for (size_t i = 0; i < due_.size(); ++i) due_[i] = static_cast<uint32_t>(i);
-  std::sort(due_.begin(), due_.end(), [this](uint32_t a, uint32_t b) { return releases_[a].first > releases_[b].first; });
+  std::sort(due_.begin(), due_.end(), [this](uint32_t a, uint32_t b) { return entries_[a].at > entries_[b].at; });
 }
 
 // The earliest time, no later than `until`, at which `w` fits on the future view; held there.
@@ -207,19 +243,21 @@ std::optional<Reservation> FutureView::Search(const CycleState& cs, const Worklo
         search.Find(cs, w, c, out).ok()) {
       break;
     }
-    if (due_.empty() || releases_[due_.back()].first > until) return std::nullopt;
-    cursor_ = std::max(cursor_, releases_[due_.back()].first);
-    while (!due_.empty() && releases_[due_.back()].first <= cursor_) {
-      (void)future_->RemoveRunning(releases_[due_.back()].second);
+    if (due_.empty() || entries_[due_.back()].at > until) return std::nullopt;
+    cursor_ = std::max(cursor_, entries_[due_.back()].at);
+    while (!due_.empty() && entries_[due_.back()].at <= cursor_) {
+      const Entry& e = entries_[due_.back()];
+      if (e.key.empty()) {
+        Free(due_.back());
+      } else {
+        (void)FreeHeld(e.key);
+      }
       due_.pop_back();
     }
   }
   Reservation r{w.id, cursor_, out.front().assignments, w.per_member, cursor_ + profile_.backfill().RuntimeOf(w)};
   // Held from its start until its expected end: later reservations may follow it on the same nodes.
-  Workload held = w;
-  held.id = HeldId(w.id);
-  held.members = c.members;
-  if (future_->AddRunning(Allocation{held, r.assignments, cursor_}).ok()) AddRelease(r.end_s, held.id);
+  if (auto i = Take(HeldId(w.id), w.per_member, r.assignments)) Schedule(*i, r.end_s);
   return r;
 }
 

@@ -119,18 +119,36 @@ class FutureView {
   int64_t now_;
   const std::map<std::string, Reservation>& kept_;
   std::unordered_set<std::string> dropped_;
-  // The view: this thread's scratch ClusterState, copy-assigned from the cluster (the assignment
-  // reuses the containers' storage of earlier cycles: no per-cycle copy and free of every running
-  // allocation), or own_ while another FutureView on this thread holds the scratch.
+  // The view: this thread's scratch ClusterState, assigned the cluster's nodes and capacity but not
+  // its running allocations (ClusterState::AssignCapacity: their capacity stays taken, and the view
+  // releases it itself from entries_; the assignment reuses the storage of earlier cycles), or own_
+  // while another FutureView on this thread holds the scratch (a full copy; its running map is
+  // never read).
   ClusterState* future_ = nullptr;
   std::optional<ClusterState> own_;
   bool leased_ = false;  // this view holds the thread's scratch (until it is destroyed)
-  // (expected end, allocation to release then), in the order added; `due_` indexes them latest end
-  // first, so the next one due is at its back (arrays, not a tree of nodes: a view lists every
-  // running allocation, and releases them from the back).
-  std::vector<std::pair<int64_t, std::string>> releases_;
+  // Capacity taken on the view and when it is given back: every running allocation of the cluster,
+  // every placement mirrored and every reservation held. A held reservation has its key (HeldId)
+  // and is released by key (whichever entry holds that key then); the rest by entry. Plain
+  // arrays: the assignments of all entries in one vector, no id string per running allocation.
+  struct Entry {
+    int64_t at = 0;  // when it is released (entries taken again by Replan have none: not in due_)
+    Resources per_member;
+    uint32_t first = 0, count = 0;  // its assignments in assigned_
+    std::string key;                // a held reservation's HeldId; empty for the rest
+    bool released = false;
+  };
+  std::vector<Entry> entries_;
+  std::vector<MemberAssignment> assigned_;
+  std::unordered_map<std::string, uint32_t> held_;  // key -> the entry holding capacity under it
+  // entries_ by release time, latest first, so the next one due is at the back.
   std::vector<uint32_t> due_;
-  void AddRelease(int64_t at, std::string id);
+  uint32_t Record(const Resources& per_member, const std::vector<MemberAssignment>& at, std::string key);
+  // Takes capacity on the view; nullopt (nothing taken) when a node is unknown or `key` is held.
+  std::optional<uint32_t> Take(std::string key, const Resources& per_member, const std::vector<MemberAssignment>& at);
+  void Free(uint32_t entry);
+  bool FreeHeld(const std::string& key);  // false when nothing is held under `key`
+  void Schedule(uint32_t entry, int64_t at);  // released at `at` (kept in due_'s order)
   int64_t cursor_ = 0;                            // how far the view has been moved forward
 };
 

@@ -281,6 +281,29 @@ void ClusterState::CountPreemptible(const Workload& w, int64_t members) {
   if ((preemptible_by_queue_[w.queue] += gpus) == 0) preemptible_by_queue_.erase(w.queue);
 }
 
+void ClusterState::AssignCapacity(const ClusterState& other) {
+  levels_ = other.levels_;
+  nodes_ = other.nodes_;
+  node_index_ = other.node_index_;
+  vertices_ = other.vertices_;
+  level_ranges_ = other.level_ranges_;
+  node_parent_ = other.node_parent_;
+  max_gpus_ = other.max_gpus_;
+  hist_ = other.hist_;
+  cap_hist_ = other.cap_hist_;
+  cordoned_hist_ = other.cordoned_hist_;
+  free_gpus_ = other.free_gpus_;
+  cordoned_free_ = other.cordoned_free_;
+  whole_free_ = other.whole_free_;
+  running_.clear();
+  preemptible_gpus_ = other.preemptible_gpus_;
+  preemptible_by_queue_ = other.preemptible_by_queue_;
+  // Every member above: a member added to the class must be added here too.
+  static_assert(sizeof(ClusterState) == sizeof(TopologyLevels) + 10 * sizeof(std::vector<int32_t>) + 3 * sizeof(running_) +
+                                            2 * sizeof(int64_t),
+                "ClusterState changed: update AssignCapacity");
+}
+
 Status ClusterState::AddRunning(Allocation a) {
   if (running_.count(a.workload.id)) return Status::Error("workload " + a.workload.id + ": already running");
   for (const auto& as : a.assignments) {

@@ -109,6 +109,12 @@ class ClusterState {
   // not depend on pools (placement checks each node's pool).
   void SetPool(NodeId n, Pool pool, Pool lent_by, bool lent_preemptible_only);
 
+  // This object becomes `other` without its running allocations: the same nodes, topology and
+  // aggregates (their capacity stays taken), an empty running map. For a view that releases that
+  // capacity itself (the future view, core/framework/cycle.cc): no copy of every allocation.
+  // Reuses this object's storage.
+  void AssignCapacity(const ClusterState& other);
+
   // Running workloads.
   const std::unordered_map<std::string, Allocation>& running() const { return running_; }
   // Applies the assignments and records the workload as running. Error if the id already runs.
