@@ -10,7 +10,7 @@
 // destroying it and the decisions after are not; `teardown_ms` says what destroying took, the part
 // the earlier harness timed too). Memory: one process per case (bench/scale_curve.sh) reads the
 // peak RSS counter; `world_MiB` is the resident size once the world is built, before any cycle.
-// Run: build/bin/tidal_bench --benchmark_filter='Cycle/nodes:10000/pending:100000$'
+// Run: build/bin/tidal_bench --benchmark_filter='Cycle/nodes:10000/pending:100000/'
 //
 // Single-threaded: the benchmark's thread builds the world and runs the cycles.
 #include <sys/resource.h>
