@@ -87,8 +87,10 @@ std::string HeldId(const std::string& workload) { return "reservation:" + worklo
 
 }  // namespace
 
-uint32_t FutureView::Record(const Resources& per_member, const std::vector<MemberAssignment>& at, std::string key) {
+uint32_t FutureView::Record(int64_t release_at, const Resources& per_member, const std::vector<MemberAssignment>& at,
+                            std::string key) {
   Entry e;
+  e.at = release_at;
   e.per_member = per_member;
   e.first = static_cast<uint32_t>(assigned_.size());
   e.count = static_cast<uint32_t>(at.size());
@@ -105,10 +107,8 @@ std::optional<uint32_t> FutureView::Take(std::string key, const Resources& per_m
     if (a.node < 0 || a.node >= future_->node_count()) return std::nullopt;
   }
   for (const auto& a : at) future_->Allocate(a.node, per_member * a.members);
-  const bool held = !key.empty();
-  std::string k = held ? key : std::string();
-  const uint32_t i = Record(per_member, at, std::move(key));
-  if (held) held_[std::move(k)] = i;
+  const uint32_t i = Record(0, per_member, at, key);
+  if (!key.empty()) held_.emplace(std::move(key), i);
   return i;
 }
 
@@ -215,7 +215,7 @@ void FutureView::Build(const ClusterState& state) {
   due_.clear();
   entries_.reserve(state.running().size() + kept_.size());
   // The cluster's running allocations: their capacity is taken on the view already.
-  for (const auto& [id, a] : state.running()) entries_[Record(a.workload.per_member, a.assignments, {})].at = ExpectedEnd(a);
+  for (const auto& [id, a] : state.running()) (void)Record(ExpectedEnd(a), a.workload.per_member, a.assignments, {});
   cursor_ = now_;
   // Kept reservations are held from now until their expected end: a new reservation may take
   // their nodes only after that.

@@ -143,7 +143,7 @@ class FutureView {
   std::unordered_map<std::string, uint32_t> held_;  // key -> the entry holding capacity under it
   // entries_ by release time, latest first, so the next one due is at the back.
   std::vector<uint32_t> due_;
-  uint32_t Record(const Resources& per_member, const std::vector<MemberAssignment>& at, std::string key);
+  uint32_t Record(int64_t release_at, const Resources& per_member, const std::vector<MemberAssignment>& at, std::string key);
   // Takes capacity on the view; nullopt (nothing taken) when a node is unknown or `key` is held.
   std::optional<uint32_t> Take(std::string key, const Resources& per_member, const std::vector<MemberAssignment>& at);
   void Free(uint32_t entry);
