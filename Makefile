@@ -43,7 +43,7 @@ APT_PACKAGES := build-essential cmake ninja-build ccache pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev \
   prometheus openssl curl python3-matplotlib slurm-wlm munge libslurm-dev \
-  prometheus-cpp-dev libcpp-httplib-dev clang libclang-rt-14-dev
+  prometheus-cpp-dev libcpp-httplib-dev libgoogle-perftools-dev clang libclang-rt-14-dev
 
 .PHONY: test-sanitize test-sanitize-ci test-asan test-tsan
 .PHONY: all deps build test test-all unit unit-ci programs demo demo-place bench clean go-tools shim e2e bench-kube bench-slurm fuzz fuzz-ci fuzz-build soak

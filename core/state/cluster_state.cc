@@ -184,17 +184,24 @@ int64_t ClusterState::NodeMemberCapacity(int64_t free_gpus, int64_t gpus_per_mem
   return free_gpus / gpus_per_member;
 }
 
+namespace {
+// Members of g GPUs that nodes counted by free GPUs in h[0..max] hold: sum of h[k] * (k / g),
+// without a division per bucket (this runs for every vertex a placement search visits).
+int64_t CountMembers(const int32_t* h, int64_t g, int64_t max) {
+  int64_t c = 0;
+  for (int64_t m = 1, k = g; k <= max; ++m) {
+    for (const int64_t end = std::min(k + g, max + 1); k < end; ++k) c += static_cast<int64_t>(h[k]) * m;
+  }
+  return c;
+}
+}  // namespace
+
 int64_t ClusterState::MemberCapacity(VertexId v, int64_t g, bool with_cordoned) const {
   if (g <= 0) return int64_t{1} << 40;  // GPU-less members: no GPU bound; the node scan decides.
   if (g > max_gpus_) return 0;
-  const int32_t* h = Hist(v);
-  int64_t c = 0;
-  for (int64_t k = g; k <= max_gpus_; ++k) c += static_cast<int64_t>(h[k]) * (k / g);
-  if (with_cordoned) {
-    // Cordoned nodes sit in hist_ at 0 free, so adding their own histogram counts each node once.
-    const int32_t* ch = CordonedHist(v);
-    for (int64_t k = g; k <= max_gpus_; ++k) c += static_cast<int64_t>(ch[k]) * (k / g);
-  }
+  int64_t c = CountMembers(Hist(v), g, max_gpus_);
+  // Cordoned nodes sit in hist_ at 0 free, so adding their own histogram counts each node once.
+  if (with_cordoned) c += CountMembers(CordonedHist(v), g, max_gpus_);
   return c;
 }
 
@@ -210,10 +217,7 @@ int64_t ClusterState::TightestNodeFree(VertexId v, int64_t g, int32_t members, b
 int64_t ClusterState::StaticMemberCapacity(VertexId v, int64_t g) const {
   if (g <= 0) return int64_t{1} << 40;
   if (g > max_gpus_) return 0;
-  const int32_t* h = &cap_hist_[static_cast<size_t>(v) * static_cast<size_t>(max_gpus_ + 1)];
-  int64_t c = 0;
-  for (int64_t k = g; k <= max_gpus_; ++k) c += static_cast<int64_t>(h[k]) * (k / g);
-  return c;
+  return CountMembers(&cap_hist_[static_cast<size_t>(v) * static_cast<size_t>(max_gpus_ + 1)], g, max_gpus_);
 }
 
 ClusterState::NodeShare ClusterState::ShareOf(const Node& node) const {
@@ -281,9 +285,51 @@ void ClusterState::CountPreemptible(const Workload& w, int64_t members) {
   if ((preemptible_by_queue_[w.queue] += gpus) == 0) preemptible_by_queue_.erase(w.queue);
 }
 
+namespace {
+// dst = src, without copying what is equal already: between two cycles a node's name, labels,
+// taints and pools rarely change, and copying them (a map of strings per node) was most of the
+// future view's cost. Comparing costs no allocation.
+template <typename T>
+void AssignIfChanged(T& dst, const T& src) {
+  if (!(dst == src)) dst = src;
+}
+void AssignNode(Node& dst, const Node& src) {
+  AssignIfChanged(dst.name, src.name);
+  AssignIfChanged(dst.labels, src.labels);
+  dst.capacity = src.capacity;
+  dst.allocated = src.allocated;
+  dst.health = src.health;
+  dst.pool = src.pool;
+  dst.lent_by = src.lent_by;
+  dst.lent_preemptible_only = src.lent_preemptible_only;
+  AssignIfChanged(dst.named_pool, src.named_pool);
+  dst.named_pool_lent = src.named_pool_lent;
+  AssignIfChanged(dst.gpu_model, src.gpu_model);
+  AssignIfChanged(dst.taints, src.taints);
+  // Every member above: a member added to Node must be added here too (Node's members, in order).
+  struct Members {
+    std::string name;
+    std::map<std::string, std::string> labels;
+    Resources capacity, allocated;
+    NodeHealth health;
+    Pool pool, lent_by;
+    bool lent_preemptible_only;
+    std::string named_pool;
+    bool named_pool_lent;
+    std::string gpu_model;
+    std::vector<Taint> taints;
+  };
+  static_assert(sizeof(Node) == sizeof(Members), "Node changed: update AssignNode");
+}
+}  // namespace
+
 void ClusterState::AssignCapacity(const ClusterState& other) {
   levels_ = other.levels_;
-  nodes_ = other.nodes_;
+  if (nodes_.size() == other.nodes_.size()) {
+    for (size_t i = 0; i < nodes_.size(); ++i) AssignNode(nodes_[i], other.nodes_[i]);
+  } else {
+    nodes_ = other.nodes_;
+  }
   node_index_ = other.node_index_;
   vertices_ = other.vertices_;
   level_ranges_ = other.level_ranges_;

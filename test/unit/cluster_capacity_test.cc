@@ -51,5 +51,47 @@ TEST(AssignCapacityTest, TakesCapacityAndShapeButNoRunningAllocations) {
   EXPECT_EQ(view.FreeGpus(view.root()), src.FreeGpus(src.root()));
 }
 
+// The view keeps its node storage between assignments and copies a node's name, labels, taints,
+// pools and model only where they differ: a source whose nodes changed in any of these must
+// still be copied in full, and an unchanged one left equal.
+TEST(AssignCapacityTest, CopiesChangedNodeFieldsIntoReusedStorage) {
+  const ClusterState a = FabricState(1, 1, 2, 2);
+  std::vector<Node> nodes(a.nodes().begin(), a.nodes().end());
+  for (auto& n : nodes) {
+    n.name += "-b";
+    n.labels["extra"] = "x";
+    n.gpu_model = "H100";
+    n.named_pool = "team";
+    n.taints.push_back(Taint{"k", "v", TaintEffect::kNoSchedule});
+  }
+  nodes[1].capacity.gpus = 4;
+  auto built = ClusterState::Build(a.levels(), nodes);
+  ASSERT_TRUE(built.ok()) << built.status().Message();
+  const ClusterState& b = *built;
+
+  ClusterState view = a;
+  view.AssignCapacity(b);  // same node count: the storage is reused
+  ASSERT_EQ(view.node_count(), b.node_count());
+  for (NodeId n = 0; n < b.node_count(); ++n) {
+    EXPECT_EQ(view.node(n).name, b.node(n).name) << n;
+    EXPECT_EQ(view.node(n).labels, b.node(n).labels) << n;
+    EXPECT_EQ(view.node(n).gpu_model, "H100") << n;
+    EXPECT_EQ(view.node(n).named_pool, "team") << n;
+    EXPECT_EQ(view.node(n).taints, b.node(n).taints) << n;
+    EXPECT_EQ(view.node(n).capacity, b.node(n).capacity) << n;
+  }
+  EXPECT_EQ(view.FindNode(b.node(1).name), 1);
+  EXPECT_EQ(view.FreeGpus(view.root()), b.FreeGpus(b.root()));
+
+  view.AssignCapacity(a);  // and back
+  for (NodeId n = 0; n < a.node_count(); ++n) {
+    EXPECT_EQ(view.node(n).name, a.node(n).name) << n;
+    EXPECT_EQ(view.node(n).labels, a.node(n).labels) << n;
+    EXPECT_TRUE(view.node(n).taints.empty()) << n;
+    EXPECT_EQ(view.node(n).gpu_model, a.node(n).gpu_model) << n;
+  }
+  EXPECT_EQ(view.FreeGpus(view.root()), a.FreeGpus(a.root()));
+}
+
 }  // namespace
 }  // namespace tidal
