@@ -199,6 +199,7 @@ int64_t CountMembers(const int32_t* h, int64_t g, int64_t max) {
 int64_t ClusterState::MemberCapacity(VertexId v, int64_t g, bool with_cordoned) const {
   if (g <= 0) return int64_t{1} << 40;  // GPU-less members: no GPU bound; the node scan decides.
   if (g > max_gpus_) return 0;
+  if (g == 1) return FreeGpus(v, with_cordoned);  // the histograms' GPU sums, kept up to date
   int64_t c = CountMembers(Hist(v), g, max_gpus_);
   // Cordoned nodes sit in hist_ at 0 free, so adding their own histogram counts each node once.
   if (with_cordoned) c += CountMembers(CordonedHist(v), g, max_gpus_);

@@ -47,6 +47,7 @@ Status TidalPolicy::Prepare(Simulator& sim) {
     }
   }
   pooled_ = HasPools(sim.state());
+  RankIds(sim);
   if (ledger_ == nullptr) return Status::Ok();
   const QueueTree& tree = ledger_->tree();
   ResVec cap(static_cast<size_t>(tree.resources()), 0);
@@ -62,6 +63,18 @@ Status TidalPolicy::Prepare(Simulator& sim) {
   }
   FindDoomed(sim);
   return Status::Ok();
+}
+
+void TidalPolicy::RankIds(const Simulator& sim) {
+  // Ties of the queue order go by workload id: ranked once here, compared as integers per event.
+  std::vector<JobId> by_id(sim.jobs().size());
+  for (JobId j = 0; j < by_id.size(); ++j) by_id[j] = j;
+  std::sort(by_id.begin(), by_id.end(), [&](JobId a, JobId b) { return sim.job(a).w.id < sim.job(b).w.id; });
+  id_rank_.assign(by_id.size(), 0);
+  for (size_t i = 1; i < by_id.size(); ++i) {
+    const bool same = sim.job(by_id[i]).w.id == sim.job(by_id[i - 1]).w.id;
+    id_rank_[by_id[i]] = id_rank_[by_id[i - 1]] + (same ? 0 : 1);
+  }
 }
 
 void TidalPolicy::FindDoomed(Simulator& sim) {
@@ -355,24 +368,24 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
   bool keyed = true;
   for (JobId j : pending) {
     if (sim.record(j).state != JobState::kPending) continue;
-    Item it{{}, &sim.job(j).w, j, std::binary_search(holders_.begin(), holders_.end(), j), false};
-    if (keyed && !qs.SortKey(*it.w, &it.key)) keyed = false;
+    Item it{{}, id_rank_[j], &sim.job(j).w, j, std::binary_search(holders_.begin(), holders_.end(), j), false};
     it.aged = it.w->TotalGpus() >= reserve_from && bfs.Aged(*it.w, now);  // fixed for this event
+    std::array<int64_t, 3> key{};
+    if (keyed && !qs.SortKey(*it.w, &key)) keyed = false;
+    it.order = it.aged ? std::array<int64_t, 4>{0, it.w->submit_time_s, 0, 0} : std::array<int64_t, 4>{1, key[0], key[1], key[2]};
     items_.push_back(it);
   }
   if (items_.empty()) return;
   auto before = [&qs, keyed](const Item& a, const Item& b) {
-    if (a.aged != b.aged) return a.aged;
-    if (a.aged) return a.w->submit_time_s != b.w->submit_time_s ? a.w->submit_time_s < b.w->submit_time_s : a.w->id < b.w->id;
-    if (keyed) {
-      for (size_t i = 0; i < a.key.size(); ++i) {
-        if (a.key[i] != b.key[i]) return a.key[i] < b.key[i];
+    if (keyed || a.aged || b.aged) {
+      for (size_t i = 0; i < a.order.size(); ++i) {  // element by element: std::array's == is a memcmp call
+        if (a.order[i] != b.order[i]) return a.order[i] < b.order[i];
       }
     } else {
       if (qs.Less(*a.w, *b.w)) return true;
       if (qs.Less(*b.w, *a.w)) return false;
     }
-    return a.w->id < b.w->id;
+    return a.id_rank < b.id_rank;
   };
   size_t k = static_cast<size_t>(std::min<int64_t>(free, 1 << 20)) + static_cast<size_t>(depth) + 8;
   while (true) {

@@ -84,7 +84,11 @@ class TidalPolicy final : public Policy {
   explicit TidalPolicy(QuotaLedger* ledger) : ledger_(ledger) {}
   enum class Check { kInert, kAddActive };
   struct Item {
-    std::array<int64_t, 3> key;  // the QueueSort plugin's sort key, when it gives one
+    // The queue order as one key, compared without reading the workload: aged first (0), oldest
+    // first {0, submit, 0, 0}; then the others {1, QueueSort key}; ties by id_rank. Without a
+    // plugin key (keyed false), order[0] and id_rank only, and the plugin's Less between them.
+    std::array<int64_t, 4> order;
+    uint32_t id_rank;  // the job's place in id order (equal ids, equal ranks)
     const Workload* w;
     JobId job;
     bool holder = false;  // holds a kept reservation: always in the batch
@@ -105,6 +109,7 @@ class TidalPolicy final : public Policy {
   void OnEvict(const std::string& id, int32_t members);
   bool PostFilterInert(const Simulator& sim) const;
   void FindDoomed(Simulator& sim);
+  void RankIds(const Simulator& sim);
   // After a cycle over the first prefix_ items (and the holders): are the other items inert?
   // kAddActive: active_ may still be placed or reserve, or a holder after the prefix changed.
   Check Verify(Simulator& sim, const CycleResult& r);
@@ -120,6 +125,7 @@ class TidalPolicy final : public Policy {
   bool shortcuts_ = true;
   bool postfilter_known_ = false;  // the only PostFilter plugin (if any) is `preemption`
   std::vector<std::string> doomed_;  // per job: why the core rejects it on any state ("" = it does not)
+  std::vector<uint32_t> id_rank_;    // per job: its place in the order of workload ids (Item::id_rank)
   bool any_doomed_ = false;
   std::vector<Item> items_, active_;
   size_t prefix_ = 0;
