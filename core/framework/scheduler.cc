@@ -76,38 +76,71 @@ size_t ShapeCache::Hash::operator()(const Key& k) const {
   return h;
 }
 
+namespace {
+// A QueueSort key {k0, k1, k2} packed into two unsigned words that compare in the same order:
+// k0 and k1 biased into 32 bits each, k2 with its sign bit flipped. False when k0 or k1 falls
+// outside int32 (the caller then sorts the keys as they are).
+bool PackKey(const std::array<int64_t, 3>& k, uint64_t* hi, uint64_t* lo) {
+  constexpr int64_t kBias = int64_t{1} << 31;
+  if (k[0] < -kBias || k[0] >= kBias || k[1] < -kBias || k[1] >= kBias) return false;
+  *hi = static_cast<uint64_t>(k[0] + kBias) << 32 | static_cast<uint64_t>(k[1] + kBias);
+  *lo = static_cast<uint64_t>(k[2]) ^ (uint64_t{1} << 63);
+  return true;
+}
+
+// Sorts v by key alone (no workload is read), then each run of equal keys by workload id: the
+// same total order as comparing (key, id), without a cache miss on the workload per comparison.
+template <typename T, typename Less>
+void SortByKeyThenId(std::vector<T>& v, Less less) {
+  std::sort(v.begin(), v.end(), less);
+  for (size_t b = 0; b < v.size();) {
+    size_t e = b + 1;
+    while (e < v.size() && !less(v[b], v[e])) ++e;
+    if (e - b > 1) {
+      std::sort(v.begin() + static_cast<std::ptrdiff_t>(b), v.begin() + static_cast<std::ptrdiff_t>(e),
+                [](const T& x, const T& y) { return x.w->id < y.w->id; });
+    }
+    b = e;
+  }
+}
+}  // namespace
+
 void Scheduler::SortQueue(std::vector<const Workload*>& pending) const {
   QueueSortPlugin& qs = profile_->queue_sort();
   qs.PrepareSort();
-  // Fast path: sort contiguous keys (cache-friendly) when the plugin provides them for all.
+  // Fast paths: sort contiguous keys (cache-friendly) when the plugin provides them for all;
+  // packed into two words (two compares each) when they fit.
   struct Keyed {
     std::array<int64_t, 3> key;
     const Workload* w;
   };
+  struct Packed {
+    uint64_t hi, lo;
+    const Workload* w;
+  };
   std::vector<Keyed> keyed;
+  std::vector<Packed> packed;
   keyed.reserve(pending.size());
-  bool all = true;
+  packed.reserve(pending.size());
+  bool all = true, packs = true;
   for (const Workload* w : pending) {
     Keyed k{{}, w};
     if (!qs.SortKey(*w, &k.key)) {
       all = false;
       break;
     }
+    Packed p{0, 0, w};
+    packs = packs && PackKey(k.key, &p.hi, &p.lo);
+    if (packs) packed.push_back(p);
     keyed.push_back(k);
   }
+  if (all && packs) {
+    SortByKeyThenId(packed, [](const Packed& a, const Packed& b) { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; });
+    for (size_t i = 0; i < packed.size(); ++i) pending[i] = packed[i].w;
+    return;
+  }
   if (all) {
-    // By key alone (no workload is read), then each run of equal keys by id: the same total order
-    // as comparing (key, id), without a cache miss on the workload in every comparison.
-    std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
-    for (size_t b = 0; b < keyed.size();) {
-      size_t e = b + 1;
-      while (e < keyed.size() && keyed[e].key == keyed[b].key) ++e;
-      if (e - b > 1) {
-        std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(b), keyed.begin() + static_cast<std::ptrdiff_t>(e),
-                  [](const Keyed& x, const Keyed& y) { return x.w->id < y.w->id; });
-      }
-      b = e;
-    }
+    SortByKeyThenId(keyed, [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
     for (size_t i = 0; i < keyed.size(); ++i) pending[i] = keyed[i].w;
     return;
   }

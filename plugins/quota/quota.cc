@@ -37,15 +37,14 @@ Status Quota::Admit(CycleState& state, const Workload& w) {
     return Status::Unresolvable("queue \"" + w.queue + "\" " + (q < 0 ? "is not configured" : "is not a leaf queue") +
                                 " (leaf queues: " + leaves + ")");
   }
-  const ResVec need = t.Request(w.per_member * w.min_members, w.gpu_model);
-  if (refused_version_ != ledger_->version()) {
-    refused_.clear();
-    refused_version_ = ledger_->version();
+  SyncMemo();
+  MemoKey key{q, -1, t.Request(w.per_member * w.min_members, w.gpu_model)};
+  auto it = admitted_.find(key);
+  if (it == admitted_.end()) {
+    AdmissionResult r = ledger_->CheckAdmission(q, key.request);
+    it = admitted_.emplace(std::move(key), std::move(r.status)).first;
   }
-  auto key = std::make_pair(q, need);
-  if (auto it = refused_.find(key); it != refused_.end()) return it->second;
-  AdmissionResult r = ledger_->CheckAdmission(q, need);
-  if (!r.status.ok()) return refused_.emplace(std::move(key), r.status).first->second;
+  if (!it->second.ok()) return it->second;
   auto data = std::make_unique<QuotaCycleData>();
   data->leaf = q;
   state.Write(kName, std::move(data));
@@ -57,8 +56,14 @@ Status Quota::PreFilter(CycleState& state, const Workload& w, const TopologyLeve
   const auto* d = state.Read<QuotaCycleData>(kName);
   if (d == nullptr) return Status::Error("quota: Admit did not run for workload " + w.id);
   const QueueTree& t = ledger_->tree();
-  const ResVec one = t.Request(w.per_member, w.gpu_model);
-  c.members = std::max(w.min_members, ledger_->MaxAdmissibleMembers(d->leaf, one, c.members));
+  SyncMemo();
+  MemoKey key{d->leaf, c.members, t.Request(w.per_member, w.gpu_model)};
+  auto it = admissible_.find(key);
+  if (it == admissible_.end()) {
+    const int32_t n = ledger_->MaxAdmissibleMembers(d->leaf, key.request, c.members);
+    it = admissible_.emplace(std::move(key), n).first;
+  }
+  c.members = std::max(w.min_members, it->second);
   // Any GPU model: each member is charged with its node's model (Reserve), so a gpus.<model>
   // quota caps the members the search may put on that model's nodes. Resources are admitted one by
   // one, so checking gpus.<model> alone is exact (the rest is what capped c.members above).
@@ -75,6 +80,13 @@ Status Quota::PreFilter(CycleState& state, const Workload& w, const TopologyLeve
   std::sort(c.model_caps.begin(), c.model_caps.end(),
             [](const PlacementConstraints::ModelCap& a, const PlacementConstraints::ModelCap& b) { return a.model < b.model; });
   return Status::Ok();
+}
+
+void Quota::SyncMemo() {
+  if (memo_version_ == ledger_->version()) return;
+  admitted_.clear();
+  admissible_.clear();
+  memo_version_ = ledger_->version();
 }
 
 Status Quota::Reserve(CycleState& state, const ClusterState& cluster, const Workload& w, const Candidate& c) {

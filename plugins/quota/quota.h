@@ -11,15 +11,15 @@
 //   (core/state/headroom.h); then charges the placed members to the queue, each with the GPU model of its node (as bound
 //   pods are charged), marked borrowed when the queue goes above its nominal quota (informational:
 //   preemption judges borrowing from the ledger's current state); Unreserve releases the charge.
-// Without a ledger or with no queues configured, every workload is admitted. Refusals are memoized
-// while the ledger's version (core/state/queues.h) is unchanged.
+// Without a ledger or with no queues configured, every workload is admitted. Admission answers are
+// memoized while the ledger's version (core/state/queues.h) is unchanged.
 // Threading: cycle thread only; the ledger is owned by the state owner.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <utility>
 
+#include <absl/container/flat_hash_map.h>
 #include <nlohmann/json.hpp>
 
 #include "core/api/plugin.h"
@@ -43,10 +43,23 @@ class Quota final : public AdmitPlugin, public PreFilterPlugin, public ReservePl
  private:
   bool Active() const { return ledger_ != nullptr && ledger_->tree().size() > 1; }
   QuotaLedger* ledger_;
-  // Refusals by (leaf, request) while the ledger's version is unchanged: in a deep queue most
-  // workloads of a queue over quota ask for the same few shapes.
-  std::map<std::pair<int, ResVec>, Status> refused_;
-  uint64_t refused_version_ = 0;
+  // Answers by (leaf, request, members) while the ledger's version is unchanged: in a deep queue
+  // most workloads of a queue ask for the same few shapes. Admit's status (members -1) and
+  // PreFilter's admissible members (as a Status-free count).
+  struct MemoKey {
+    int leaf = 0;
+    int32_t members = -1;
+    ResVec request;
+    bool operator==(const MemoKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const MemoKey& k) {
+      return H::combine(std::move(h), k.leaf, k.members, k.request);
+    }
+  };
+  void SyncMemo();
+  absl::flat_hash_map<MemoKey, Status> admitted_;
+  absl::flat_hash_map<MemoKey, int32_t> admissible_;
+  uint64_t memo_version_ = 0;
 };
 
 }  // namespace tidal::plugins
