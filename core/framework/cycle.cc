@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <string_view>
 #include <utility>
 
@@ -398,7 +399,13 @@ std::optional<Reservation> Cycle::FindReservation(const Workload& w, const Reser
 
 bool Cycle::StartNow(const Workload& w, const Reservation& res) {
   // The future view found room on these nodes now, alongside every reservation: start there.
-  Decision now_d = scheduler_.ScheduleOne(state_, w, now_, nullptr, nullptr, &res.assignments);
+  // Only a placement counts here, so no victim search runs when it does not fit (its proposal
+  // would be dropped with this decision: one full search per such reservation, 7.5% of a 10k-node
+  // cycle), and no shape is memoized.
+  ShapeCache fit_only;
+  fit_only.memo_shapes = false;
+  fit_only.postfilter_attempts = std::numeric_limits<int>::max();
+  Decision now_d = scheduler_.ScheduleOne(state_, w, now_, &fit_only, nullptr, &res.assignments);
   if (now_d.outcome != Outcome::kPlaced) return false;
   MirrorPlacement(w.id);
   if (scheduler_.options_.keep_decisions) result_.decisions.push_back(std::move(now_d));
