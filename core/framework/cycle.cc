@@ -326,7 +326,11 @@ const Reservation* Cycle::KeptFor(const Workload& w) const {
 }
 
 void Cycle::Consider(const Workload& w, const Reservation* own) {
-  Decision d = TryNow(w, own);
+  // Decided in place: in the result's slot (reserved for every workload), or a local one when
+  // no decisions are kept.
+  Decision local;
+  Decision& d = scheduler_.options_.keep_decisions ? result_.decisions.emplace_back() : local;
+  TryNow(d, w, own);
   const bool placed = d.outcome == Outcome::kPlaced || d.outcome == Outcome::kWaiting;
   // A reservation holds while its workload waits for room only: not when it waits for admission
   // or for a victim to leave, nor when it is rejected.
@@ -336,27 +340,25 @@ void Cycle::Consider(const Workload& w, const Reservation* own) {
     MirrorPlacement(w.id);
   } else if (waits_for_room) {
     std::optional<Reservation> res = FindReservation(w, own);
-    if (res && res->start_s <= now_ && StartNow(w, *res)) return;
+    if (res && res->start_s <= now_ && StartNow(d, w, *res)) return;
     if (res) {
       WaitOn(d, std::move(*res), true);
     } else if (own != nullptr) {
       WaitOn(d, *own, false);
     }
   }
-  if (scheduler_.options_.keep_decisions) result_.decisions.push_back(std::move(d));
 }
 
-Decision Cycle::TryNow(const Workload& w, const Reservation* own) {
+void Cycle::TryNow(Decision& d, const Workload& w, const Reservation* own) {
   if (own != nullptr) index_.Hide(*own);
   // A workload with its own reservation sees the cluster differently: no shape memo for it.
   cache_.memo_shapes = own == nullptr;
   const std::vector<MemberAssignment>* at = own != nullptr && own->start_s <= now_ ? &own->assignments : nullptr;
-  Decision d = scheduler_.ScheduleOne(state_, w, now_, &cache_, index_.view(), at, &resolved_);
+  scheduler_.ScheduleInto(d, state_, w, now_, &cache_, index_.view(), at, &resolved_);
   const bool proposed = !d.preemption.victims.empty() || !d.preemption.shrinks.empty();
   if (proposed && scheduler_.options_.apply_preemptions && d.outcome == Outcome::kPending) {
     d = EvictAndRetry(w, std::move(d));
   }
-  return d;  // one returned object: no copy or move on the common path
 }
 
 Decision Cycle::EvictAndRetry(const Workload& w, Decision blocked) {
@@ -397,7 +399,7 @@ std::optional<Reservation> Cycle::FindReservation(const Workload& w, const Reser
   return std::nullopt;
 }
 
-bool Cycle::StartNow(const Workload& w, const Reservation& res) {
+bool Cycle::StartNow(Decision& d, const Workload& w, const Reservation& res) {
   // The future view found room on these nodes now, alongside every reservation: start there.
   // Only a placement counts here, so no victim search runs when it does not fit (its proposal
   // would be dropped with this decision: one full search per such reservation, 7.5% of a 10k-node
@@ -408,7 +410,7 @@ bool Cycle::StartNow(const Workload& w, const Reservation& res) {
   Decision now_d = scheduler_.ScheduleOne(state_, w, now_, &fit_only, nullptr, &res.assignments);
   if (now_d.outcome != Outcome::kPlaced) return false;
   MirrorPlacement(w.id);
-  if (scheduler_.options_.keep_decisions) result_.decisions.push_back(std::move(now_d));
+  d = std::move(now_d);
   return true;
 }
 

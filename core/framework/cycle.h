@@ -169,14 +169,16 @@ class Cycle {
   const Reservation* KeptFor(const Workload& w) const;
   // Step 2: ScheduleOne against the reservations in force (its own hidden; placed exactly on it
   // when it is due); with apply_preemptions, PostFilter's victims are evicted and it is retried.
-  Decision TryNow(const Workload& w, const Reservation* own);
+  // The decision is written into `d` (default-constructed: the cycle's result slot).
+  void TryNow(Decision& d, const Workload& w, const Reservation* own);
   Decision EvictAndRetry(const Workload& w, Decision blocked);
   // Its kept reservation after the attempt: held again while it waits for room, else lifted.
   void SettleOwn(const Workload& w, const Reservation& own, bool placed, bool waits_for_room);
   // Step 3: a kept reservation moved earlier, or a new one while `backfill.depth` allows.
   std::optional<Reservation> FindReservation(const Workload& w, const Reservation* own);
-  // Step 3: a reservation whose earliest start is now starts there at once (true when placed).
-  bool StartNow(const Workload& w, const Reservation& res);
+  // Step 3: a reservation whose earliest start is now starts there at once (true when placed:
+  // `d` is then that placement's decision).
+  bool StartNow(Decision& d, const Workload& w, const Reservation& res);
   // Step 4: `d` waits on `res` (added to the reservations in force when `fresh`).
   void WaitOn(Decision& d, Reservation res, bool fresh);
   void MirrorPlacement(const std::string& id);

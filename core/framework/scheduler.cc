@@ -193,7 +193,7 @@ struct Scheduler::Attempt {
   const BackfillView* bf = nullptr;                  // optional
   const std::vector<MemberAssignment>* at = nullptr; // optional: a reservation's nodes
   PlacementConstraints* resolved = nullptr;          // optional: gets c as Resolve left it
-  Decision d{};
+  Decision& d;                                       // the decision, written in place
   CycleState cs{};
   PlacementConstraints c{};  // as PreFilter resolved them; members then as placed
   ShapeCache::Key key{};
@@ -203,7 +203,15 @@ struct Scheduler::Attempt {
 Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache,
                                 const BackfillView* bf, const std::vector<MemberAssignment>* at,
                                 PlacementConstraints* resolved) const {
-  Attempt a{state, w, now_s, cache, bf, at, resolved};
+  Decision d;
+  ScheduleInto(d, state, w, now_s, cache, bf, at, resolved);
+  return d;
+}
+
+void Scheduler::ScheduleInto(Decision& d, ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache,
+                             const BackfillView* bf, const std::vector<MemberAssignment>* at,
+                             PlacementConstraints* resolved) const {
+  Attempt a{state, w, now_s, cache, bf, at, resolved, d};
   if (resolved != nullptr) *resolved = PlacementConstraints{};
   a.d.workload_id = w.id;
   if (Status s = Resolve(a); !s.ok()) return Fail(a, std::move(s));
@@ -223,14 +231,13 @@ Decision Scheduler::ScheduleOne(ClusterState& state, const Workload& w, int64_t 
     TryPostFilter(a, found);
     return Fail(a, std::move(found));
   }
-  return Apply(a, candidates);
+  Apply(a, candidates);
 }
 
-Decision Scheduler::Fail(Attempt& a, Status s) {
+void Scheduler::Fail(Attempt& a, Status s) {
   a.d.outcome = OutcomeFor(s);
   a.d.explanation = s.Message();
   a.d.status = std::move(s);
-  return std::move(a.d);  // the attempt ends here: move, do not copy
 }
 
 Status Scheduler::Resolve(Attempt& a) const {
@@ -339,7 +346,7 @@ Status Scheduler::ShrinkElastic(Attempt& a, const PlacementSearch& search, std::
   return Status::Ok();
 }
 
-Decision Scheduler::Apply(Attempt& a, std::vector<Candidate>& candidates) const {
+void Scheduler::Apply(Attempt& a, std::vector<Candidate>& candidates) const {
   for (auto& cand : candidates) profile_->RunScore(a.cs, a.w, cand);
   // Highest score wins; ties keep the search's best-fit order.
   std::stable_sort(candidates.begin(), candidates.end(),
@@ -367,7 +374,6 @@ Decision Scheduler::Apply(Attempt& a, std::vector<Candidate>& candidates) const 
   d.explanation = DescribePlacement(a.state, a.w, a.c, chosen, candidates.size());
   if (!permit.ok()) d.explanation += "; held: " + permit.Message();
   d.placement = std::move(chosen);
-  return std::move(d);
 }
 
 std::string Scheduler::DescribePlacement(const ClusterState& state, const Workload& w, const PlacementConstraints& c,

@@ -167,6 +167,11 @@ class Scheduler {
   Decision ScheduleOne(ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache = nullptr,
                        const BackfillView* bf = nullptr, const std::vector<MemberAssignment>* at = nullptr,
                        PlacementConstraints* resolved = nullptr) const;
+  // The same, written into `d` (a default-constructed Decision): the cycle decides straight into
+  // its result, no Decision moved per workload.
+  void ScheduleInto(Decision& d, ClusterState& state, const Workload& w, int64_t now_s, ShapeCache* cache = nullptr,
+                    const BackfillView* bf = nullptr, const std::vector<MemberAssignment>* at = nullptr,
+                    PlacementConstraints* resolved = nullptr) const;
   // Sorts with the profile's QueueSort (stable, ties by id).
   void SortQueue(std::vector<Workload>& pending) const;
   void SortQueue(std::vector<const Workload*>& pending) const;
@@ -182,10 +187,10 @@ class Scheduler {
   bool FitsReserved(Attempt& a) const;
   Status ShrinkElastic(Attempt& a, const PlacementSearch& search, std::vector<Candidate>& candidates) const;
   // Score, apply the best in a Transaction, Reserve, Permit: commit, or discard on a refusal.
-  Decision Apply(Attempt& a, std::vector<Candidate>& candidates) const;
+  void Apply(Attempt& a, std::vector<Candidate>& candidates) const;
   // Nothing fits: PostFilter (preemption) may propose victims, noted in `failure`.
   void TryPostFilter(Attempt& a, Status& failure) const;
-  static Decision Fail(Attempt& a, Status s);
+  static void Fail(Attempt& a, Status s);
   void ApplyPreemption(ClusterState& state, const PostFilterResult& r) const;
   std::string DescribePlacement(const ClusterState& state, const Workload& w, const PlacementConstraints& c,
                                 const Candidate& cand, size_t alternatives) const;
