@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -94,8 +95,17 @@ ResVec QueueTree::Request(const Resources& total, const std::string& gpu_model) 
   if (r.size() > 1) r[1] = total.cpu_milli;
   if (r.size() > 2) r[2] = total.memory_bytes;
   if (!gpu_model.empty()) {
-    const int i = cfg_.ResourceIndex("gpus." + gpu_model);
-    if (i >= 0) r[static_cast<size_t>(i)] = total.gpus;
+    // The resource "gpus.<model>", found without building its name (this runs for every workload
+    // a cycle admits).
+    constexpr std::string_view kPrefix = "gpus.";
+    for (size_t i = 0; i < cfg_.resources.size(); ++i) {
+      const std::string& n = cfg_.resources[i];
+      if (n.size() == kPrefix.size() + gpu_model.size() && n.compare(0, kPrefix.size(), kPrefix) == 0 &&
+          n.compare(kPrefix.size(), std::string::npos, gpu_model) == 0) {
+        r[i] = total.gpus;
+        break;
+      }
+    }
   }
   return r;
 }

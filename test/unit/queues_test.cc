@@ -281,5 +281,52 @@ TEST(QuotaPlugin, RefusalsAreMemoizedOnlyWhileTheLedgerIsUnchanged) {
   EXPECT_TRUE(quota.Admit(c3, w).ok()) << "the refusal must not outlive the charge that caused it";
 }
 
+TEST(QuotaPlugin, AdmissionsAndMemberCapsAreMemoizedOnlyWhileTheLedgerIsUnchanged) {
+  QuotaLedger l = MakeLedger({Q("a", "", 16, 0)}, 64);  // nominal 16 GPUs, no borrowing
+  plugins::Quota quota(&l);
+  Workload w;
+  w.id = "w";
+  w.queue = "a";
+  w.per_member.gpus = 4;
+  w.members = 4;
+  w.min_members = 1;
+  const TopologyLevels levels = TopologyLevels::Default();
+  auto admit_and_cap = [&]() -> std::pair<bool, int32_t> {
+    CycleState cs;
+    if (!quota.Admit(cs, w).ok()) return {false, 0};
+    PlacementConstraints c;
+    c.members = w.members;
+    EXPECT_TRUE(quota.PreFilter(cs, w, levels, c).ok());
+    return {true, c.members};
+  };
+  EXPECT_EQ(admit_and_cap(), std::make_pair(true, 4));
+  EXPECT_EQ(admit_and_cap(), std::make_pair(true, 4));  // answered from the memo
+  ASSERT_TRUE(l.Charge("x", l.tree().Find("a"), G(8), false).ok());
+  EXPECT_EQ(admit_and_cap(), std::make_pair(true, 2)) << "the cap must follow the charge";
+  ASSERT_TRUE(l.Charge("y", l.tree().Find("a"), G(8), false).ok());
+  EXPECT_FALSE(admit_and_cap().first) << "an admission must not outlive the room it found";
+  l.Uncharge("y");
+  EXPECT_EQ(admit_and_cap(), std::make_pair(true, 2));
+}
+
+TEST(QueueTree, RequestChargesTheGpuModelResourceByExactName) {
+  QueueConfig cfg;
+  cfg.resources = {"gpus", "cpu", "memory", "gpus.A100", "gpus.H100"};
+  QueueSpec q;
+  q.name = "a";
+  q.nominal = {8, kUnlimited, kUnlimited, 8, 8};
+  q.borrowing_limit = {0, kUnlimited, kUnlimited, 0, 0};
+  q.lending_limit = {kUnlimited, kUnlimited, kUnlimited, kUnlimited, kUnlimited};
+  cfg.queues = {q};
+  auto tree = QueueTree::Build(cfg);
+  ASSERT_TRUE(tree.ok()) << tree.status().Message();
+  const Resources total{4, 1000, 1 << 20};
+  EXPECT_EQ((*tree)->Request(total, "H100"), (ResVec{4, 1000, 1 << 20, 0, 4}));
+  EXPECT_EQ((*tree)->Request(total, "A100"), (ResVec{4, 1000, 1 << 20, 4, 0}));
+  EXPECT_EQ((*tree)->Request(total, "A10"), (ResVec{4, 1000, 1 << 20, 0, 0})) << "a prefix of a model is another model";
+  EXPECT_EQ((*tree)->Request(total, "A1000"), (ResVec{4, 1000, 1 << 20, 0, 0}));
+  EXPECT_EQ((*tree)->Request(total, ""), (ResVec{4, 1000, 1 << 20, 0, 0}));
+}
+
 }  // namespace
 }  // namespace tidal
