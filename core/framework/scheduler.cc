@@ -118,9 +118,8 @@ void Scheduler::SortQueue(std::vector<const Workload*>& pending) const {
     uint64_t hi, lo;
     const Workload* w;
   };
-  std::vector<Keyed> keyed;
-  std::vector<Packed> packed;
-  keyed.reserve(pending.size());
+  std::vector<Packed> packed;  // while every key so far packs
+  std::vector<Keyed> keyed;    // once one does not (the packed ones move here)
   packed.reserve(pending.size());
   bool all = true, packs = true;
   for (const Workload* w : pending) {
@@ -130,8 +129,20 @@ void Scheduler::SortQueue(std::vector<const Workload*>& pending) const {
       break;
     }
     Packed p{0, 0, w};
-    packs = packs && PackKey(k.key, &p.hi, &p.lo);
-    if (packs) packed.push_back(p);
+    if (packs && PackKey(k.key, &p.hi, &p.lo)) {
+      packed.push_back(p);
+      continue;
+    }
+    if (packs) {
+      packs = false;
+      keyed.reserve(pending.size());
+      for (const Packed& q : packed) {
+        Keyed u{{}, q.w};
+        (void)qs.SortKey(*q.w, &u.key);  // the same key again: valid until the next PrepareSort
+        keyed.push_back(u);
+      }
+      packed = {};
+    }
     keyed.push_back(k);
   }
   if (all && packs) {
