@@ -32,6 +32,13 @@ StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(const QueueConfig& c
   auto t = std::make_shared<QueueTree>();
   t->cfg_ = cfg;
   const size_t nr = cfg.resources.size();
+  constexpr std::string_view kModelPrefix = "gpus.";
+  for (size_t i = 0; i < nr; ++i) {
+    const std::string& name = cfg.resources[i];
+    if (name.size() > kModelPrefix.size() && name.compare(0, kModelPrefix.size(), kModelPrefix) == 0) {
+      t->model_resources_.emplace_back(name.substr(kModelPrefix.size()), static_cast<int>(i));
+    }
+  }
   Node root;
   root.spec.name = "";
   root.spec.nominal.assign(nr, kUnlimited);
@@ -95,14 +102,9 @@ ResVec QueueTree::Request(const Resources& total, const std::string& gpu_model) 
   if (r.size() > 1) r[1] = total.cpu_milli;
   if (r.size() > 2) r[2] = total.memory_bytes;
   if (!gpu_model.empty()) {
-    // The resource "gpus.<model>", found without building its name (this runs for every workload
-    // a cycle admits).
-    constexpr std::string_view kPrefix = "gpus.";
-    for (size_t i = 0; i < cfg_.resources.size(); ++i) {
-      const std::string& n = cfg_.resources[i];
-      if (n.size() == kPrefix.size() + gpu_model.size() && n.compare(0, kPrefix.size(), kPrefix) == 0 &&
-          n.compare(kPrefix.size(), std::string::npos, gpu_model) == 0) {
-        r[i] = total.gpus;
+    for (const auto& [model, i] : model_resources_) {
+      if (model == gpu_model) {
+        r[static_cast<size_t>(i)] = total.gpus;
         break;
       }
     }

@@ -35,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <absl/container/inlined_vector.h>
@@ -106,6 +107,9 @@ class QueueTree {
   QueueConfig cfg_;
   std::vector<Node> nodes_;
   std::map<std::string, int> index_;
+  // The per-model GPU resources "gpus.<model>" of cfg_: (model, resource index), found once here
+  // instead of by name in every Request.
+  std::vector<std::pair<std::string, int>> model_resources_;
 };
 
 struct AdmissionResult {

@@ -368,16 +368,16 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
   bool keyed = true;
   for (JobId j : pending) {
     if (sim.record(j).state != JobState::kPending) continue;
-    Item it{{}, id_rank_[j], &sim.job(j).w, j, std::binary_search(holders_.begin(), holders_.end(), j), false};
-    it.aged = it.w->TotalGpus() >= reserve_from && bfs.Aged(*it.w, now);  // fixed for this event
+    Item it{{}, id_rank_[j], &sim.job(j).w, j, std::binary_search(holders_.begin(), holders_.end(), j)};
+    const bool aged = it.w->TotalGpus() >= reserve_from && bfs.Aged(*it.w, now);  // fixed for this event
     std::array<int64_t, 3> key{};
     if (keyed && !qs.SortKey(*it.w, &key)) keyed = false;
-    it.order = it.aged ? std::array<int64_t, 4>{0, it.w->submit_time_s, 0, 0} : std::array<int64_t, 4>{1, key[0], key[1], key[2]};
+    it.order = aged ? std::array<int64_t, 4>{0, it.w->submit_time_s, 0, 0} : std::array<int64_t, 4>{1, key[0], key[1], key[2]};
     items_.push_back(it);
   }
   if (items_.empty()) return;
   auto before = [&qs, keyed](const Item& a, const Item& b) {
-    if (keyed || a.aged || b.aged) {
+    if (keyed || a.aged() || b.aged()) {
       for (size_t i = 0; i < a.order.size(); ++i) {  // element by element: std::array's == is a memcmp call
         if (a.order[i] != b.order[i]) return a.order[i] < b.order[i];
       }

@@ -84,15 +84,16 @@ class TidalPolicy final : public Policy {
   explicit TidalPolicy(QuotaLedger* ledger) : ledger_(ledger) {}
   enum class Check { kInert, kAddActive };
   struct Item {
-    // The queue order as one key, compared without reading the workload: aged first (0), oldest
-    // first {0, submit, 0, 0}; then the others {1, QueueSort key}; ties by id_rank. Without a
-    // plugin key (keyed false), order[0] and id_rank only, and the plugin's Less between them.
+    // The queue order as one key, compared without reading the workload: aged work first
+    // (backfill.agedAfter, as the cycle's AgedFirst; set per event), oldest first {0, submit, 0,
+    // 0}; then the others {1, QueueSort key}; ties by id_rank. Without a plugin key (keyed false),
+    // order[0] and id_rank only, and the plugin's Less between them.
     std::array<int64_t, 4> order;
     uint32_t id_rank;  // the job's place in id order (equal ids, equal ranks)
     const Workload* w;
     JobId job;
     bool holder = false;  // holds a kept reservation: always in the batch
-    bool aged = false;    // walked first (backfill.agedAfter), as the cycle's AgedFirst; set per event
+    bool aged() const { return order[0] == 0; }
   };
   struct ReservedNode {
     NodeId node;
