@@ -236,6 +236,7 @@ std::optional<Reservation> FutureView::Search(const CycleState& cs, const Worklo
   c.reserved_from = nullptr;
   c.within = -1;
   PlacementSearch search(*future_, profile_);
+  search.set_explain(false);  // only whether it fits is read
   std::vector<Candidate> out;
   const bool cordoned = w.constraints != nullptr && w.constraints->ToleratesUnschedulable();
   while (true) {
@@ -421,6 +422,10 @@ void Cycle::WaitOn(Decision& d, Reservation res, bool fresh) {
   }
   d.reserved = true;
   d.eta_s = res.start_s;
+  if (!scheduler_.options_.explain) {
+    result_.reservations.push_back(std::move(res));
+    return;
+  }
   // Appended piece by piece (numbers fit in a short string): no temporaries per waiting workload.
   std::string& e = d.explanation;
   e.reserve(e.size() + 80);

@@ -273,6 +273,7 @@ Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const Plac
     // Restricted to one vertex (preemption asks "would it fit inside this domain?").
     if (state_.MemberCapacity(c.within, ctx.g, ctx.cordoned) >= ctx.need) TryDomain(c.within, ctx);
     if (!out.empty()) return Status::Ok();
+    if (!explain_) return NotDescribed();
     return Status::Unschedulable("does not fit inside " + state_.vertex(c.within).path, "placement");
   }
   std::vector<int> targets;
@@ -294,16 +295,32 @@ Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const Plac
   return Explain(w, c, ctx);
 }
 
+const Status& PlacementSearch::NotDescribed() {
+  // One status shared by every failure not described (set_explain(false)): no allocation each.
+  static const Status* const kNotNow = new Status(Status::Unschedulable("no placement now (not described)", "placement"));
+  return *kNotNow;
+}
+
+int64_t PlacementSearch::StaticBest(const PlacementConstraints& c, int64_t g) const {
+  if (c.required_level < 0) return state_.StaticMemberCapacity(state_.root(), g);
+  if (c.required_level == state_.levels().node_level()) return ClusterState::NodeMemberCapacity(state_.max_gpus_per_node(), g);
+  int64_t best = 0;
+  auto [b, e] = state_.LevelRange(c.required_level);
+  for (VertexId v = b; v < e; ++v) best = std::max(best, state_.StaticMemberCapacity(v, g));
+  return best;
+}
+
 Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c, const Ctx& ctx) const {
+  if (!explain_ && StaticBest(c, ctx.g) >= c.members) return NotDescribed();
   const auto& levels = state_.levels();
   const std::string shape = std::to_string(c.members) + " members of " + std::to_string(ctx.g) + " GPU";
   Status st;
   if (c.required_level >= 0) {
     const std::string lvl = levels.Name(c.required_level);
-    int64_t static_best = 0, now_best = 0;
+    const int64_t static_best = StaticBest(c, ctx.g);
+    int64_t now_best = 0;
     std::string now_path;
     if (c.required_level == levels.node_level()) {
-      static_best = ClusterState::NodeMemberCapacity(state_.max_gpus_per_node(), ctx.g);
       for (NodeId n = 0; n < state_.node_count(); ++n) {
         const int64_t cap = ClusterState::NodeMemberCapacity(state_.node(n).FreeGpusFor(ctx.cordoned), ctx.g);
         if (cap > now_best) now_best = cap, now_path = state_.NodePath(n);
@@ -311,7 +328,6 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
     } else {
       auto [b, e] = state_.LevelRange(c.required_level);
       for (VertexId v = b; v < e; ++v) {
-        static_best = std::max(static_best, state_.StaticMemberCapacity(v, ctx.g));
         const int64_t cap = state_.MemberCapacity(v, ctx.g, ctx.cordoned);
         if (cap > now_best) now_best = cap, now_path = state_.vertex(v).path;
       }
@@ -331,7 +347,7 @@ Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c
                                  "placement");
     }
   } else {
-    const int64_t static_cap = state_.StaticMemberCapacity(state_.root(), ctx.g);
+    const int64_t static_cap = StaticBest(c, ctx.g);
     const int64_t now_cap = state_.MemberCapacity(state_.root(), ctx.g, ctx.cordoned);
     if (static_cap < c.members) {
       st = Status::Unresolvable("the whole cluster can hold at most " + std::to_string(static_cap) + " of " + shape,

@@ -35,6 +35,9 @@ class PlacementSearch {
   // c.members members. When none is found, returns Unschedulable (may fit later) or
   // UnschedulableAndUnresolvable (cannot fit even on an empty, healthy cluster) with reasons.
   Status Find(const CycleState& cs, const Workload& w, const PlacementConstraints& c, std::vector<Candidate>& out) const;
+  // false: a search that finds nothing now returns one shared Unschedulable status without
+  // describing why (SchedulerOptions::explain); UnschedulableAndUnresolvable is still described.
+  void set_explain(bool on) { explain_ = on; }
 
  private:
   struct Ctx;
@@ -52,9 +55,14 @@ class PlacementSearch {
   bool IsDeepest(VertexId v) const;
   Candidate MakeCandidate(int level, VertexId domain, std::vector<MemberAssignment> a, const Ctx& ctx) const;
   Status Explain(const Workload& w, const PlacementConstraints& c, const Ctx& ctx) const;
+  // The most members of g GPUs that the empty, healthy cluster holds where c allows them (in one
+  // domain of c.required_level, if set).
+  int64_t StaticBest(const PlacementConstraints& c, int64_t g) const;
+  static const Status& NotDescribed();
 
   const ClusterState& state_;
   const Profile& profile_;
+  bool explain_ = true;
 };
 
 }  // namespace tidal

@@ -245,9 +245,9 @@ void Scheduler::ScheduleInto(Decision& d, ClusterState& state, const Workload& w
   Apply(a, candidates);
 }
 
-void Scheduler::Fail(Attempt& a, Status s) {
+void Scheduler::Fail(Attempt& a, Status s) const {
   a.d.outcome = OutcomeFor(s);
-  a.d.explanation = s.Message();
+  if (options_.explain || a.d.outcome == Outcome::kRejected || a.d.outcome == Outcome::kError) a.d.explanation = s.Message();
   a.d.status = std::move(s);
 }
 
@@ -282,6 +282,7 @@ void Scheduler::TryPostFilter(Attempt& a, Status& failure) const {
   pc.reserved_from = nullptr;
   PostFilterContext ctx{a.state, a.now_s, [&](const PlacementConstraints& probe) {
                           PlacementSearch search(a.state, *profile_);
+                          search.set_explain(false);  // only whether it fits is read
                           std::vector<Candidate> out;
                           return search.Find(a.cs, a.w, probe, out).ok();
                         }};
@@ -299,16 +300,16 @@ void Scheduler::TryPostFilter(Attempt& a, Status& failure) const {
 
 Status Scheduler::FindCandidates(Attempt& a, std::vector<Candidate>& candidates) const {
   PlacementSearch search(a.state, *profile_);
-  Status found = Status::Unschedulable("not searched");
+  search.set_explain(options_.explain);
   if (a.at != nullptr && FitsReserved(a)) {
     Candidate cand;
     cand.domain = "reservation";
     cand.assignments = *a.at;
     cand.spans.assign(static_cast<size_t>(a.state.levels().size()), 0);
     candidates.push_back(std::move(cand));
-    found = Status::Ok();
+    return Status::Ok();
   }
-  if (!found.ok()) found = search.Find(a.cs, a.w, a.c, candidates);
+  Status found = search.Find(a.cs, a.w, a.c, candidates);
   if (!found.ok() && a.w.Elastic() && found.code() != StatusCode::kError && a.c.members > a.w.min_members) {
     found = ShrinkElastic(a, search, candidates);
   }
@@ -382,8 +383,10 @@ void Scheduler::Apply(Attempt& a, std::vector<Candidate>& candidates) const {
   Decision& d = a.d;
   d.outcome = permit.ok() ? Outcome::kPlaced : Outcome::kWaiting;
   d.status = permit;
-  d.explanation = DescribePlacement(a.state, a.w, a.c, chosen, candidates.size());
-  if (!permit.ok()) d.explanation += "; held: " + permit.Message();
+  if (options_.explain) {
+    d.explanation = DescribePlacement(a.state, a.w, a.c, chosen, candidates.size());
+    if (!permit.ok()) d.explanation += "; held: " + permit.Message();
+  }
   d.placement = std::move(chosen);
 }
 

@@ -87,6 +87,10 @@ struct SchedulerOptions {
   // pending gangs): CycleResult.decisions stays empty, and the walk stops once nothing later in
   // the queue can change the book (backfill depth reached, every kept reservation's workload seen).
   bool keep_decisions = true;
+  // false: decisions carry no explanation text, except a rejection's (why a workload can never
+  // fit): the simulator, which reports only rejections' reasons, and millions of decisions. The
+  // outcomes, statuses' codes, placements and reservations are the same either way.
+  bool explain = true;
 };
 
 // Within one cycle capacity only shrinks (placements) and restrictions only grow (reservations),
@@ -190,7 +194,7 @@ class Scheduler {
   void Apply(Attempt& a, std::vector<Candidate>& candidates) const;
   // Nothing fits: PostFilter (preemption) may propose victims, noted in `failure`.
   void TryPostFilter(Attempt& a, Status& failure) const;
-  static void Fail(Attempt& a, Status s);
+  void Fail(Attempt& a, Status s) const;
   void ApplyPreemption(ClusterState& state, const PostFilterResult& r) const;
   std::string DescribePlacement(const ClusterState& state, const Workload& w, const PlacementConstraints& c,
                                 const Candidate& cand, size_t alternatives) const;

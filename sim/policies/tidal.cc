@@ -18,6 +18,7 @@ StatusOr<std::unique_ptr<TidalPolicy>> TidalPolicy::Create(const ProfileSpec& sp
   if (!profile.ok()) return profile.status();
   SchedulerOptions opts;
   opts.apply_preemptions = true;
+  opts.explain = false;  // only rejections' reasons are reported (FindDoomed's are described too)
   auto book = std::make_shared<std::map<std::string, Reservation>>();  // shared by both schedulers
   p->book_ = book;
   opts.reservations = book;
@@ -32,6 +33,7 @@ StatusOr<std::unique_ptr<TidalPolicy>> TidalPolicy::Create(const ProfileSpec& sp
   qopts.apply_preemptions = true;
   qopts.reservations = book;
   qopts.max_postfilter_attempts = 0;
+  qopts.explain = false;
   qopts.on_evict = [self](const std::string& id, int32_t members) { self->OnEvict(id, members); };
   p->inert_scheduler_ = std::make_unique<Scheduler>(std::move(quiet).value(), std::move(qopts));
   return p;

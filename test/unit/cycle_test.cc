@@ -5,6 +5,7 @@
 // ScheduleOne, RunCycle). Single-threaded, like the cycle.
 #include "core/framework/cycle.h"
 
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -296,6 +297,73 @@ TEST(VictimSearchBudgetTest, AppliedEvictionsPlaceThePreemptorAtOnce) {
   EXPECT_NE(r.decisions[0].explanation.find("after preempting 1 workload(s)"), std::string::npos);
   EXPECT_EQ(evicted.size(), 1u);
   EXPECT_EQ(r.decisions[0].preemption.victims, evicted);
+}
+
+// --- SchedulerOptions::explain ------------------------------------------------------------------
+
+// explain = false (the simulator) drops the text of every decision but a rejection's; nothing else.
+TEST(ExplainOptionTest, WithoutExplanationsTheCycleDecidesTheSameAndStillSaysWhyARejection) {
+  std::mt19937 rng(17);
+  for (int round = 0; round < 20; ++round) {
+    ClusterState world = FabricState(1, 2, 2, 4);  // 16 nodes of 8 GPUs, nvlink domains of 4
+    for (NodeId n = 0; n < world.node_count(); ++n) {
+      if (rng() % 3 == 0) continue;
+      Workload job = MakeGang("run-" + std::to_string(n)).Gpus(1 + static_cast<int64_t>(rng() % 8)).Limit(50 + rng() % 500).Obj();
+      job.preemptible = rng() % 4 == 0;
+      ASSERT_TRUE(world.AddRunning(Allocation{std::move(job), {{n, 1}}, 0}).ok());
+    }
+    std::vector<Workload> pending;
+    for (int i = 0; i < 40; ++i) {
+      const int64_t gpus = int64_t{1} << (rng() % 4);
+      auto g = MakeGang("w" + std::to_string(i)).Gpus(gpus).Members(1 + static_cast<int32_t>(rng() % 6));
+      g.Limit(60 + rng() % 900).Priority(static_cast<int32_t>(rng() % 3)).Submitted(static_cast<int64_t>(rng() % 100));
+      if (rng() % 5 == 0) g.Required(rng() % 2 ? "nvlink" : "node");  // some can never fit
+      if (i % 13 == 0) g.Members(20).Gpus(8);                        // more than the cluster
+      pending.push_back(g.Obj());
+    }
+    std::vector<const Workload*> batch;
+    for (const auto& w : pending) batch.push_back(&w);
+    auto run = [&](bool explain) {
+      SchedulerOptions o;
+      o.explain = explain;
+      Scheduler s(DefaultProfile(), std::move(o));
+      ClusterState st = world;
+      return s.RunCycle(st, batch, 10);
+    };
+    const CycleResult said = run(true), quiet = run(false);
+    ASSERT_EQ(said.decisions.size(), quiet.decisions.size());
+    int rejected = 0, waiting = 0;
+    for (size_t i = 0; i < said.decisions.size(); ++i) {
+      const Decision &a = said.decisions[i], &b = quiet.decisions[i];
+      SCOPED_TRACE(a.workload_id + ": " + a.explanation);
+      EXPECT_EQ(a.workload_id, b.workload_id);
+      EXPECT_EQ(a.outcome, b.outcome);
+      EXPECT_EQ(a.status.code(), b.status.code());
+      EXPECT_EQ(a.eta_s, b.eta_s);
+      EXPECT_EQ(a.reserved, b.reserved);
+      EXPECT_EQ(a.preemption.victims, b.preemption.victims);
+      ASSERT_EQ(a.placement.assignments.size(), b.placement.assignments.size());
+      for (size_t k = 0; k < a.placement.assignments.size(); ++k) {
+        EXPECT_EQ(a.placement.assignments[k].node, b.placement.assignments[k].node);
+        EXPECT_EQ(a.placement.assignments[k].members, b.placement.assignments[k].members);
+      }
+      EXPECT_FALSE(a.explanation.empty());
+      if (a.outcome == Outcome::kRejected) {
+        ++rejected;
+        EXPECT_EQ(b.explanation, a.explanation) << "a rejection is described either way";
+      } else {
+        waiting += a.outcome == Outcome::kPending ? 1 : 0;
+        EXPECT_EQ(b.explanation, "");
+      }
+    }
+    EXPECT_GT(rejected, 0);
+    EXPECT_GT(waiting, 0);
+    ASSERT_EQ(said.reservations.size(), quiet.reservations.size());
+    for (size_t k = 0; k < said.reservations.size(); ++k) {
+      EXPECT_EQ(said.reservations[k].workload, quiet.reservations[k].workload);
+      EXPECT_EQ(said.reservations[k].start_s, quiet.reservations[k].start_s);
+    }
+  }
 }
 
 }  // namespace
