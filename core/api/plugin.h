@@ -135,6 +135,12 @@ class QueueSortPlugin : public virtual Plugin {
   // Optional fast path: a key whose lexicographic order equals Less (valid until the next
   // PrepareSort). Returns false when the plugin has none; the framework then calls Less.
   virtual bool SortKey(const Workload&, std::array<int64_t, 3>*) const { return false; }
+  // Optional: when SortKey's first element depends only on the workload's queue (its queue_id;
+  // <= 0 or out of range: an unknown queue) and the other two only on the workload, sets *rank to
+  // that first element for `queue_id` (valid until the next PrepareSort) and returns true. A caller
+  // may then keep each queue's order across sorts and re-sort only when the ranks change (the
+  // simulator). Returns false when the plugin gives no such split.
+  virtual bool QueueRank(int32_t /*queue_id*/, int64_t* /*rank*/) const { return false; }
 };
 
 // Decides whether a workload may consume capacity now (quota). Unschedulable keeps it pending.

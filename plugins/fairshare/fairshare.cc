@@ -33,6 +33,16 @@ bool FairShare::SortKey(const Workload& w, std::array<int64_t, 3>* key) const {
   return true;
 }
 
+bool FairShare::QueueRank(int32_t queue_id, int64_t* rank) const {
+  // As RankOf for a workload whose queue_id is set (or <= 0 when its queue is unknown).
+  if (rank_.empty()) {
+    *rank = 0;
+  } else {
+    *rank = queue_id <= 0 || static_cast<size_t>(queue_id) >= rank_.size() ? rank_[0] : rank_[static_cast<size_t>(queue_id)];
+  }
+  return true;
+}
+
 StatusOr<std::unique_ptr<Plugin>> FairShare::New(const nlohmann::json& args, const PluginContext& ctx) {
   if (Status s = plugin_args::OnlyKeys(args, {}); !s.ok()) return s;
   return std::unique_ptr<Plugin>(std::make_unique<FairShare>(ctx.ledger));

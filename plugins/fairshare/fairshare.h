@@ -35,6 +35,7 @@ class FairShare final : public QueueSortPlugin {
   void PrepareSort() override;
   bool Less(const Workload& a, const Workload& b) const override;
   bool SortKey(const Workload& w, std::array<int64_t, 3>* key) const override;
+  bool QueueRank(int32_t queue_id, int64_t* rank) const override;
   static StatusOr<std::unique_ptr<Plugin>> New(const nlohmann::json& args, const PluginContext& ctx);
 
  private:

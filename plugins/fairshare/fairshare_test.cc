@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -190,6 +191,36 @@ INSTANTIATE_TEST_SUITE_P(
                  MakeGang("a").Queue("ghost").Priority(1).Obj(), MakeGang("b").Queue("org").Priority(2).Obj(), false,
                  true}),
     CaseName());
+
+// QueueRank is SortKey's queue part (the simulator keeps each queue's order across events by it):
+// for every queue, inner and unknown ones too, the key's first element is the rank of the
+// workload's queue_id, and the other two do not depend on the queue.
+TEST(FairShare, QueueRankIsTheQueuePartOfSortKey) {
+  auto l = Ledger({Q("org"), Q("teamA", "org"), Q("teamB", "org"), Q("solo")}, {{"teamA", 8}, {"teamB", 2}, {"solo", 5}});
+  FairShare fs(l.get());
+  fs.PrepareSort();
+  std::array<int64_t, 3> first{};
+  ASSERT_TRUE(fs.SortKey(MakeGang("x").Queue("solo").Priority(2).Submitted(7).Obj(), &first));
+  std::set<int64_t> ranks;
+  for (const std::string q : {"org", "teamA", "teamB", "solo", "ghost"}) {
+    Workload w = MakeGang("w").Queue(q).Priority(2).Submitted(7).Obj();
+    w.queue_id = l->tree().Find(q);
+    std::array<int64_t, 3> key{};
+    int64_t rank = -1;
+    ASSERT_TRUE(fs.SortKey(w, &key));
+    ASSERT_TRUE(fs.QueueRank(w.queue_id, &rank));
+    EXPECT_EQ(key[0], rank) << q;
+    EXPECT_EQ(key[1], first[1]) << q;
+    EXPECT_EQ(key[2], first[2]) << q;
+    ranks.insert(rank);
+  }
+  EXPECT_GE(ranks.size(), 4u) << "the three leaves rank apart, unknown and inner queues after them";
+  FairShare none(nullptr);
+  none.PrepareSort();
+  int64_t rank = -1;
+  ASSERT_TRUE(none.QueueRank(3, &rank));
+  EXPECT_EQ(rank, 0) << "without a ledger, no queue part";
+}
 
 TEST(FairShare, DecayedUsageHistoryCounts) {
   // teamA ran 8 GPUs for one half-life and stopped; teamB runs 1 GPU now. teamA's blended share

@@ -2,6 +2,7 @@
 #include "plugins/priority/priority.h"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -105,6 +106,29 @@ TEST(PriorityTest, StrictWeakOrderOverRandomQueues) {
           EXPECT_TRUE(sort.Less(a, c)) << a.id << " " << b.id << " " << c.id;
         }
       }
+    }
+  }
+}
+
+// SortKey orders exactly as Less (Scheduler::SortQueue and the simulator use the key), and its
+// first element is the queue part QueueRank gives: none, 0 for every queue.
+TEST(PriorityTest, SortKeyAgreesWithLessAndHasNoQueuePart) {
+  const PrioritySort sort;
+  std::vector<Workload> ws;
+  for (int p = -2; p <= 2; ++p) {
+    for (int t = 0; t < 3; ++t) {
+      ws.push_back(MakeGang("w" + std::to_string(ws.size())).Priority(p).Submitted(t).Queue(t % 2 ? "a" : "b").Obj());
+    }
+  }
+  for (const auto& a : ws) {
+    std::array<int64_t, 3> ka{}, kb{};
+    ASSERT_TRUE(sort.SortKey(a, &ka));
+    int64_t rank = -1;
+    ASSERT_TRUE(sort.QueueRank(a.queue_id, &rank));
+    EXPECT_EQ(ka[0], rank);
+    for (const auto& b : ws) {
+      ASSERT_TRUE(sort.SortKey(b, &kb));
+      EXPECT_EQ(ka < kb, sort.Less(a, b)) << a.id << " " << b.id;
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 #include <map>
 
 #include "plugins/registry.h"
@@ -172,7 +173,7 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
   for (size_t i = prefix_; i < r.decisions.size(); ++i) {
     if (unchanged(r.decisions[i])) continue;
     for (size_t k = prefix_; k < items_.size(); ++k) {
-      if (items_[k].holder) active_.push_back(items_[k]);
+      if (is_holder_[items_[k].job]) active_.push_back(items_[k]);
     }
     return Check::kAddActive;
   }
@@ -248,7 +249,7 @@ TidalPolicy::Check TidalPolicy::Verify(Simulator& sim, const CycleResult& r) {
     return caps_.back();
   };
   for (size_t i = prefix_; i < items_.size(); ++i) {
-    if (items_[i].holder) continue;  // in the batch
+    if (is_holder_[items_[i].job]) continue;  // in the batch
     const Workload& w = *items_[i].w;
     const int64_t g = w.per_member.gpus;
     if (g <= 0) {
@@ -318,6 +319,108 @@ void TidalPolicy::RunWhole(Simulator& sim) {
   Apply(sim, r, false);
 }
 
+bool TidalPolicy::Before(const QueueSortPlugin& qs, bool keyed, const Item& a, const Item& b) {
+  if (keyed || a.aged() || b.aged()) {
+    for (size_t i = 0; i < a.order.size(); ++i) {  // element by element: std::array's == is a memcmp call
+      if (a.order[i] != b.order[i]) return a.order[i] < b.order[i];
+    }
+  } else {
+    if (qs.Less(*a.w, *b.w)) return true;
+    if (qs.Less(*b.w, *a.w)) return false;
+  }
+  return a.id_rank < b.id_rank;
+}
+
+void TidalPolicy::MarkHolders(Simulator& sim) {
+  // Jobs holding a kept reservation: always in the batch, so that the cycle honours the same
+  // reservations from its start, and counts them against the depth, as the whole-queue cycle would.
+  is_holder_.resize(sim.jobs().size(), 0);
+  for (JobId j : holders_) is_holder_[j] = 0;
+  holders_.clear();
+  for (const auto& [id, res] : *book_) {
+    const JobId j = sim.Find(id);
+    if (j != SIZE_MAX && sim.record(j).state == JobState::kPending) holders_.push_back(j);
+  }
+  for (JobId j : holders_) is_holder_[j] = 1;
+}
+
+bool TidalPolicy::BuildOrder(Simulator& sim, const QueueSortPlugin& qs) {
+  // Aged workloads first, oldest first, as the cycle's AgedFirst (core/framework/cycle.h) puts them.
+  // The order stays total and the cycle's: an aged holder beyond the prefix follows only aged jobs.
+  const BackfillSpec& bfs = scheduler_->profile().backfill();
+  const int64_t reserve_from = bfs.min_gpus > 0 ? bfs.min_gpus : sim.state().max_gpus_per_node();
+  const int64_t now = sim.now();
+  items_.clear();
+  items_.reserve(sim.pending().size());
+  bool keyed = true;
+  for (JobId j : sim.pending()) {
+    if (sim.record(j).state != JobState::kPending) continue;
+    Item it{{}, id_rank_[j], &sim.job(j).w, j};
+    const bool aged = it.w->TotalGpus() >= reserve_from && bfs.Aged(*it.w, now);  // fixed for this event
+    std::array<int64_t, 3> key{};
+    if (keyed && !qs.SortKey(*it.w, &key)) keyed = false;
+    it.order = aged ? std::array<int64_t, 4>{0, it.w->submit_time_s, 0, 0} : std::array<int64_t, 4>{1, key[0], key[1], key[2]};
+    items_.push_back(it);
+  }
+  return keyed;
+}
+
+bool TidalPolicy::KeepOrder(Simulator& sim, const QueueSortPlugin& qs) {
+  // Without aging, a job's sort key is (its queue's rank, a part fixed per job): the queue stays
+  // sorted across events. Jobs that left are dropped, new ones merged in, and the whole order is
+  // re-sorted only when the queues' ranks changed.
+  int64_t r0 = 0;
+  if (!order_usable_ || scheduler_->profile().backfill().aged_after_s > 0 || !qs.QueueRank(0, &r0)) {
+    order_kept_ = false;
+    return false;
+  }
+  const int32_t queues = std::max(ledger_ != nullptr ? ledger_->tree().size() : 1, 1);
+  ranks_now_.assign(static_cast<size_t>(queues), 0);
+  for (int32_t q = 0; q < queues; ++q) (void)qs.QueueRank(q, &ranks_now_[static_cast<size_t>(q)]);
+  auto rank_of = [&](int32_t q) { return q > 0 && q < queues ? ranks_now_[static_cast<size_t>(q)] : ranks_now_[0]; };
+  if (!order_kept_) {
+    items_.clear();
+    in_items_.assign(sim.jobs().size(), 0);
+  }
+  size_t u = 0;
+  for (const Item& it : items_) {
+    if (sim.record(it.job).state == JobState::kPending) {
+      items_[u++] = it;
+    } else {
+      in_items_[it.job] = 0;
+    }
+  }
+  items_.resize(u);
+  fresh_.clear();
+  for (JobId j : sim.pending()) {
+    if (in_items_[j] || sim.record(j).state != JobState::kPending) continue;
+    Item it{{}, id_rank_[j], &sim.job(j).w, j};
+    std::array<int64_t, 3> key{};
+    if (!qs.SortKey(*it.w, &key) || key[0] != rank_of(it.w->queue_id)) {
+      order_usable_ = order_kept_ = false;  // not the split QueueRank promised: sorted per event
+      return false;
+    }
+    it.order = {1, key[0], key[1], key[2]};
+    in_items_[j] = 1;
+    fresh_.push_back(it);
+  }
+  auto before = [&qs](const Item& a, const Item& b) { return Before(qs, true, a, b); };
+  std::sort(fresh_.begin(), fresh_.end(), before);
+  if (!order_kept_ || ranks_now_ != ranks_) {
+    for (Item& it : items_) it.order[1] = rank_of(it.w->queue_id);
+    items_.insert(items_.end(), fresh_.begin(), fresh_.end());
+    std::sort(items_.begin(), items_.end(), before);
+    ranks_.swap(ranks_now_);
+  } else if (!fresh_.empty()) {
+    merged_.clear();
+    merged_.reserve(items_.size() + fresh_.size());
+    std::merge(items_.begin(), items_.end(), fresh_.begin(), fresh_.end(), std::back_inserter(merged_), before);
+    items_.swap(merged_);
+  }
+  order_kept_ = true;
+  return true;
+}
+
 void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
   const auto& pending = sim.pending();
   if (pending.empty()) return;
@@ -352,57 +455,28 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
   // gives one for every workload, else Less; ties by id.
   QueueSortPlugin& qs = scheduler_->profile().queue_sort();
   qs.PrepareSort();
-  // Jobs holding a kept reservation: always in the batch, so that the cycle honours the same
-  // reservations from its start, and counts them against the depth, as the whole-queue cycle would.
-  holders_.clear();
-  for (const auto& [id, res] : *book_) {
-    const JobId j = sim.Find(id);
-    if (j != SIZE_MAX && sim.record(j).state == JobState::kPending) holders_.push_back(j);
-  }
-  std::sort(holders_.begin(), holders_.end());
-  // Aged workloads first, oldest first, as the cycle's AgedFirst (core/framework/cycle.h) puts them.
-  // The order stays total and the cycle's: an aged holder beyond the prefix follows only aged jobs.
-  const BackfillSpec& bfs = scheduler_->profile().backfill();
-  const int64_t reserve_from = bfs.min_gpus > 0 ? bfs.min_gpus : state.max_gpus_per_node();
-  const int64_t now = sim.now();
-  items_.clear();
-  items_.reserve(pending.size());
-  bool keyed = true;
-  for (JobId j : pending) {
-    if (sim.record(j).state != JobState::kPending) continue;
-    Item it{{}, id_rank_[j], &sim.job(j).w, j, std::binary_search(holders_.begin(), holders_.end(), j)};
-    const bool aged = it.w->TotalGpus() >= reserve_from && bfs.Aged(*it.w, now);  // fixed for this event
-    std::array<int64_t, 3> key{};
-    if (keyed && !qs.SortKey(*it.w, &key)) keyed = false;
-    it.order = aged ? std::array<int64_t, 4>{0, it.w->submit_time_s, 0, 0} : std::array<int64_t, 4>{1, key[0], key[1], key[2]};
-    items_.push_back(it);
-  }
+  MarkHolders(sim);
+  const bool kept = KeepOrder(sim, qs);
+  const bool keyed = kept || BuildOrder(sim, qs);
   if (items_.empty()) return;
-  auto before = [&qs, keyed](const Item& a, const Item& b) {
-    if (keyed || a.aged() || b.aged()) {
-      for (size_t i = 0; i < a.order.size(); ++i) {  // element by element: std::array's == is a memcmp call
-        if (a.order[i] != b.order[i]) return a.order[i] < b.order[i];
-      }
-    } else {
-      if (qs.Less(*a.w, *b.w)) return true;
-      if (qs.Less(*b.w, *a.w)) return false;
-    }
-    return a.id_rank < b.id_rank;
-  };
+  auto before = [&qs, keyed](const Item& a, const Item& b) { return Before(qs, keyed, a, b); };
   size_t k = static_cast<size_t>(std::min<int64_t>(free, 1 << 20)) + static_cast<size_t>(depth) + 8;
   while (true) {
     if (k >= items_.size()) {
       RunWhole(sim);
       return;
     }
-    // The first k jobs of the queue, in order; the rest after them, unordered.
-    std::nth_element(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(k), items_.end(), before);
-    std::sort(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(k), before);
+    // The first k jobs of the queue, in order; the rest after them, unordered (a kept order is
+    // sorted throughout).
+    if (!kept) {
+      std::nth_element(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(k), items_.end(), before);
+      std::sort(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(k), before);
+    }
     prefix_ = k;
     batch_.clear();
     for (size_t i = 0; i < k; ++i) batch_.push_back(items_[i].w);
     for (size_t i = k; i < items_.size(); ++i) {
-      if (items_[i].holder) batch_.push_back(items_[i].w);  // sorted after the prefix by the cycle
+      if (is_holder_[items_[i].job]) batch_.push_back(items_[i].w);  // sorted after the prefix by the cycle
     }
     evicted_unstarted_.clear();
     book_before_ = *book_;

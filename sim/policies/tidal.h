@@ -92,7 +92,6 @@ class TidalPolicy final : public Policy {
     uint32_t id_rank;  // the job's place in id order (equal ids, equal ranks)
     const Workload* w;
     JobId job;
-    bool holder = false;  // holds a kept reservation: always in the batch
     bool aged() const { return order[0] == 0; }
   };
   struct ReservedNode {
@@ -117,6 +116,14 @@ class TidalPolicy final : public Policy {
   void Undo(Simulator& sim, const CycleResult& r);
   void Apply(Simulator& sim, CycleResult& r, bool prefix_order);
   void RunWhole(Simulator& sim);
+  // The queue order of this event in items_ (Scheduler::SortQueue's): KeepOrder keeps it sorted
+  // across events when the QueueSort plugin splits its key by queue (QueueRank) and nothing ages;
+  // otherwise BuildOrder lists the jobs for a partial sort (returns false when the plugin has no
+  // sort keys: Less orders them).
+  bool KeepOrder(Simulator& sim, const QueueSortPlugin& qs);
+  bool BuildOrder(Simulator& sim, const QueueSortPlugin& qs);
+  static bool Before(const QueueSortPlugin& qs, bool keyed, const Item& a, const Item& b);
+  void MarkHolders(Simulator& sim);
 
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Scheduler> inert_scheduler_;  // same profile, max_postfilter_attempts = 0
@@ -129,6 +136,14 @@ class TidalPolicy final : public Policy {
   std::vector<uint32_t> id_rank_;    // per job: its place in the order of workload ids (Item::id_rank)
   bool any_doomed_ = false;
   std::vector<Item> items_, active_;
+  // KeepOrder: whether items_ is the last event's sorted queue, the queues' ranks it was sorted by,
+  // which jobs it holds, and scratch for jobs joining it.
+  bool order_kept_ = false;
+  bool order_usable_ = true;  // false once a SortKey broke the QueueRank split: BuildOrder from then on
+  std::vector<int64_t> ranks_, ranks_now_;
+  std::vector<char> in_items_;
+  std::vector<Item> fresh_, merged_;
+  std::vector<char> is_holder_;  // per job: holds a kept reservation (holders_), always in the batch
   size_t prefix_ = 0;
   int64_t free_after_prefix_ = 0;
   std::vector<const Workload*> batch_;
