@@ -131,8 +131,8 @@ bool FutureView::FreeHeld(const std::string& key) {
 void FutureView::Schedule(uint32_t i, int64_t at) {
   entries_[i].at = at;
   // Before the first entry ending earlier: the order stays latest end first.
-  auto pos = std::partition_point(due_.begin(), due_.end(), [&](uint32_t j) { return entries_[j].at >= at; });
-  due_.insert(pos, i);
+  auto pos = std::partition_point(due_.begin(), due_.end(), [&](const Due& d) { return d.first >= at; });
+  due_.insert(pos, Due{at, i});
 }
 
 bool FutureView::Enabled(size_t in_force) const {
@@ -225,9 +225,10 @@ void FutureView::Build(const ClusterState& state) {
     if (auto i = Take(HeldId(id), r.per_member, r.assignments)) entries_[*i].at = r.end_s;
   }
   // Latest end first; ties in any order (a view releases everything due by its cursor at once).
+  // (Sorted as (time, entry) pairs: no lookup of entries_ per comparison.)
   due_.resize(entries_.size());
-  for (size_t i = 0; i < due_.size(); ++i) due_[i] = static_cast<uint32_t>(i);
-  std::sort(due_.begin(), due_.end(), [this](uint32_t a, uint32_t b) { return entries_[a].at > entries_[b].at; });
+  for (size_t i = 0; i < due_.size(); ++i) due_[i] = Due{entries_[i].at, static_cast<uint32_t>(i)};
+  std::sort(due_.begin(), due_.end(), [](const Due& a, const Due& b) { return a.first > b.first; });
 }
 
 // The earliest time, no later than `until`, at which `w` fits on the future view; held there.
@@ -245,12 +246,12 @@ std::optional<Reservation> FutureView::Search(const CycleState& cs, const Worklo
         search.Find(cs, w, c, out).ok()) {
       break;
     }
-    if (due_.empty() || entries_[due_.back()].at > until) return std::nullopt;
-    cursor_ = std::max(cursor_, entries_[due_.back()].at);
-    while (!due_.empty() && entries_[due_.back()].at <= cursor_) {
-      const Entry& e = entries_[due_.back()];
+    if (due_.empty() || due_.back().first > until) return std::nullopt;
+    cursor_ = std::max(cursor_, due_.back().first);
+    while (!due_.empty() && due_.back().first <= cursor_) {
+      const Entry& e = entries_[due_.back().second];
       if (e.key.empty()) {
-        Free(due_.back());
+        Free(due_.back().second);
       } else {
         (void)FreeHeld(e.key);
       }

@@ -21,6 +21,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "core/framework/scheduler.h"
@@ -141,8 +142,9 @@ class FutureView {
   std::vector<Entry> entries_;
   std::vector<MemberAssignment> assigned_;
   std::unordered_map<std::string, uint32_t> held_;  // key -> the entry holding capacity under it
-  // entries_ by release time, latest first, so the next one due is at the back.
-  std::vector<uint32_t> due_;
+  // (release time, entry) by release time, latest first, so the next one due is at the back.
+  using Due = std::pair<int64_t, uint32_t>;
+  std::vector<Due> due_;
   uint32_t Record(int64_t release_at, const Resources& per_member, const std::vector<MemberAssignment>& at, std::string key);
   // Takes capacity on the view; nullopt (nothing taken) when a node is unknown or `key` is held.
   std::optional<uint32_t> Take(std::string key, const Resources& per_member, const std::vector<MemberAssignment>& at);

@@ -492,10 +492,19 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
     // reserved; the next check sees the rest).
     const size_t chunk =
         std::min(active_.size(), static_cast<size_t>(std::max<int64_t>(free_after_prefix_, 0) + reserve_room_) + 8);
-    std::nth_element(active_.begin(), active_.begin() + static_cast<std::ptrdiff_t>(chunk - 1), active_.end(), before);
+    // A kept order is sorted, and Verify lists active_ in its order: no selection, and the pivot's
+    // place found by bisection.
+    if (!kept) {
+      std::nth_element(active_.begin(), active_.begin() + static_cast<std::ptrdiff_t>(chunk - 1), active_.end(), before);
+    }
     const Item pivot = active_[chunk - 1];
     size_t extra = 0;
-    for (size_t i = k; i < items_.size(); ++i) extra += before(pivot, items_[i]) ? 0 : 1;
+    if (kept) {
+      const auto from = items_.begin() + static_cast<std::ptrdiff_t>(k);
+      extra = static_cast<size_t>(std::upper_bound(from, items_.end(), pivot, before) - from);
+    } else {
+      for (size_t i = k; i < items_.size(); ++i) extra += before(pivot, items_[i]) ? 0 : 1;
+    }
     k += std::max<size_t>(1, extra);
   }
 }
