@@ -25,12 +25,7 @@ void PrintTo(const T& c, std::ostream* os) {
 }
 
 // A profile whose QueueSort is priority (spelled out, whatever the default profile becomes).
-Scheduler PriorityScheduler() {
-  ProfileSpec spec;
-  spec.plugins = {{"priority", 0, nlohmann::json::object()}, {"gang", 0, nlohmann::json::object()},
-                  {"topology", 1, nlohmann::json::object()}};
-  return tidal::testing::DefaultScheduler(spec);
-}
+Scheduler PriorityScheduler() { return tidal::testing::DefaultScheduler(tidal::testing::PrioritySpec()); }
 
 struct LessCase {
   std::string name;

@@ -109,9 +109,27 @@ inline std::unique_ptr<Profile> DefaultProfile(const ProfileSpec& spec = Profile
   return std::move(p).value();
 }
 
+// A profile whose QueueSort is priority, with gang and topology (weight 1): spelled out, whatever
+// the default profile becomes.
+inline ProfileSpec PrioritySpec() {
+  ProfileSpec p;
+  p.plugins = {{"priority", 0, nlohmann::json::object()}, {"gang", 0, nlohmann::json::object()},
+               {"topology", 1, nlohmann::json::object()}};
+  return p;
+}
+
 // A scheduler over DefaultProfile(spec).
 inline Scheduler DefaultScheduler(const ProfileSpec& spec = ProfileSpec::Default()) {
   return Scheduler(DefaultProfile(spec));
+}
+
+// The vertex at `path` (e.g. "b0/l1"); a test failure, and vertex 0, when there is none.
+inline VertexId VertexByPath(const ClusterState& s, const std::string& path) {
+  for (VertexId v = 0; v < s.vertex_count(); ++v) {
+    if (s.vertex(v).path == path) return v;
+  }
+  ADD_FAILURE() << "no vertex " << path;
+  return 0;
 }
 
 // The cycle's decision for workload `id` (a test failure, and the first decision, when there is none).
