@@ -10,6 +10,8 @@
 #include <string_view>
 #include <utility>
 
+#include <absl/container/flat_hash_set.h>
+
 #include "core/framework/placement.h"
 
 namespace tidal {
@@ -21,7 +23,9 @@ KeptReservations KeepReservations(const std::map<std::string, Reservation>& book
   // Looked up per workload: the book is small, the batch may be 100k. A workload that tolerates
   // node.kubernetes.io/unschedulable keeps a reservation on cordoned nodes (it may use them).
   std::unordered_set<std::string> cordon_ok;
-  std::unordered_set<std::string_view> ids;  // one hash per workload, not a tree walk of strings
+  // One hash per workload, not a tree walk of strings; a Swiss table: std::unordered_set compares
+  // a small set's keys one by one instead of hashing (a memcmp per book entry per workload).
+  absl::flat_hash_set<std::string_view> ids;
   for (const auto& [id, res] : book) ids.insert(id);
   for (const Workload* w : pending) {
     if (!ids.count(w->id)) continue;

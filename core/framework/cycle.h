@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include <absl/container/flat_hash_set.h>
+
 #include "core/framework/scheduler.h"
 
 namespace tidal {
@@ -35,7 +37,7 @@ namespace tidal {
 // remembers those of workloads the batch does not contain).
 struct KeptReservations {
   std::map<std::string, Reservation> kept;
-  std::unordered_set<std::string> in_batch;
+  absl::flat_hash_set<std::string> in_batch;  // hashed: std::unordered_set scans small sets key by key
   std::unordered_set<const Workload*> holders;  // the batch's workloads named in in_batch (KeptFor)
 };
 KeptReservations KeepReservations(const std::map<std::string, Reservation>& book,

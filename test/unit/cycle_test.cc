@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "test/support/builders.h"
@@ -64,7 +65,7 @@ TEST(KeepReservationsTest, KeepsThoseOfTheBatchWhoseNodesAreStillSchedulable) {
   EXPECT_EQ(k.kept.count("kept"), 1u);
   // Every book entry of the batch is "seen" (replaced at the end of the cycle), kept or not; the
   // absent workload's entry is not (the book keeps it for a later batch).
-  EXPECT_EQ(k.in_batch, (std::unordered_set<std::string>{"kept", "cordoned", "gone"}));
+  EXPECT_THAT(k.in_batch, ::testing::UnorderedElementsAre("kept", "cordoned", "gone"));
 }
 
 TEST(KeepReservationsTest, AnEmptyBookKeepsNothing) {
