@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
 #include "core/framework/scheduler.h"
@@ -121,7 +122,7 @@ class FutureView {
   const Profile& profile_;
   int64_t now_;
   const std::map<std::string, Reservation>& kept_;
-  std::unordered_set<std::string> dropped_;
+  absl::flat_hash_set<std::string> dropped_;  // (small string sets: Swiss tables, see in_batch)
   // The view: this thread's scratch ClusterState, assigned the cluster's nodes and capacity but not
   // its running allocations (ClusterState::AssignCapacity: their capacity stays taken, and the view
   // releases it itself from entries_; the assignment reuses the storage of earlier cycles), or own_
@@ -143,7 +144,7 @@ class FutureView {
   };
   std::vector<Entry> entries_;
   std::vector<MemberAssignment> assigned_;
-  std::unordered_map<std::string, uint32_t> held_;  // key -> the entry holding capacity under it
+  absl::flat_hash_map<std::string, uint32_t> held_;  // key -> the entry holding capacity under it
   // (release time, entry) by release time, latest first, so the next one due is at the back.
   using Due = std::pair<int64_t, uint32_t>;
   std::vector<Due> due_;
