@@ -20,7 +20,10 @@
 //      no kept reservation can move earlier (nothing was freed, or no pending job holds one that
 //      starts later), nothing can change: the cycle is not run.
 //   2. verified prefix: the cycle runs on the first K jobs of the queue, in the order
-//      Scheduler::SortQueue uses (the QueueSort plugin's sort keys, or Less; then id), plus every
+//      Scheduler::SortQueue uses (the QueueSort plugin's sort keys, or Less; then id; kept sorted
+//      across events when the plugin splits its key by queue, QueueRank, and nothing ages: only
+//      the jobs that joined are merged in, and the whole queue is re-sorted only when the queues'
+//      ranks change; otherwise listed and partially sorted at each event), plus every
 //      pending job holding a kept reservation (book_, shared by both schedulers). A cycle is a
 //      sequential walk of that order and honours the kept reservations from its start, so the
 //      prefix gets exactly the decisions the whole-queue cycle gives it. It is accepted if no
