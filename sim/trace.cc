@@ -98,8 +98,8 @@ Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
     }
     double dur = 0;
     const std::string& ds = f[col["duration"]];
-    if (!ParseNumber(ds, &dur) || dur < 0) {
-      stop = !Bad(line, "duration", "must be a number of seconds >= 0, got \"" + ds + "\"");
+    if (!ParseNumber(ds, &dur) || dur < 0 || dur > kMaxTraceSeconds) {
+      stop = !Bad(line, "duration", "must be a number of seconds from 0 to 1e15, got \"" + ds + "\"");
       return;
     }
     int64_t gpus = 0;
@@ -367,6 +367,10 @@ Status Reader::Json(const std::string& text, std::vector<Row>* rows) {
   return Status::Ok();
 }
 
+// Trace seconds scaled by a factor (--load-scale, --limit-factor), as whole seconds: held within
+// +-1e18 (an int64 holds 9.2e18), so a huge duration times a large factor cannot overflow.
+int64_t WholeSeconds(double s) { return static_cast<int64_t>(std::clamp(s, -1e18, 1e18)); }
+
 }  // namespace
 
 StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, const TraceOptions& opts) {
@@ -458,10 +462,9 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, con
     }
     if (opts.max_jobs > 0 && static_cast<int64_t>(t.jobs.size()) >= opts.max_jobs) break;
     SimJob j = std::move(r.job);
-    j.w.submit_time_s = static_cast<int64_t>(std::floor(static_cast<double>(r.raw_submit - base) / opts.load_scale));
+    j.w.submit_time_s = WholeSeconds(std::floor(static_cast<double>(r.raw_submit - base) / opts.load_scale));
     if (j.w.runtime_limit_s <= 0) {
-      j.w.runtime_limit_s =
-          std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(j.duration_s) * opts.limit_factor)));
+      j.w.runtime_limit_s = std::max<int64_t>(1, WholeSeconds(std::ceil(static_cast<double>(j.duration_s) * opts.limit_factor)));
     }
     t.jobs.push_back(std::move(j));
   }

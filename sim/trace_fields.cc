@@ -69,7 +69,7 @@ bool ParseInt(const std::string& s, int64_t* out) {
 bool ParseSeconds(const std::string& s, int64_t* out) {
   double d = 0;
   if (ParseNumber(s, &d)) {
-    if (d < 0 || d > 1e15) return false;
+    if (d < 0 || d > kMaxTraceSeconds) return false;
     *out = static_cast<int64_t>(std::ceil(d));
     return true;
   }

@@ -30,7 +30,10 @@ bool SplitCsv(const std::string& line, std::vector<std::string>* out);
 // A finite decimal number, the whole field.
 bool ParseNumber(const std::string& s, double* out);
 bool ParseInt(const std::string& s, int64_t* out);
-// Seconds: a number (rounded up) or a duration ("90s", "2h", "1h30m").
+// The most seconds a trace's times and durations may give (about 31.7 million years): any more
+// would not fit the simulator's int64 seconds once added to a submit time.
+inline constexpr double kMaxTraceSeconds = 1e15;
+// Seconds: a number (rounded up; 0..kMaxTraceSeconds) or a duration ("90s", "2h", "1h30m").
 bool ParseSeconds(const std::string& s, int64_t* out);
 // 1-63 of [a-z0-9-], alphanumeric at both ends.
 bool ValidQueueName(const std::string& n);

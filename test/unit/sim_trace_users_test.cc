@@ -89,6 +89,9 @@ TEST(SimTraceUsers, FailStillRefusesWhatIsReallyMalformed) {
       {"2017-10-01 00:01:00,10.0,-8,-80.0,vc1", "f.csv:3: num_gpus: "},
       {"2017-10-01 00:01:00,10.0,8,eighty,vc1", "f.csv:3: gpu_time: must be a number"},
       {"2017-10-01 00:01:00,1e,8,80.0,vc1", "f.csv:3: duration: "},
+      // Found by the trace fuzzer: a duration too large for int64 seconds was converted anyway.
+      {"2017-10-01 00:01:00,6" + std::string(127, '4') + ".0,1,64.0,vc1", "f.csv:3: duration: must be a number of seconds from 0 to 1e15"},
+      {"2017-10-01 00:01:00,1e16,1,1e16,vc1", "f.csv:3: duration: "},
       {"2017-10-01 00:01:00,10.0,8,80.0,_._", "f.csv:3: cluster: \"_._\" has no character of a queue name"},
   };
   for (const auto& [row, want] : bad) {
@@ -96,6 +99,20 @@ TEST(SimTraceUsers, FailStillRefusesWhatIsReallyMalformed) {
     ASSERT_FALSE(t.ok()) << row;
     EXPECT_NE(t.status().Message().find(want), std::string::npos) << t.status().Message();
   }
+}
+
+// The largest duration a trace may give, times the largest --limit-factor, or spread by a tiny
+// --load-scale: whole seconds within int64 (UBSan in the sanitizer build checks the conversions).
+TEST(SimTraceUsers, HugeDurationsAndFactorsStayInRange) {
+  TraceOptions o;
+  o.limit_factor = 1e6;
+  o.load_scale = 1e-9;
+  auto t = ParseTrace("submit,duration,gpus,queue\n0,1e15,1,a\n1e15,10,1,a\n", "h.csv", o);
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[0].duration_s, 1000000000000000);
+  EXPECT_EQ(t->jobs[0].w.runtime_limit_s, 1000000000000000000) << "1e21 held at 1e18";
+  EXPECT_EQ(t->jobs[1].w.submit_time_s, 1000000000000000000) << "1e24 held at 1e18";
 }
 
 TEST(SimTraceUsers, NormaliseQueueName) {
