@@ -106,6 +106,7 @@ void Engine::RefreshReservationsLocked() {
     SchedulerOptions opts;
     opts.reservations = book_;
     opts.keep_decisions = false;  // only the book is wanted
+    opts.explain = false;         // no decision is read: no explanation text built for any
     Scheduler dry_sched(std::move(p).value(), std::move(opts));
     return static_cast<int64_t>(dry_sched.RunCycle(dry, batch, clock_()).reservations.size());
   };
