@@ -183,6 +183,15 @@ std::vector<DisruptionAction> Engine::Disruptions(FrontDoor door) {
   }
   OpenUnhealthyLocked(now);
   OpenDrainsLocked(now);
+  // A refresh skipped under a second ago (book_stale_) is due even when no PlanPod or Admit call
+  // follows: a gang that failed to place just after a refresh, on a cluster that then goes quiet
+  // (kube-scheduler parks it until an event), would otherwise wait without a reservation. The
+  // front doors poll this every disruptionIntervalMs; the gap notices below see the fresh book.
+  if (book_stale_) {
+    ledger_.Advance(now);
+    EnsureStateLocked();
+    RefreshReservationsLocked();
+  }
   OpenGapNoticesLocked(now);  // fillers before reserved starts (engine_gap_fill.cc)
   CountPerishableLocked(now);
   LendLocked(now);

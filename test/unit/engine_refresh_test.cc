@@ -125,6 +125,53 @@ void RunScenario(int depth, uint32_t seed) {
   EXPECT_TRUE(full_book) << "the book never reached the depth: the prefix was never enough";
 }
 
+// Found by the perishable-gap e2e case under load: a gang whose PlanPod failed under a second
+// after a refresh only marked the book stale, and with no later call (kube-scheduler parks the
+// pod until a cluster event) it never got a reservation. The front doors' disruption poll now
+// refreshes a stale book.
+TEST(EngineReservationRefreshTest, AStaleBookIsRefreshedByTheDisruptionPoll) {
+  int64_t now = 100000;
+  auto cfg = ParseEngineConfig(
+      "profile:\n  plugins: [fairshare, quota, gang, {name: topology, weight: 1}, preemption]\n  backfill: {depth: 16}\n",
+      "engine.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto e = Engine::Create(*cfg, [&now] { return now; });
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  Engine& engine = **e;
+  SyncBatch b;
+  b.resync = true;
+  for (int i = 0; i < 2; ++i) {
+    b.upsert_nodes.push_back(GpuNode("n" + std::to_string(i), "l0", "v0"));
+    PodInfo run = RunningOn(GangPod("run" + std::to_string(i), "", 1, 8), "n" + std::to_string(i), now - 600);
+    run.annotations[kLabelRuntimeLimit] = std::to_string(i + 1) + "h";
+    b.upsert_pods.push_back(std::move(run));
+  }
+  PodInfo a = GangPod("a", "", 1, 8);
+  a.annotations[kLabelRuntimeLimit] = "1h";
+  b.upsert_pods.push_back(a);
+  uint64_t gen = 0;
+  ASSERT_TRUE(engine.Sync(b, &gen).ok());
+  auto holds = [&](const std::string& name) {
+    const std::string book = engine.Snapshot()["reservations"].dump();
+    return book.find(name) != std::string::npos;
+  };
+  EXPECT_FALSE(engine.PlanPod(a.uid).status.ok());  // nothing fits: the book is refreshed
+  ASSERT_TRUE(holds("/a")) << engine.Snapshot()["reservations"].dump();
+  // The same second: "late" arrives and fails too; the refresh is skipped (at most one a second).
+  PodInfo late = GangPod("late", "", 1, 8);
+  late.annotations[kLabelRuntimeLimit] = "1h";
+  SyncBatch s;
+  s.upsert_pods.push_back(late);
+  ASSERT_TRUE(engine.Sync(s, &gen).ok());
+  EXPECT_FALSE(engine.PlanPod(late.uid).status.ok());
+  EXPECT_FALSE(holds("/late")) << "refreshed within the second: the test does not test the poll";
+  // No call follows; the disruption poll two seconds later refreshes the stale book.
+  now += 2;
+  (void)engine.Disruptions(FrontDoor::kKubernetes);
+  EXPECT_TRUE(holds("/late")) << engine.Snapshot()["reservations"].dump();
+  EXPECT_TRUE(holds("/a"));
+}
+
 TEST(EngineReservationRefreshTest, APrefixOfTheQueueGivesTheWholeQueuesBook) {
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u}) RunScenario(3, seed);
 }
