@@ -369,14 +369,14 @@ bool TidalPolicy::KeepOrder(Simulator& sim, const QueueSortPlugin& qs) {
   // Without aging, a job's sort key is (its queue's rank, a part fixed per job): the queue stays
   // sorted across events. Jobs that left are dropped, new ones merged in, and the whole order is
   // re-sorted only when the queues' ranks changed.
-  int64_t r0 = 0;
-  if (!order_usable_ || scheduler_->profile().backfill().aged_after_s > 0 || !qs.QueueRank(0, &r0)) {
+  const int32_t queues = std::max(ledger_ != nullptr ? ledger_->tree().size() : 1, 1);
+  ranks_now_.assign(static_cast<size_t>(queues), 0);
+  bool split = order_usable_ && scheduler_->profile().backfill().aged_after_s <= 0;
+  for (int32_t q = 0; split && q < queues; ++q) split = qs.QueueRank(q, &ranks_now_[static_cast<size_t>(q)]);
+  if (!split) {
     order_kept_ = false;
     return false;
   }
-  const int32_t queues = std::max(ledger_ != nullptr ? ledger_->tree().size() : 1, 1);
-  ranks_now_.assign(static_cast<size_t>(queues), 0);
-  for (int32_t q = 0; q < queues; ++q) (void)qs.QueueRank(q, &ranks_now_[static_cast<size_t>(q)]);
   auto rank_of = [&](int32_t q) { return q > 0 && q < queues ? ranks_now_[static_cast<size_t>(q)] : ranks_now_[0]; };
   if (!order_kept_) {
     items_.clear();
