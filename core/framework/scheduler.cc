@@ -10,6 +10,7 @@
 
 #include "core/framework/cycle.h"
 #include "core/framework/placement.h"
+#include "core/framework/radix_sort.h"
 #include "core/state/transaction.h"
 
 namespace tidal {
@@ -88,11 +89,11 @@ bool PackKey(const std::array<int64_t, 3>& k, uint64_t* hi, uint64_t* lo) {
   return true;
 }
 
-// Sorts v by key alone (no workload is read), then each run of equal keys by workload id: the
-// same total order as comparing (key, id), without a cache miss on the workload per comparison.
+// Each run of equal keys in v (sorted by key) by workload id: with a sort by key alone (no
+// workload is read), the same total order as comparing (key, id), without a cache miss on the
+// workload per comparison.
 template <typename T, typename Less>
-void SortByKeyThenId(std::vector<T>& v, Less less) {
-  std::sort(v.begin(), v.end(), less);
+void SortTiesById(std::vector<T>& v, Less less) {
   for (size_t b = 0; b < v.size();) {
     size_t e = b + 1;
     while (e < v.size() && !less(v[b], v[e])) ++e;
@@ -102,6 +103,12 @@ void SortByKeyThenId(std::vector<T>& v, Less less) {
     }
     b = e;
   }
+}
+
+template <typename T, typename Less>
+void SortByKeyThenId(std::vector<T>& v, Less less) {
+  std::sort(v.begin(), v.end(), less);
+  SortTiesById(v, less);
 }
 }  // namespace
 
@@ -146,7 +153,8 @@ void Scheduler::SortQueue(std::vector<const Workload*>& pending) const {
     keyed.push_back(k);
   }
   if (all && packs) {
-    SortByKeyThenId(packed, [](const Packed& a, const Packed& b) { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; });
+    RadixSortHiLo(packed);
+    SortTiesById(packed, [](const Packed& a, const Packed& b) { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; });
     for (size_t i = 0; i < packed.size(); ++i) pending[i] = packed[i].w;
     return;
   }

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/framework/radix_sort.h"
 #include "plugins/registry.h"
 #include "test/support/builders.h"
 
@@ -48,9 +49,9 @@ Scheduler WideKeyScheduler(bool keyed) {
 }
 
 // `wide`: priorities up to INT32_MAX, so that keys times 2^20 leave int32 (the unpacked path).
-std::vector<Workload> RandomQueue(std::mt19937& rng, bool wide) {
+std::vector<Workload> RandomQueue(std::mt19937& rng, bool wide, int max_size = 300) {
   std::vector<Workload> q;
-  const int n = 1 + static_cast<int>(rng() % 300);
+  const int n = 1 + static_cast<int>(rng() % static_cast<uint32_t>(max_size));
   for (int i = 0; i < n; ++i) {
     const int32_t prio = wide && rng() % 8 == 0 ? static_cast<int32_t>(rng() % 2 ? INT32_MAX - rng() % 3 : INT32_MIN + rng() % 3)
                                                 : static_cast<int32_t>(rng() % 5) - 2;
@@ -70,7 +71,8 @@ TEST(QueueSortTest, PackedKeysWideKeysAndLessGiveTheOrderOfLessThenId) {
   for (int round = 0; round < 200; ++round) {
     const bool wide = round % 2 == 1, keyed = round % 3 != 0;
     const Scheduler sched = WideKeyScheduler(keyed);
-    std::vector<Workload> q = RandomQueue(rng, wide);
+    // Every fifth queue is longer than kRadixSortMin: the packed keys' radix sort.
+    std::vector<Workload> q = RandomQueue(rng, wide, round % 5 == 4 ? 5000 : 300);
     std::vector<const Workload*> got;
     for (const auto& w : q) got.push_back(&w);
     std::shuffle(got.begin(), got.end(), rng);
@@ -84,6 +86,37 @@ TEST(QueueSortTest, PackedKeysWideKeysAndLessGiveTheOrderOfLessThenId) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       ASSERT_EQ(got[i]->id, want[i]->id) << "round " << round << " (wide " << wide << ", keyed " << keyed << ") at " << i;
+    }
+  }
+}
+
+struct HiLo {
+  uint64_t hi, lo;
+  int seq;  // input position: equal keys keep it (stable)
+};
+
+// The radix sort against std::stable_sort, on keys that differ in a few bytes (the queue's case),
+// in every byte, in one byte, and not at all; sizes on both sides of kRadixSortMin.
+TEST(QueueSortTest, RadixSortHiLoIsAStableSortByHiThenLo) {
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 60; ++round) {
+    const size_t n = round % 3 == 0 ? rng() % kRadixSortMin : kRadixSortMin + rng() % 20000;
+    const int kind = round % 5;
+    std::vector<HiLo> v;
+    for (size_t i = 0; i < n; ++i) {
+      HiLo r{rng(), rng(), static_cast<int>(i)};
+      if (kind == 1) r = {(rng() % 12) << 32 | (rng() % 4), uint64_t{1} << 63 | (rng() % 5000), static_cast<int>(i)};
+      if (kind == 2) r = {7, 9, static_cast<int>(i)};
+      if (kind == 4) r = {5, rng() % 200, static_cast<int>(i)};  // one byte differs: an odd number of passes
+      if (kind == 3) r = {rng() % 3 == 0 ? ~uint64_t{0} : 0, rng() % 2 == 0 ? ~uint64_t{0} - rng() % 300 : rng() % 300, static_cast<int>(i)};
+      v.push_back(r);
+    }
+    std::vector<HiLo> want = v;
+    std::stable_sort(want.begin(), want.end(), [](const HiLo& a, const HiLo& b) { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; });
+    RadixSortHiLo(v);
+    ASSERT_EQ(v.size(), want.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      ASSERT_EQ(v[i].seq, want[i].seq) << "round " << round << " (kind " << kind << ", n " << n << ") at " << i;
     }
   }
 }
