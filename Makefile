@@ -23,7 +23,7 @@
 #                    (docs/testing.md, "Fuzzing")
 #   make test-sanitize  build-asan (clang, shared with the fuzz targets): the whole ctest suite under
 #                    ASan + UBSan; build-tsan: the threaded tests (concurrency_test: gRPC + HTTP +
-#                    reloads at once) under TSan; make test runs it without the 5 long sim tests
+#                    reloads at once; engine_test: the reservation refresher thread) under TSan; make test runs it without the 5 long sim tests
 #                    (docs/testing.md, "Sanitizers")
 #   make bench-kube  pods/s of tidal-scheduler vs the default profile on 1024 KWOK nodes
 #                    -> build/bench/kube_throughput.json (a benchmark, not a test)
@@ -115,7 +115,7 @@ BUILD_TSAN ?= build-tsan
 FUZZ_TIME ?= 60
 FUZZ_CI_TIME ?= 5
 SAN_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDAL_BUILD_BENCH=OFF
-TSAN_TESTS ?= concurrency_test server_test metrics_test http_server_test
+TSAN_TESTS ?= concurrency_test server_test metrics_test http_server_test engine_test
 ASAN_OPTIONS_RUN ?= halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1
 UBSAN_OPTIONS_RUN ?= halt_on_error=1:print_stacktrace=1
 LSAN_OPTIONS_RUN ?= suppressions=$(CURDIR)/lsan.supp:print_suppressions=0

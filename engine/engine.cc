@@ -40,10 +40,15 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineConfig cfg, Clock clock) 
   const int32_t max_ahead = cfg.explain_max_ahead;
   std::unique_ptr<Engine> e(new Engine(std::move(cfg), std::move(clock), *tree));
   e->SetExplainOptions(ExplainOptions{max_ahead});
-  std::lock_guard<std::mutex> lock(e->mu_);
-  if (Status s = e->BuildSchedulerLocked(); !s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> lock(e->mu_);
+    if (Status s = e->BuildSchedulerLocked(); !s.ok()) return s;
+  }
+  e->StartRefresher();
   return e;
 }
+
+Engine::~Engine() { StopRefresher(); }
 
 Engine::Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree)
     : cfg_(std::move(cfg)), clock_(std::move(clock)), epoch_(RandomEpoch()), ledger_(std::move(tree)) {
@@ -57,6 +62,7 @@ Status Engine::BuildSchedulerLocked() {
   if (!profile.ok()) return profile.status();
   sched_ = std::make_unique<Scheduler>(std::move(profile).value());
   book_->clear();
+  ++book_epoch_;  // a refresh job of the old profile is not installed
   return Status::Ok();
 }
 
@@ -202,6 +208,8 @@ EngineStats Engine::Stats() {
   s.generation = generation_;
   s.synced = synced_;
   s.awaiting_doors = AwaitedDoorNamesLocked();
+  s.book_refreshes = book_refreshes_;
+  s.refresh_locked_ns = refresh_locked_ns_;
   return s;
 }
 

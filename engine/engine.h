@@ -35,6 +35,7 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -44,6 +45,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -59,6 +61,7 @@
 #include "engine/observability.h"
 #include "engine/pod_spec.h"
 #include "engine/preempt_hold.h"
+#include "engine/refresh_job.h"
 #include "engine/waves.h"
 #include "engine/workload_ends.h"
 #include "core/framework/scheduler.h"
@@ -71,6 +74,9 @@ class Engine {
  public:
   using Clock = std::function<int64_t()>;  // seconds
   static StatusOr<std::unique_ptr<Engine>> Create(EngineConfig cfg, Clock clock = nullptr);
+  ~Engine();  // stops the refresher thread (refresh_in_background)
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
 
   const std::string& epoch() const { return epoch_; }
 
@@ -184,6 +190,14 @@ class Engine {
   void SetExplainOptions(const ExplainOptions& o);
   ExplainStats LastExplainStats();
 
+  // Refreshes the reservation book now unless it was refreshed under a second ago (on the
+  // refresher thread with refresh_in_background: asks for it). Plans, Admit and the disruption
+  // poll refresh it as needed; this is for tests and benchmarks.
+  void RefreshReservations();
+  // With refresh_in_background: waits until the refresher has no refresh asked for or running
+  // (tests and benchmarks; returns at once without the refresher).
+  void WaitForRefresh();
+
  private:
   struct ExplainBatch;  // engine_views.cc
   // Explain's text; *key (optional) gets the gang key GangKeyForLocked resolved `name` to.
@@ -211,15 +225,20 @@ class Engine {
   std::string GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const;
   void EnsureStateLocked();
   // A copy of state_ in which every bound pod is a running allocation ("pod:<uid>") from its
-  // bound time, so a future view can release it at its expected end.
+  // bound time, so a future view can release it at its expected end (engine_refresh.cc).
   ClusterState TimelineLocked();
+  // What turns a copy of state_ into that timeline (refresh_job.h); calls EnsureStateLocked.
+  TimelineInputs TimelineInputsLocked();
   // Workloads of every pending gang without a plan (dry runs).
   std::vector<Workload> PendingGangWorkloadsLocked() const;
   // The same without copies: pointers to the gangs' cached workloads, the others built in *built.
-  std::vector<const Workload*> PendingGangWorkloadRefsLocked(std::deque<Workload>* built) const;
+  // keep (optional): the cached workloads pointed at, held (read after mu_ is released).
+  using SharedWorkloads = std::vector<std::shared_ptr<const Workload>>;
+  std::vector<const Workload*> PendingGangWorkloadRefsLocked(std::deque<Workload>* built, SharedWorkloads* keep = nullptr) const;
   // A pending gang's workload: *w points at its cached one (Gang::Summary) or at *built. False
   // when it has a plan, an invalid spec or nothing left to place.
-  bool PendingWorkloadRefLocked(const Gang& g, std::optional<Workload>* built, const Workload** w) const;
+  bool PendingWorkloadRefLocked(const Gang& g, std::optional<Workload>* built, const Workload** w,
+                                SharedWorkloads* keep = nullptr) const;
   // Admit's memo key: gangs of one shape (queue, request, size, topology, model, constraints)
   // fail or fit alike in one call.
   static std::string ShapeKey(const Workload& w);
@@ -227,10 +246,32 @@ class Engine {
   void PruneBookLocked();
   // Refreshes the book unless it was refreshed under a second ago; then it only marks it stale,
   // and the next plan of any pod refreshes it first (so a throttled refresh is never lost).
+  // With the refresher thread it only wakes the refresher (engine_refresh.cc).
   void RefreshReservationsLocked();
+  // The refresh's steps (refresh_job.h): the job (nullopt: throttled or no backfill), `whole_queue`
+  // or the prefix; `own_workloads`: the batch is copied (read after mu_ is released). Install:
+  // false when the prefix did not settle the book (the whole queue is due at once).
+  std::optional<RefreshJob> CaptureRefreshLocked(bool whole_queue, bool own_workloads);
+  bool InstallRefreshLocked(const RefreshJob& job, RefreshOutcome out);
+  // The refresher thread (refresh_in_background; engine_refresh.cc has its threading).
+  void StartRefresher();
+  void StopRefresher();
+  void RequestRefreshLocked();
+  void RefresherLoop();
+  std::thread refresher_;
+  std::mutex refresh_mu_;  // guards the four below; never held while mu_ is taken
+  std::condition_variable refresh_cv_;
+  bool refresh_wanted_ = false, refresh_busy_ = false, refresh_stop_ = false;
+  bool refresh_whole_ = false;  // under mu_: the refresher's next job walks the whole queue
+  bool refresh_retry_ = false;  // under mu_: the next refresh is not throttled (the prefix fell short)
+  // Under mu_: moves when NodeIds or the profile change (EnsureStateLocked's rebuilds, the
+  // scheduler's build): a refresh job captured before is not installed.
+  uint64_t book_epoch_ = 0;
+  int64_t book_refreshes_ = 0, refresh_locked_ns_ = 0;  // under mu_: EngineStats
   // The refresh's batch: the first k pending gangs in queue order and every one holding a
   // reservation (false: the order is not the pending index's; engine_reservations.cc).
-  bool RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vector<const Workload*>* out) const;
+  bool RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vector<const Workload*>* out,
+                          SharedWorkloads* keep = nullptr) const;
   // After state_ is rebuilt: moves every reservation onto the new NodeIds by node name; one that
   // lost a node, or now sits on a node that takes no work, is dropped and the book marked stale.
   void RemapBookLocked();
@@ -456,8 +497,8 @@ class Engine {
   // Why the gang waits instead of choosing again ("" = it may choose).
   std::string AwaitingVictimsLocked(const std::string& plan_id) const;
   void DropHoldLocked(const std::string& plan_id);
-  // Dry cycles (TimelineLocked): holds keep their nodes until the gang's expected end.
-  void LayHoldsLocked(ClusterState& timeline) const;
+  // Dry cycles (TimelineInputsLocked): holds keep their nodes until the gang's expected end.
+  std::vector<Allocation> HoldAllocationsLocked() const;
   // --- end preemption
   QuotaLedger ledger_;                 // the one ledger; plugins hold a pointer to it
   // HPA-derived headroom (engine_autoscalers.cc, autoscalers.h), fed into ledger_.
@@ -493,7 +534,7 @@ class Engine {
   int64_t state_valid_until_ = INT64_MAX;
   bool CloseOfLocked(const std::string& node, int64_t now, NodeClose* out) const;
   void ComputeClosesLocked(int64_t now);
-  void LayClosesLocked(ClusterState& timeline) const;       // dry cycles: closing nodes take no reservation
+  std::vector<NodeId> ClosingNodesLocked() const;  // dry cycles: closing nodes (of state_) take no reservation
   void ForgetDecommissionedLocked(const std::string& node);  // its last door deleted it
   void CancelCalledOffClosesLocked();  // after a drain is cancelled: its victims still in notice keep running
   // --- perishable windows (engine_perishable.cc): the time before a close

@@ -85,13 +85,15 @@ void Engine::ComputeClosesLocked(int64_t now) {
   // that node's record changes state_.
 }
 
-void Engine::LayClosesLocked(ClusterState& timeline) const {
+std::vector<NodeId> Engine::ClosingNodesLocked() const {
   // A dry cycle plans no reservation onto a node that closes: it would start into the close.
+  std::vector<NodeId> out;
   for (const auto& [name, c] : closes_) {
     if (c.Closed(clock_())) continue;  // kDraining already
-    const NodeId n = timeline.FindNode(name);
-    if (n != kNoNode) timeline.SetHealth(n, NodeHealth::kDraining);
+    const NodeId n = state_->FindNode(name);
+    if (n != kNoNode) out.push_back(n);
   }
+  return out;
 }
 
 void Engine::OpenDrainsLocked(int64_t now) {

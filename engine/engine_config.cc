@@ -64,6 +64,11 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     cfg.explain_max_ahead = static_cast<int32_t>(max_ahead);
     if (Status s = ef.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
   }
+  if (const auto* r = f.Get("reservations")) {
+    Fields rf(*r, "reservations");
+    rf.Bool("refreshInBackground", &cfg.refresh_in_background);
+    if (Status s = rf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+  }
   if (const auto* r = f.Get("runtimeLimit")) {
     Fields rf(*r, "runtimeLimit");
     rf.Bool("enforce", &cfg.enforce_runtime_limit);

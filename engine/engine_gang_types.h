@@ -67,9 +67,10 @@ struct EngineGang {
     std::shared_ptr<const StatusOr<PodSchedulingSpec>> spec;
     ExclusiveTopology exclusive;  // of its first pod not using capacity (engine_exclusive.cc)
     // Its workload and Admit's shape key, built with the summary when nothing makes them vary
-    // between changes (no refused nodes, no exclusive topology, a valid spec): `cached`.
+    // between changes (no refused nodes, no exclusive topology, a valid spec): `cached`. Never
+    // changed once built (a change builds a new one): the refresher thread may hold it.
     bool cached = false;
-    std::optional<Workload> workload;
+    std::shared_ptr<const Workload> workload;
     std::string shape;
   } summary;
 };

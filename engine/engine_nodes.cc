@@ -90,6 +90,7 @@ void Engine::EnsureStateLocked() {
   state_ = std::move(built).value();
   pview_.reset();     // preemption view: same NodeIds as state_, rebuilt with it (engine_preempt.cc)
   RemapBookLocked();  // its NodeIds were those of the old state
+  ++book_epoch_;      // so were a refresh job's in flight (engine_refresh.cc)
   ResVec capacity(static_cast<size_t>(ledger_.tree().resources()), 0);
   for (const auto& n : state_->nodes()) {
     const ResVec c = ledger_.tree().Request(n.capacity, n.gpu_model);

@@ -90,7 +90,9 @@ void Engine::ReindexGangLocked(const std::string& key) {
   g.summary = std::move(s);
   if (g.summary.exclusive.key.empty() && g.excluded.empty() && g.summary.spec && g.summary.spec->ok()) {
     g.summary.cached = true;
-    g.summary.workload = GangWorkloadLocked(g, **g.summary.spec, nullptr);
+    if (std::optional<Workload> w = GangWorkloadLocked(g, **g.summary.spec, nullptr)) {
+      g.summary.workload = std::make_shared<const Workload>(std::move(*w));
+    }
     if (g.summary.workload) g.summary.shape = ShapeKey(*g.summary.workload);
   }
   if (first == nullptr) return;

@@ -340,9 +340,10 @@ std::vector<Allocation> Engine::OverlaysLocked(const Workload& w) const {
   return out;
 }
 
-void Engine::LayHoldsLocked(ClusterState& timeline) const {
+std::vector<Allocation> Engine::HoldAllocationsLocked() const {
   // A dry cycle's timeline: each hold keeps its nodes from now until the gang's expected end, so
   // no reservation is planned onto capacity being freed for a preemptor.
+  std::vector<Allocation> out;
   for (const auto& [id, h] : holds_) {
     auto r = book_->find(id);
     if (r == book_->end()) continue;
@@ -354,8 +355,9 @@ void Engine::LayHoldsLocked(ClusterState& timeline) const {
     for (const auto& as : r->second.assignments) a.workload.members += as.members;
     a.assignments = r->second.assignments;
     a.start_time_s = r->second.start_s;
-    (void)timeline.AddRunning(std::move(a));
+    out.push_back(std::move(a));
   }
+  return out;
 }
 
 // --- 3. hold -----------------------------------------------------------------------------------------

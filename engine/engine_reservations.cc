@@ -1,18 +1,15 @@
-// Engine: backfill reservations on the Kubernetes path, the timeline they are computed on (bound
-// pods released at their start time + declared runtime), and enforcing those declared runtimes
+// Engine: backfill reservations on the Kubernetes path (the book's view for a plan, its upkeep when
+// state_ is rebuilt; its refresh is engine_refresh.cc), and enforcing declared runtimes
 // (Overdue). See book_ in engine.h and docs/scheduling.md. Threading: every function here runs
 // under mu_ (the *Locked convention; Overdue takes it itself).
 #include "engine/engine.h"
 
 #include <algorithm>
 #include <ctime>
-#include <set>
 #include <string_view>
 #include <utility>
 
 #include "core/api/duration.h"
-#include "engine/pending_merge.h"
-#include "plugins/registry.h"
 
 namespace tidal {
 
@@ -30,7 +27,7 @@ std::vector<Workload> Engine::PendingGangWorkloadsLocked() const {
   return out;
 }
 
-std::vector<const Workload*> Engine::PendingGangWorkloadRefsLocked(std::deque<Workload>* built) const {
+std::vector<const Workload*> Engine::PendingGangWorkloadRefsLocked(std::deque<Workload>* built, SharedWorkloads* keep) const {
   std::vector<const Workload*> out;
   out.reserve(gangs_.size());
   for (const auto& [k, g] : gangs_) {
@@ -39,7 +36,7 @@ std::vector<const Workload*> Engine::PendingGangWorkloadRefsLocked(std::deque<Wo
     if (!holds_.empty() && HeldLocked(PlanId(g))) continue;
     std::optional<Workload> b;
     const Workload* w = nullptr;
-    if (!PendingWorkloadRefLocked(g, &b, &w)) continue;
+    if (!PendingWorkloadRefLocked(g, &b, &w, keep)) continue;
     if (b) {
       built->push_back(std::move(*b));
       w = &built->back();
@@ -49,12 +46,14 @@ std::vector<const Workload*> Engine::PendingGangWorkloadRefsLocked(std::deque<Wo
   return out;
 }
 
-bool Engine::PendingWorkloadRefLocked(const Gang& g, std::optional<Workload>* built, const Workload** w) const {
+bool Engine::PendingWorkloadRefLocked(const Gang& g, std::optional<Workload>* built, const Workload** w, SharedWorkloads* keep) const {
   *w = nullptr;
   if (g.plan || g.pods.empty() || !g.summary.spec || !g.summary.spec->ok()) return false;
   if (g.summary.cached && g.excluded.empty()) {
-    if (g.summary.workload) *w = &*g.summary.workload;
-    return *w != nullptr;
+    if (!g.summary.workload) return false;
+    *w = g.summary.workload.get();
+    if (keep != nullptr) keep->push_back(g.summary.workload);
+    return true;
   }
   *built = GangWorkloadLocked(g, **g.summary.spec, nullptr);  // its first pod's spec (ReindexGangLocked)
   if (*built) *w = &**built;
@@ -75,98 +74,6 @@ void Engine::PruneBookLocked() {
     auto g = it->first.rfind("plan:", 0) == 0 ? gangs_.find(it->first.substr(5)) : gangs_.end();
     it = g == gangs_.end() || g->second.plan ? book_->erase(it) : std::next(it);
   }
-}
-
-void Engine::RefreshReservationsLocked() {
-  if (cfg_.profile.backfill.depth == 0) return;
-  // At most once a second (now < last + 1, not now - last < 1: last starts at INT64_MIN, and
-  // now - INT64_MIN overflows).
-  if (clock_() < book_refreshed_s_ + 1) {
-    book_stale_ = true;
-    return;
-  }
-  book_refreshed_s_ = clock_();
-  book_stale_ = false;
-  PruneBookLocked();
-  // A dry cycle over the pending gangs on copies of the cluster (bound pods on their timeline)
-  // and the ledger, sharing the live book: it keeps, moves earlier and adds reservations there.
-  // Run for the book only, the cycle's walk stops once the depth is reached and every gang
-  // holding a reservation was seen; nothing after that point changes the book. So it is first
-  // given the first refresh_prefix_ gangs in queue order (from the pending index, no sort of
-  // 100,000) and those holding reservations: when the depth was reached within them, the book is
-  // the one the whole queue gives. Otherwise the book is put back and the whole queue walked,
-  // and the prefix doubles for the next refresh. (EngineReservationRefreshTest checks both give
-  // the same book.)
-  // The reservations in force after a dry cycle over `batch` (-1: the profile does not build).
-  auto run = [&](const std::vector<const Workload*>& batch) -> int64_t {
-    ClusterState dry = TimelineLocked();
-    QuotaLedger dry_ledger = ledger_;
-    auto p = Profile::Build(cfg_.profile, plugins::DefaultRegistry(), PluginContext{cfg_.levels, &dry_ledger});
-    if (!p.ok()) return -1;
-    SchedulerOptions opts;
-    opts.reservations = book_;
-    opts.keep_decisions = false;  // only the book is wanted
-    opts.explain = false;         // no decision is read: no explanation text built for any
-    Scheduler dry_sched(std::move(p).value(), std::move(opts));
-    return static_cast<int64_t>(dry_sched.RunCycle(dry, batch, clock_()).reservations.size());
-  };
-  const int depth = cfg_.profile.backfill.depth;
-  if (refresh_prefix_ == 0) refresh_prefix_ = static_cast<size_t>(std::max<int32_t>(0, cfg_.refresh_prefix));
-  std::deque<Workload> built;  // workloads of gangs without a cached one
-  std::vector<const Workload*> batch;
-  if (depth > 0 && refresh_prefix_ > 0 && RefreshBatchLocked(refresh_prefix_, &built, &batch)) {
-    const std::map<std::string, Reservation> before = *book_;
-    const int64_t in_force = run(batch);
-    if (in_force < 0 || in_force >= depth) return;
-    *book_ = before;
-    refresh_prefix_ = std::min<size_t>(refresh_prefix_ * 2, size_t{1} << 24);
-  }
-  built.clear();
-  (void)run(PendingGangWorkloadRefsLocked(&built));
-}
-
-bool Engine::RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vector<const Workload*>* out) const {
-  // The pending index orders a queue's gangs as both QueueSorts do (priority, submit time, key;
-  // the workload id is "plan:" + key); fairshare puts the queues' fair-share ranks first. Aging
-  // (backfill.agedAfter) reorders the queue: whole queue then.
-  const std::string_view sort = sched_->profile().queue_sort().Name();
-  if ((sort != "fairshare" && sort != "priority") || cfg_.profile.backfill.aged_after_s > 0) return false;
-  int64_t total = 0;
-  for (const auto& [q, gangs] : pending_by_queue_) total += static_cast<int64_t>(gangs.size());
-  if (static_cast<size_t>(total) <= k) return false;  // the whole queue is no longer
-  // Gangs holding a reservation are in the batch wherever they are: the walk is extended until
-  // every one of them was met (the cycle walks up to each before it may stop).
-  std::set<std::string> holders;
-  for (const auto& [id, res] : *book_) {
-    auto g = id.rfind("plan:", 0) == 0 ? gangs_.find(id.substr(5)) : gangs_.end();
-    if (g != gangs_.end() && g->second.head) holders.insert(g->first);  // the others are in no batch
-  }
-  const QueueRanks ranks(ledger_, sort == "fairshare");
-  PendingMerge merge;
-  for (const auto& [q, gangs] : pending_by_queue_) merge.Add(ranks.Of(q), gangs);
-  size_t walked = 0;
-  while (walked < k || !holders.empty()) {
-    const GangHeadKey* next = merge.Next();
-    if (next == nullptr) break;
-    const Gang& g = *next->ptr;
-    ++walked;
-    holders.erase(g.key);
-    if (!holds_.empty() && HeldLocked(PlanId(g))) continue;  // as PendingGangWorkloadRefsLocked
-    std::optional<Workload> b;
-    const Workload* w = nullptr;
-    if (!PendingWorkloadRefLocked(g, &b, &w)) continue;
-    // The index's order is the cycle's only when the workload sorts as its index entry does.
-    if (w->queue != g.head_queue || w->priority != g.summary.priority || w->submit_time_s != g.summary.submitted ||
-        (w->queue_id > 0 && w->queue_id != ledger_.tree().Find(w->queue))) {  // FairShare ranks by queue_id
-      return false;
-    }
-    if (b) {
-      built->push_back(std::move(*b));
-      w = &built->back();
-    }
-    out->push_back(w);
-  }
-  return true;
 }
 
 void Engine::RemapBookLocked() {
@@ -193,35 +100,6 @@ void Engine::RemapBookLocked() {
     }
   }
   book_nodes_ = std::move(names);
-}
-
-ClusterState Engine::TimelineLocked() {
-  EnsureStateLocked();
-  ClusterState t = *state_;
-  for (const auto& [uid, c] : charged_) {
-    const NodeId n = t.FindNode(c.first);
-    if (n == kNoNode) continue;
-    auto b = bound_since_.find(uid);
-    Allocation a;
-    a.workload.id = "pod:" + uid;
-    a.workload.per_member = c.second;
-    a.workload.members = 1;
-    a.workload.min_members = 1;
-    a.workload.runtime_limit_s = b != bound_since_.end() ? b->second.runtime_limit_s : 0;
-    a.workload.workload_class = b != bound_since_.end() ? b->second.workload_class : WorkloadClass::kBatch;
-    a.assignments = {{n, 1}};
-    a.start_time_s = b != bound_since_.end() ? b->second.since_s : clock_();
-    // A filler giving a reserved gang its nodes back (engine_gap_fill.cc) is gone by its notice's
-    // deadline: a reservation due while it still terminates keeps its nodes.
-    if (const DisruptionRecord* r = disruptions_.ForPod(uid); r != nullptr && r->cause == DisruptionCause::kReservation) {
-      a.workload.runtime_limit_s = std::max<int64_t>(1, r->deadline_s - a.start_time_s);
-    }
-    t.Release(n, c.second);
-    if (!t.AddRunning(std::move(a)).ok()) t.Allocate(n, c.second);
-  }
-  LayHoldsLocked(t);   // preemption holds keep their nodes (engine_preempt.cc)
-  LayClosesLocked(t);  // closing nodes take no reservation (engine_closes.cc)
-  return t;
 }
 
 int32_t Engine::BookRankLocked(const std::string& plan_id, const std::vector<int32_t>& ranks) const {

@@ -135,6 +135,10 @@ struct EngineStats {
   bool synced = false;
   // Doors whose first resync since the start is awaited: nodes they may run work on take none new.
   std::vector<std::string> awaiting_doors;
+  // Reservation book refreshes whose dry cycle ran, and how long they held the engine's mutex in
+  // all (in place: the whole refresh; on the refresher thread: its capture and install only).
+  int64_t book_refreshes = 0;
+  int64_t refresh_locked_ns = 0;
 };
 
 }  // namespace tidal

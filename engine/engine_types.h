@@ -177,6 +177,10 @@ struct EngineConfig {
   // (and those holding reservations) and the whole queue only when they did not settle the book
   // (engine_reservations.cc); the prefix doubles when it was short. 0: always the whole queue.
   int32_t refresh_prefix = 1024;
+  // reservations.refreshInBackground (read at start only): the refresh's dry cycle runs on the
+  // engine's refresher thread, outside its mutex, so no PlanPod call waits for it; the book it
+  // leaves is installed when it ends (engine_refresh.cc). false: in the call that asked.
+  bool refresh_in_background = false;
   // The doors expected to connect (frontDoors; read at start only): one not yet resynced since
   // the start, whose nodes the state file does not name, keeps every node from new work.
   std::vector<FrontDoor> front_doors;
@@ -185,7 +189,7 @@ struct EngineConfig {
 // poolLabel, exclusionTtlSeconds, explain: {maxAhead}, runtimeLimit: {enforce, graceSeconds},
 // disruption: {maxNoticeSeconds}, elastic: {growAfterSeconds, growMinMembers}, nodeHealth, maintenance: {windows},
 // perishable: {fill, minSeconds, runtimeCorrection}, pools, topology: {levels}, profile, resources,
-// usageHalfLife, queues, frontDoors: [kubernetes, slurm]}. Every problem is one
+// usageHalfLife, queues, frontDoors: [kubernetes, slurm], reservations: {refreshInBackground}}. Every problem is one
 // reason of the returned status, "file:line: field: reason" (see core/io/queue_config.h).
 StatusOr<EngineConfig> LoadEngineConfig(const std::string& path);
 StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file);

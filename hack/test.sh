@@ -18,7 +18,7 @@ MAKE=${MAKE:-make}
 JOBS=${JOBS:-2}
 BUILD_ASAN=${BUILD_ASAN:-build-asan}
 BUILD_TSAN=${BUILD_TSAN:-build-tsan}
-TSAN_TESTS=${TSAN_TESTS:-concurrency_test server_test metrics_test http_server_test}
+TSAN_TESTS=${TSAN_TESTS:-concurrency_test server_test metrics_test http_server_test engine_test}
 log=$BUILD_ASAN/background-build.log
 bg=
 

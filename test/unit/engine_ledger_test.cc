@@ -141,5 +141,19 @@ TEST(EngineConfigFields, ExclusionTtlAndExplainBoundAreReadAndChecked) {
   EXPECT_FALSE(unknown.ok());
 }
 
+TEST(EngineConfigFields, ReservationsRefreshInBackgroundIsReadAndChecked) {
+  auto off = ParseEngineConfig("schedulerName: tidal\n", "e.yaml");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(off->refresh_in_background);
+  auto on = ParseEngineConfig("reservations: {refreshInBackground: true}\n", "e.yaml");
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_TRUE(on->refresh_in_background);
+  for (const char* text : {"reservations: {refreshInBackground: often}\n", "reservations: {background: true}\n"}) {
+    auto bad = ParseEngineConfig(text, "e.yaml");
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().ToString().find("reservations."), std::string::npos) << bad.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace tidal

@@ -3,8 +3,10 @@
 // must be the one the whole queue gives. Two engines fed the same events, one walking a 4-gang
 // prefix and one always the whole queue (refresh_prefix 0), must hold the same reservations and
 // answer every PlanPod alike, over a busy 8-node cluster with 3 queues and ~60 pending gangs
-// (lone pods and gangs, random sizes, priorities and submit times), pods ending and arriving.
-// Threading: single-threaded; both engines read the test's clock.
+// (lone pods and gangs, random sizes, priorities and submit times), pods ending and arriving. So
+// must one that refreshes on its refresher thread (refresh_in_background) and one in place.
+// Threading: the test's thread; a refresher thread reads the test's clock, written only while
+// its engine is idle (after WaitForRefresh).
 #include <random>
 
 #include <gtest/gtest.h>
@@ -24,15 +26,17 @@ constexpr char kConfig[] =
     "profile:\n  plugins: [fairshare, quota, gang, {name: topology, weight: 1}, preemption]\n"
     "  backfill: {depth: DEPTH}\n";
 
+// `background`: the second engine walks the same prefix and refreshes on its refresher thread.
 class RefreshPair {
  public:
-  RefreshPair(int depth, int64_t* now) {
+  RefreshPair(int depth, int64_t* now, bool background = false) {
     std::string yaml = kConfig;
     yaml.replace(yaml.find("DEPTH"), 5, std::to_string(depth));
-    for (int prefix : {4, 0}) {
+    for (int prefix : {4, background ? 4 : 0}) {
       auto cfg = ParseEngineConfig(yaml, "engine.yaml");
       EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();
       cfg->refresh_prefix = prefix;
+      cfg->refresh_in_background = background && engines_.size() == 1;
       auto e = Engine::Create(*cfg, [now] { return *now; });
       EXPECT_TRUE(e.ok()) << e.status().ToString();
       engines_.push_back(std::move(e).value());
@@ -53,6 +57,14 @@ class RefreshPair {
     return a;
   }
   nlohmann::json Book(size_t i) { return engines_[i]->Snapshot()["reservations"]; }
+  // Asks both for a refresh and waits for it (the refresher's too).
+  void Refresh() {
+    for (auto& e : engines_) {
+      e->RefreshReservations();
+      e->WaitForRefresh();
+    }
+  }
+  EngineStats Stats(size_t i) { return engines_[i]->Stats(); }
 
  private:
   std::vector<std::unique_ptr<Engine>> engines_;
@@ -68,9 +80,12 @@ PodInfo Pending(std::mt19937& rng, const std::string& name, int64_t now) {
   return p;
 }
 
-void RunScenario(int depth, uint32_t seed) {
+// background: the second engine refreshes on its refresher thread, and refreshes are asked for
+// by RefreshReservations at each step (time moved on by a second or more), so both refresh from
+// the same state; plans in between are in the same second (no refresh in them).
+void RunScenario(int depth, uint32_t seed, bool background = false) {
   int64_t now = 100000;
-  RefreshPair pair(depth, &now);
+  RefreshPair pair(depth, &now, background);
   std::mt19937 rng(seed);
   SyncBatch b;
   b.resync = true;
@@ -116,6 +131,7 @@ void RunScenario(int depth, uint32_t seed) {
       s.upsert_pods.push_back(std::move(p));
     }
     pair.Sync(s);
+    if (background) pair.Refresh();
     const std::string uid = pending[rng() % pending.size()];
     (void)pair.Plan(uid);
     const nlohmann::json a = pair.Book(0), c = pair.Book(1);
@@ -123,6 +139,10 @@ void RunScenario(int depth, uint32_t seed) {
     full_book = full_book || a.size() >= static_cast<size_t>(depth);
   }
   EXPECT_TRUE(full_book) << "the book never reached the depth: the prefix was never enough";
+  if (background) {
+    EXPECT_GT(pair.Stats(1).book_refreshes, 0);
+    EXPECT_EQ(pair.Stats(0).book_refreshes, pair.Stats(1).book_refreshes) << "seed " << seed;
+  }
 }
 
 // Found by the perishable-gap e2e case under load: a gang whose PlanPod failed under a second
@@ -179,6 +199,14 @@ TEST(EngineReservationRefreshTest, APrefixOfTheQueueGivesTheWholeQueuesBook) {
 TEST(EngineReservationRefreshTest, ADeeperBookThanThePrefixFallsBackToTheWholeQueue) {
   // depth 8 > the 4-gang prefix: the prefix cannot reach the depth; the whole queue decides.
   for (uint32_t seed : {11u, 12u}) RunScenario(8, seed);
+}
+
+// refresh_in_background: the refresher thread's job (its own copies of the batch's workloads,
+// taken under the mutex and read after it) installs the book an in-place refresh makes, with the
+// prefix and with the whole queue's fallback (depth 8).
+TEST(EngineReservationRefreshTest, TheRefresherThreadInstallsTheBookAnInPlaceRefreshMakes) {
+  for (uint32_t seed : {21u, 22u, 23u}) RunScenario(3, seed, /*background=*/true);
+  for (uint32_t seed : {24u, 25u}) RunScenario(8, seed, /*background=*/true);
 }
 
 }  // namespace
