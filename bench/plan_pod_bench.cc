@@ -42,6 +42,7 @@ void BM_PlanPod_10kNodes_100kPending(benchmark::State& bs) {
   const auto prefix = static_cast<int32_t>(bs.range(2));
   const bool background = bs.range(3) != 0;
   const int64_t pace_ms = bs.range(4);
+  const bool spread = bs.range(5) != 0;
   auto now = std::make_shared<std::atomic<int64_t>>(kWorldNow);
   std::unique_ptr<EngineWorld> w =
       BuildEngineWorld([now] { return now->load(); }, [prefix, background](EngineConfig& c) {
@@ -78,8 +79,10 @@ void BM_PlanPod_10kNodes_100kPending(benchmark::State& bs) {
         now->fetch_add(1);
         // Paced: a simulated second takes pace_ms of wall time at least (not timed), so the
         // refresher thread runs its once-a-second refresh while the calls go on, as it would live.
-        if (pace_ms > 0) std::this_thread::sleep_until(start + std::chrono::milliseconds(pace_ms * (k / rate)));
+        if (pace_ms > 0 && !spread) std::this_thread::sleep_until(start + std::chrono::milliseconds(pace_ms * (k / rate)));
       }
+      // Spread: each arrival at its own time, evenly over the simulated second (not in a burst).
+      if (pace_ms > 0 && spread) std::this_thread::sleep_until(start + std::chrono::microseconds(pace_ms * 1000 * k / rate));
       const std::string& q = w->queues[rng() % w->queues.size()];
       const int32_t prio = static_cast<int32_t>(rng() % 4) * 10;
       SyncBatch b;
@@ -146,16 +149,20 @@ void BM_PlanPod_10kNodes_100kPending(benchmark::State& bs) {
 // Args: arrivals per simulated second, arrivals, EngineConfig::refresh_prefix (0: every book
 // refresh walks the whole queue, as before issue 17; 1024: the default), and
 // EngineConfig::refresh_in_background (1: the refresher thread runs the book's dry cycle), and
-// the wall time of one simulated second at least (ms; 0: as fast as the calls go).
+// the wall time of one simulated second at least (ms; 0: as fast as the calls go), and whether a
+// second's arrivals come evenly spread over it (1) or back to back at its start (0).
 BENCHMARK(BM_PlanPod_10kNodes_100kPending)
-    ->Args({10, 300, 1024, 0, 0})
-    ->Args({10, 1000, 1024, 0, 0})
-    ->Args({10, 1000, 0, 0, 0})
-    ->Args({100, 1000, 1024, 0, 0})
-    ->Args({10, 1000, 1024, 0, 100})
-    ->Args({10, 1000, 1024, 1, 100})
-    ->Args({100, 1000, 1024, 1, 100})
-    ->ArgNames({"rate", "arrivals", "prefix", "background", "pace_ms"})
+    ->Args({10, 300, 1024, 0, 0, 0})
+    ->Args({10, 1000, 1024, 0, 0, 0})
+    ->Args({10, 1000, 0, 0, 0, 0})
+    ->Args({100, 1000, 1024, 0, 0, 0})
+    ->Args({10, 1000, 1024, 0, 100, 0})
+    ->Args({10, 1000, 1024, 1, 100, 0})
+    ->Args({100, 1000, 1024, 1, 100, 0})
+    ->Args({10, 1000, 1024, 0, 100, 1})
+    ->Args({10, 1000, 1024, 1, 100, 1})
+    ->Args({10, 1000, 1024, 1, 1000, 1})
+    ->ArgNames({"rate", "arrivals", "prefix", "background", "pace_ms", "spread"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->UseRealTime();

@@ -12,7 +12,8 @@
 //   Unreserve of any member drops the whole plan, so nothing is ever bound half-way by the engine's
 //   choice; plans not completed within plan_ttl are dropped.
 // Reservations: a gang that does not fit gets a backfill reservation (book_, refreshed by a dry
-//   cycle over every pending gang); every later plan honours the book (docs/scheduling.md).
+//   cycle over the pending gangs: engine_refresh.cc, in the call or on the refresher thread);
+//   every later plan honours the book (docs/scheduling.md).
 // Restart: each door's first Sync message is a full snapshot, from which nodes, bound pods and
 // gangs are rebuilt. Plans in flight are lost; their members time out in Permit and are retried.
 // Until a door's snapshot is in, the nodes it reported before the restart (kept with the ledger
@@ -24,13 +25,15 @@
 //
 // One class, one file per responsibility: engine.cc (lifecycle, reload, ledger file), engine_sync.cc
 // (the front door's mirror and bound pods' charges), engine_nodes.cc (merged nodes, ClusterState), engine_gang.cc (the gang protocol),
-// engine_plan.cc (planning, fair-share order), engine_reservations.cc (backfill book, timeline,
-// runtime limits), engine_preempt.cc (preemption view and holds), engine_views.cc (explain,
+// engine_plan.cc (planning, fair-share order), engine_reservations.cc (the backfill book's view,
+// runtime limits), engine_refresh.cc (the book's refresh, the timeline, the refresher thread), engine_preempt.cc (preemption view and holds), engine_views.cc (explain,
 // gauges), engine_exclusive.cc (JobSet/LWS exclusive topology), engine_config.cc (config file),
 // engine_doors.cc (the doors' nodes across restarts); the calls' result types are in engine_results.h.
 //
 // Threading: every public method takes mu_; callers may be any gRPC thread. Nothing is returned by
-// reference into the guarded state.
+// reference into the guarded state. With refresh_in_background one more thread, the refresher,
+// takes mu_ to capture a refresh job and to install its book, and runs the dry cycle without it
+// (engine_refresh.cc has its lock order).
 #pragma once
 
 #include <array>
@@ -251,7 +254,8 @@ class Engine {
   // The refresh's steps (refresh_job.h): the job (nullopt: throttled or no backfill), `whole_queue`
   // or the prefix; `own_workloads`: the batch is copied (read after mu_ is released). Install:
   // false when the prefix did not settle the book (the whole queue is due at once).
-  std::optional<RefreshJob> CaptureRefreshLocked(bool whole_queue, bool own_workloads);
+  // mirrors (the refresher's): state_ and ledger_ are assigned there, not copied into the job.
+  std::optional<RefreshJob> CaptureRefreshLocked(bool whole_queue, bool own_workloads, RefreshMirrors* mirrors = nullptr);
   bool InstallRefreshLocked(const RefreshJob& job, RefreshOutcome out);
   // The refresher thread (refresh_in_background; engine_refresh.cc has its threading).
   void StartRefresher();

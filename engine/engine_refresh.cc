@@ -80,7 +80,7 @@ void Engine::RefreshReservationsLocked() {
   refresh_locked_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::optional<RefreshJob> Engine::CaptureRefreshLocked(bool whole_queue, bool own_workloads) {
+std::optional<RefreshJob> Engine::CaptureRefreshLocked(bool whole_queue, bool own_workloads, RefreshMirrors* mirrors) {
   const int depth = cfg_.profile.backfill.depth;
   if (depth == 0) return std::nullopt;
   if (clock_() < book_refreshed_s_ + 1 && !refresh_retry_) {
@@ -93,8 +93,21 @@ std::optional<RefreshJob> Engine::CaptureRefreshLocked(bool whole_queue, bool ow
   PruneBookLocked();
   RefreshJob job;
   job.timeline = TimelineInputsLocked();  // EnsureStateLocked first: the epoch below is state_'s
-  job.state.emplace(*state_);
-  job.ledger.emplace(ledger_);
+  if (mirrors != nullptr) {
+    if (mirrors->state) {
+      *mirrors->state = *state_;
+    } else {
+      mirrors->state.emplace(*state_);
+    }
+    if (mirrors->ledger) {
+      *mirrors->ledger = ledger_;
+    } else {
+      mirrors->ledger.emplace(ledger_);
+    }
+  } else {
+    job.state.emplace(*state_);
+    job.ledger.emplace(ledger_);
+  }
   job.book = *book_;
   job.profile = cfg_.profile;
   job.levels = cfg_.levels;
@@ -226,6 +239,7 @@ void Engine::RequestRefreshLocked() {
 }
 
 void Engine::RefresherLoop() {
+  RefreshMirrors mirrors;  // this thread's: assigned under mu_, read without it
   std::unique_lock<std::mutex> lock(refresh_mu_);
   while (true) {
     refresh_cv_.wait(lock, [this] { return refresh_stop_ || refresh_wanted_; });
@@ -237,12 +251,14 @@ void Engine::RefresherLoop() {
     {
       std::lock_guard<std::mutex> engine_lock(mu_);
       const auto t0 = std::chrono::steady_clock::now();
-      job = CaptureRefreshLocked(/*whole_queue=*/refresh_whole_, /*own_workloads=*/true);
+      job = CaptureRefreshLocked(/*whole_queue=*/refresh_whole_, /*own_workloads=*/true, &mirrors);
       refresh_whole_ = false;
       if (job) ++book_refreshes_;
       refresh_locked_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     }
     if (job) {
+      job->state.emplace(*mirrors.state);  // the job's copies, outside mu_
+      job->ledger.emplace(*mirrors.ledger);
       RefreshOutcome out = RunRefreshJob(*job);
       std::lock_guard<std::mutex> engine_lock(mu_);
       const auto t0 = std::chrono::steady_clock::now();

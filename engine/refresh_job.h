@@ -69,6 +69,15 @@ struct RefreshJob {
   std::vector<std::string> held;
 };
 
+// The refresher thread's own copies of the engine's ClusterState and ledger, assigned from the
+// engine's under its mutex at each capture: an assignment onto the last capture's copy reuses its
+// storage (node names, labels, the ledger's charge records), far cheaper than a fresh copy. The
+// job's copies are then made from these after the mutex is released. Owned by the refresher.
+struct RefreshMirrors {
+  std::optional<ClusterState> state;
+  std::optional<QuotaLedger> ledger;
+};
+
 struct RefreshOutcome {
   std::map<std::string, Reservation> book;  // the book after the dry cycle
   int64_t in_force = -1;                    // reservations in force after it (-1: the profile does not build)
