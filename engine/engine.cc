@@ -44,11 +44,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineConfig cfg, Clock clock) 
     std::lock_guard<std::mutex> lock(e->mu_);
     if (Status s = e->BuildSchedulerLocked(); !s.ok()) return s;
   }
-  e->StartRefresher();
+  if (e->cfg_.refresh_in_background) {
+    Engine* self = e.get();
+    e->refresher_.Start([self, mirrors = std::make_shared<RefreshMirrors>()] { self->RefreshInBackground(*mirrors); });
+  }
   return e;
 }
 
-Engine::~Engine() { StopRefresher(); }
+Engine::~Engine() { refresher_.Stop(); }  // before the members its work reads go
 
 Engine::Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree)
     : cfg_(std::move(cfg)), clock_(std::move(clock)), epoch_(RandomEpoch()), ledger_(std::move(tree)) {

@@ -38,7 +38,6 @@
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -48,7 +47,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -64,7 +62,9 @@
 #include "engine/observability.h"
 #include "engine/pod_spec.h"
 #include "engine/preempt_hold.h"
+#include "engine/engine_records.h"
 #include "engine/refresh_job.h"
+#include "engine/refresh_worker.h"
 #include "engine/waves.h"
 #include "engine/workload_ends.h"
 #include "core/framework/scheduler.h"
@@ -257,15 +257,10 @@ class Engine {
   // mirrors (the refresher's): state_ and ledger_ are assigned there, not copied into the job.
   std::optional<RefreshJob> CaptureRefreshLocked(bool whole_queue, bool own_workloads, RefreshMirrors* mirrors = nullptr);
   bool InstallRefreshLocked(const RefreshJob& job, RefreshOutcome out);
-  // The refresher thread (refresh_in_background; engine_refresh.cc has its threading).
-  void StartRefresher();
-  void StopRefresher();
-  void RequestRefreshLocked();
-  void RefresherLoop();
-  std::thread refresher_;
-  std::mutex refresh_mu_;  // guards the four below; never held while mu_ is taken
-  std::condition_variable refresh_cv_;
-  bool refresh_wanted_ = false, refresh_busy_ = false, refresh_stop_ = false;
+  // The refresher thread (refresh_in_background; engine_refresh.cc has its threading): one
+  // background refresh per request (RefreshWorker folds requests made while one runs).
+  void RefreshInBackground(RefreshMirrors& mirrors);
+  RefreshWorker refresher_;
   bool refresh_whole_ = false;  // under mu_: the refresher's next job walks the whole queue
   bool refresh_retry_ = false;  // under mu_: the next refresh is not throttled (the prefix fell short)
   // Under mu_: moves when NodeIds or the profile change (EnsureStateLocked's rebuilds, the
@@ -279,19 +274,7 @@ class Engine {
   // After state_ is rebuilt: moves every reservation onto the new NodeIds by node name; one that
   // lost a node, or now sits on a node that takes no work, is dropped and the book marked stale.
   void RemapBookLocked();
-  // What a plan for workload `own` must honour: every other reservation in the book, and its own
-  // reserved nodes once due (filled in place: the view points into the struct).
-  struct ReservationView {
-    std::vector<int64_t> from, gpus;
-    std::vector<uint8_t> closing;  // per node: 1 = a drain or maintenance window closes it at `from`
-    BackfillView view;
-    const std::vector<MemberAssignment>* at = nullptr;
-    int32_t yielded = 0;  // reservations left out because their queue ranks behind the planner's
-    const BackfillView* get() const { return view.reserved_from ? &view : nullptr; }
-    ReservationView() = default;
-    ReservationView(const ReservationView&) = delete;
-    ReservationView& operator=(const ReservationView&) = delete;
-  };
+  using ReservationView = EngineReservationView;  // engine_records.h
   // With `ranks` (QuotaLedger::FairShareRanks) and the planner's queue rank: reservations of
   // gangs whose queue ranks behind it are left out (they yield to fair share; preemption holds
   // never do). fill_notice_s >= 0 (a workload that fills perishable windows, FillNoticeLocked):
@@ -339,10 +322,7 @@ class Engine {
   // --- elastic gangs growing back (engine_elastic.cc): a running elastic gang's waiting members
   // are placed only once room for them has stayed free for elastic_grow_after_s (probed when the
   // wait starts and again when it ends; a probe without room restarts it). gang -> wait.
-  struct GrowWait {
-    int64_t since_s = 0;
-    bool activated = false;  // its pods were handed to TakeActivations when the wait ended
-  };
+  using GrowWait = EngineGrowWait;
   std::map<std::string, GrowWait> grow_waits_;
   // "" when gang g (workload w) may be planned now; else why its growth waits. A probe that found
   // no room is left in *probe (the plan's own answer: not searched twice).
@@ -393,11 +373,7 @@ class Engine {
   bool OursLocked(const PodInfo& p) const {
     return p.door == FrontDoor::kSlurm || p.scheduler_name == cfg_.scheduler_name;
   }
-  // A door's snapshot in progress (index: FrontDoor): what its batches named so far.
-  struct OpenSnapshot {
-    std::unordered_set<std::string> pods, nodes, autoscalers;
-  };
-  std::optional<OpenSnapshot> snapshots_[2];
+  std::optional<EngineOpenSnapshot> snapshots_[2];  // a door's snapshot in progress (index: FrontDoor)
   void BeginResyncLocked(FrontDoor door);  // drops the door's plans, opens its snapshot
   void EndResyncLocked(FrontDoor door);    // removes what the snapshot did not name
   void DoorGaugesLocked(EngineGauges& out) const;  // engine_views.cc
@@ -412,14 +388,7 @@ class Engine {
   std::string QueueDoorsNoteLocked(const std::string& queue) const;
   // --- the gap ledger (engine_sync.cc): what the engine last knew of each Slurm gang, so a
   // finished record from the door closes a gap exactly once.
-  struct GangMemory {
-    int leaf = 0;
-    Resources per_member;
-    int32_t members = 0;
-    int64_t bound_from = 0, bound_until = 0;  // when the engine charged its members (0 = never)
-    bool settled = false;                     // a finished record was applied
-    int64_t touched = 0;
-  };
+  using GangMemory = EngineGangMemory;
   std::unordered_map<std::string, GangMemory> gang_memory_;
   void RememberGangLocked(const PodInfo& p, bool bound, bool released);
   void SettleFinishedLocked(const FinishedJobInfo& f);
@@ -429,17 +398,7 @@ class Engine {
   std::map<std::string, std::set<HeadKey>> pending_by_queue_;  // queue -> pending gangs in order
   std::set<std::pair<int64_t, std::string>> plan_deadlines_;   // (plan created_s, gang): expiry index
   std::unordered_map<std::string, std::pair<std::string, Resources>> charged_;  // uid -> node, request
-  // Bound pods on the timeline: since when each runs (the kubelet's start time once reported,
-  // until then when the engine first saw it bound) and its declared run time (0: the class
-  // default), so dry runs can release them in order of expected end (ETAs, reservations).
-  struct BoundSince {
-    int64_t since_s = 0;
-    int64_t runtime_limit_s = 0;
-    WorkloadClass workload_class = WorkloadClass::kBatch;
-    std::string queue;
-    bool overdue = false;  // already reported by Overdue() (counted once)
-  };
-  std::unordered_map<std::string, BoundSince> bound_since_;
+  std::unordered_map<std::string, EngineBoundSince> bound_since_;  // bound pods on the timeline
   // Backfill reservations of pending gangs, keyed by plan id: kept across planning attempts,
   // refreshed by a dry cycle over every pending gang when a gang does not fit (at most once a
   // second), and honoured by every plan: nothing planned may delay them
@@ -459,9 +418,7 @@ class Engine {
   // Preempt regroups only the workloads of marked pods; rebuilt only when state_ is (nodes
   // changed: EnsureStateLocked drops it). Plans in flight and the reservation book are laid over
   // it per call and taken off again.
-  struct VictimGroup {
-    std::map<std::string, std::pair<NodeId, Resources>> members;  // uid -> node, request
-  };
+  using VictimGroup = EngineVictimGroup;
   std::optional<ClusterState> pview_;
   std::unordered_map<std::string, VictimGroup> pgroups_;          // allocation id -> members
   std::unordered_map<std::string, std::string> pgroup_of_;        // uid -> allocation id
@@ -613,12 +570,7 @@ class Engine {
 
   // --- the doors' nodes across restarts (engine_doors.cc); guarded by mu_ like all above, except
   // door_memory_version_ (written under mu_, read without it). Per door (index: FrontDoor):
-  struct DoorMemory {
-    std::set<std::string> nodes;  // the nodes it reported (before the restart too): doorNodes
-    bool known = false;           // nodes is complete: from the state file, or its resync here
-    bool resynced = false;        // it completed a resync since this start
-    bool expected = false;        // frontDoors names it
-  };
+  using DoorMemory = EngineDoorMemory;
   std::array<DoorMemory, 2> door_memory_;
   std::atomic<uint64_t> door_memory_version_{0};
   // Its remembered nodes (all nodes, when none are known and frontDoors expects it) take no new

@@ -6,10 +6,10 @@
 // In place (the default) all three run in the call that asked; with refresh_in_background the
 // middle one runs on the refresher thread, and the call that asked only wakes it.
 //
-// Threading: the *Locked functions run under mu_. The refresher thread (RefresherLoop) owns the
-// job between the capture and the install and takes mu_ only for those two; refresh_mu_ guards
-// the refresher's flags below it and is never held while mu_ is taken (mu_ may be held while
-// refresh_mu_ is taken: RequestRefreshLocked).
+// Threading: the *Locked functions run under mu_. The refresher thread (a RefreshWorker running
+// RefreshInBackground) owns the job and its RefreshMirrors between the capture and the install
+// and takes mu_ only for those two. A caller under mu_ wakes it with RefreshWorker::Request, which
+// takes only the worker's own mutex (never held while the work runs, so never while mu_ is taken).
 #include "engine/engine.h"
 
 #include <algorithm>
@@ -64,8 +64,8 @@ void Engine::RefreshReservationsLocked() {
     book_stale_ = true;
     return;
   }
-  if (refresher_.joinable()) {
-    RequestRefreshLocked();
+  if (refresher_.started()) {
+    refresher_.Request();
     return;
   }
   // In place: the prefix first; when it did not settle the book, the whole queue at once.
@@ -215,65 +215,31 @@ bool Engine::RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vect
 
 // --- the refresher thread (refresh_in_background)
 
-void Engine::StartRefresher() {
-  if (!cfg_.refresh_in_background || refresher_.joinable()) return;
-  refresher_ = std::thread([this] { RefresherLoop(); });
-}
-
-void Engine::StopRefresher() {
-  if (!refresher_.joinable()) return;
+void Engine::RefreshInBackground(RefreshMirrors& mirrors) {
+  std::optional<RefreshJob> job;
   {
-    std::lock_guard<std::mutex> lock(refresh_mu_);
-    refresh_stop_ = true;
+    std::lock_guard<std::mutex> engine_lock(mu_);
+    const auto t0 = std::chrono::steady_clock::now();
+    job = CaptureRefreshLocked(/*whole_queue=*/refresh_whole_, /*own_workloads=*/true, &mirrors);
+    refresh_whole_ = false;
+    if (job) ++book_refreshes_;
+    refresh_locked_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   }
-  refresh_cv_.notify_all();
-  refresher_.join();
-}
-
-void Engine::RequestRefreshLocked() {
+  if (!job) return;
+  job->state.emplace(*mirrors.state);  // the job's copies, outside mu_
+  job->ledger.emplace(*mirrors.ledger);
+  RefreshOutcome out = RunRefreshJob(*job);
   {
-    std::lock_guard<std::mutex> lock(refresh_mu_);
-    refresh_wanted_ = true;
-  }
-  refresh_cv_.notify_all();
-}
-
-void Engine::RefresherLoop() {
-  RefreshMirrors mirrors;  // this thread's: assigned under mu_, read without it
-  std::unique_lock<std::mutex> lock(refresh_mu_);
-  while (true) {
-    refresh_cv_.wait(lock, [this] { return refresh_stop_ || refresh_wanted_; });
-    if (refresh_stop_) return;
-    refresh_wanted_ = false;
-    refresh_busy_ = true;
-    lock.unlock();
-    std::optional<RefreshJob> job;
-    {
-      std::lock_guard<std::mutex> engine_lock(mu_);
-      const auto t0 = std::chrono::steady_clock::now();
-      job = CaptureRefreshLocked(/*whole_queue=*/refresh_whole_, /*own_workloads=*/true, &mirrors);
-      refresh_whole_ = false;
-      if (job) ++book_refreshes_;
-      refresh_locked_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard<std::mutex> engine_lock(mu_);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!InstallRefreshLocked(*job, std::move(out))) {
+      // The prefix did not settle the book: the whole queue next, at once.
+      refresh_whole_ = true;
+      refresher_.Request();
     }
-    if (job) {
-      job->state.emplace(*mirrors.state);  // the job's copies, outside mu_
-      job->ledger.emplace(*mirrors.ledger);
-      RefreshOutcome out = RunRefreshJob(*job);
-      std::lock_guard<std::mutex> engine_lock(mu_);
-      const auto t0 = std::chrono::steady_clock::now();
-      if (!InstallRefreshLocked(*job, std::move(out))) {
-        // The prefix did not settle the book: the whole queue next, at once.
-        refresh_whole_ = true;
-        RequestRefreshLocked();
-      }
-      refresh_locked_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-    }
-    job.reset();  // its copies are freed here, outside mu_
-    lock.lock();
-    refresh_busy_ = false;
-    refresh_cv_.notify_all();
+    refresh_locked_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   }
+  job.reset();  // its copies are freed here, outside mu_
 }
 
 void Engine::RefreshReservations() {
@@ -281,9 +247,6 @@ void Engine::RefreshReservations() {
   RefreshReservationsLocked();
 }
 
-void Engine::WaitForRefresh() {
-  std::unique_lock<std::mutex> lock(refresh_mu_);
-  refresh_cv_.wait(lock, [this] { return refresh_stop_ || !refresher_.joinable() || (!refresh_wanted_ && !refresh_busy_); });
-}
+void Engine::WaitForRefresh() { refresher_.WaitIdle(); }
 
 }  // namespace tidal

@@ -77,7 +77,7 @@ void Engine::ApplyBoundLocked(const PodInfo& p) {
   ChargePodLocked(p, borrowed);
   charged_[p.uid] = {p.node_name, p.request};
   if (!bound_since_.count(p.uid)) {
-    BoundSince b;
+    EngineBoundSince b;
     b.since_s = clock_();
     if (const auto& sp = SpecLocked(p); sp.ok()) {
       b.runtime_limit_s = sp->runtime_limit_s;
