@@ -268,7 +268,7 @@ class Engine {
   uint64_t book_epoch_ = 0;
   int64_t book_refreshes_ = 0, refresh_locked_ns_ = 0;  // under mu_: EngineStats
   // The refresh's batch: the first k pending gangs in queue order and every one holding a
-  // reservation (false: the order is not the pending index's; engine_reservations.cc).
+  // reservation (false: the order is not the pending index's; engine_refresh.cc).
   bool RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vector<const Workload*>* out,
                           SharedWorkloads* keep = nullptr) const;
   // After state_ is rebuilt: moves every reservation onto the new NodeIds by node name; one that

@@ -182,7 +182,7 @@ bool Engine::RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vect
   const QueueRanks ranks(ledger_, sort == "fairshare");
   PendingMerge merge;
   for (const auto& [q, gangs] : pending_by_queue_) merge.Add(ranks.Of(q), gangs);
-  const std::string* last_queue = nullptr;  // the queue id of the last workload's queue name
+  const std::string* last_queue = nullptr;  // the last gang's queue name (its head_queue) and id
   int last_queue_id = 0;
   size_t walked = 0;
   while (walked < k || !holders.empty()) {
@@ -199,7 +199,7 @@ bool Engine::RefreshBatchLocked(size_t k, std::deque<Workload>* built, std::vect
     if (w->queue != g.head_queue || w->priority != g.summary.priority || w->submit_time_s != g.summary.submitted) return false;
     if (w->queue_id > 0) {  // FairShare ranks by queue_id
       if (last_queue == nullptr || *last_queue != w->queue) {
-        last_queue = &w->queue;
+        last_queue = &g.head_queue;  // == w->queue; lives in the gang (a built workload is moved below)
         last_queue_id = ledger_.tree().Find(w->queue);
       }
       if (w->queue_id != last_queue_id) return false;

@@ -175,7 +175,7 @@ struct EngineConfig {
   int32_t explain_max_ahead = 2000;
   // The reservation refresh's dry cycle walks the first this many pending gangs in queue order
   // (and those holding reservations) and the whole queue only when they did not settle the book
-  // (engine_reservations.cc); the prefix doubles when it was short. 0: always the whole queue.
+  // (engine_refresh.cc); the prefix doubles when it was short. 0: always the whole queue.
   int32_t refresh_prefix = 1024;
   // reservations.refreshInBackground (read at start only): the refresh's dry cycle runs on the
   // engine's refresher thread, outside its mutex, so no PlanPod call waits for it; the book it

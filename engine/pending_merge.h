@@ -2,7 +2,7 @@
 // the order the cycle's QueueSort puts them: the queues' fair-share ranks first (FairShare::RankOf;
 // every queue ranks 0 under "priority"), then the index order (priority, submit time, key). A
 // k-way merge over the queues' sets, no sort and no copy of the index. Used by the book refresh's
-// prefix (engine_reservations.cc) and explain's bounded dry run (engine_views.cc).
+// prefix (engine_refresh.cc) and explain's bounded dry run (engine_views.cc).
 // Threading: a value on the caller's stack; it holds iterators into the index, so the caller
 // keeps the Engine's mu_ for its whole life and changes nothing in the index meanwhile.
 #pragma once

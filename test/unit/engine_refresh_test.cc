@@ -3,7 +3,8 @@
 // must be the one the whole queue gives. Two engines fed the same events, one walking a 4-gang
 // prefix and one always the whole queue (refresh_prefix 0), must hold the same reservations and
 // answer every PlanPod alike, over a busy 8-node cluster with 3 queues and ~60 pending gangs
-// (lone pods and gangs, random sizes, priorities and submit times), pods ending and arriving. So
+// (lone pods and gangs, random sizes, priorities and submit times), pods ending and arriving,
+// nodes refused by kube-scheduler's filters (those gangs' workloads are built per walk). So
 // must one that refreshes on its refresher thread (refresh_in_background) and one in place.
 // Threading: the test's thread; a refresher thread reads the test's clock, written only while
 // its engine is idle (after WaitForRefresh).
@@ -65,6 +66,11 @@ class RefreshPair {
     }
   }
   EngineStats Stats(size_t i) { return engines_[i]->Stats(); }
+  // kube-scheduler's own filters refused `node` for the pod: its gang's workload is then built
+  // for each walk (excluded nodes), not the cached one.
+  void Refused(const std::string& uid, const std::string& node) {
+    for (auto& e : engines_) (void)e->NodeRefused(uid, node, "NodePorts");
+  }
 
  private:
   std::vector<std::unique_ptr<Engine>> engines_;
@@ -131,6 +137,7 @@ void RunScenario(int depth, uint32_t seed, bool background = false) {
       s.upsert_pods.push_back(std::move(p));
     }
     pair.Sync(s);
+    if (step % 4 == 1) pair.Refused(pending[rng() % pending.size()], "n" + std::to_string(rng() % 8));
     if (background) pair.Refresh();
     const std::string uid = pending[rng() % pending.size()];
     (void)pair.Plan(uid);
