@@ -255,6 +255,8 @@ class Engine {
   // or the prefix; `own_workloads`: the batch is copied (read after mu_ is released). Install:
   // false when the prefix did not settle the book (the whole queue is due at once).
   // mirrors (the refresher's): state_ and ledger_ are assigned there, not copied into the job.
+  // True (and the book marked stale) when a refresh ran under a second ago.
+  bool RefreshThrottledLocked();
   std::optional<RefreshJob> CaptureRefreshLocked(bool whole_queue, bool own_workloads, RefreshMirrors* mirrors = nullptr);
   bool InstallRefreshLocked(const RefreshJob& job, RefreshOutcome out);
   // The refresher thread (refresh_in_background; engine_refresh.cc has its threading): one

@@ -22,6 +22,21 @@
 
 namespace tidal {
 
+namespace {
+int64_t NsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+bool Engine::RefreshThrottledLocked() {
+  // At most once a second (now < last + 1, not now - last < 1: last starts at INT64_MIN, and
+  // now - INT64_MIN overflows), unless the prefix fell short (refresh_retry_). A skipped refresh
+  // marks the book stale: the next plan, Admit or disruption poll asks again.
+  if (clock_() >= book_refreshed_s_ + 1 || refresh_retry_) return false;
+  book_stale_ = true;
+  return true;
+}
+
 TimelineInputs Engine::TimelineInputsLocked() {
   EnsureStateLocked();
   TimelineInputs in;
@@ -57,13 +72,7 @@ ClusterState Engine::TimelineLocked() {
 
 void Engine::RefreshReservationsLocked() {
   if (cfg_.profile.backfill.depth == 0) return;
-  // At most once a second (now < last + 1, not now - last < 1: last starts at INT64_MIN, and
-  // now - INT64_MIN overflows). A skipped refresh marks the book stale: the next plan, Admit or
-  // disruption poll asks again.
-  if (clock_() < book_refreshed_s_ + 1 && !refresh_retry_) {
-    book_stale_ = true;
-    return;
-  }
+  if (RefreshThrottledLocked()) return;
   if (refresher_.started()) {
     refresher_.Request();
     return;
@@ -77,16 +86,13 @@ void Engine::RefreshReservationsLocked() {
     RefreshOutcome out = RunRefreshJob(*job);
     if (InstallRefreshLocked(*job, std::move(out))) break;
   }
-  refresh_locked_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  refresh_locked_ns_ += NsSince(t0);
 }
 
 std::optional<RefreshJob> Engine::CaptureRefreshLocked(bool whole_queue, bool own_workloads, RefreshMirrors* mirrors) {
   const int depth = cfg_.profile.backfill.depth;
   if (depth == 0) return std::nullopt;
-  if (clock_() < book_refreshed_s_ + 1 && !refresh_retry_) {
-    book_stale_ = true;
-    return std::nullopt;
-  }
+  if (RefreshThrottledLocked()) return std::nullopt;  // checked again: the refresher's capture comes later
   refresh_retry_ = false;
   book_refreshed_s_ = clock_();
   book_stale_ = false;
@@ -223,7 +229,7 @@ void Engine::RefreshInBackground(RefreshMirrors& mirrors) {
     job = CaptureRefreshLocked(/*whole_queue=*/refresh_whole_, /*own_workloads=*/true, &mirrors);
     refresh_whole_ = false;
     if (job) ++book_refreshes_;
-    refresh_locked_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    refresh_locked_ns_ += NsSince(t0);
   }
   if (!job) return;
   job->state.emplace(*mirrors.state);  // the job's copies, outside mu_
@@ -237,7 +243,7 @@ void Engine::RefreshInBackground(RefreshMirrors& mirrors) {
       refresh_whole_ = true;
       refresher_.Request();
     }
-    refresh_locked_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    refresh_locked_ns_ += NsSince(t0);
   }
   job.reset();  // its copies are freed here, outside mu_
 }

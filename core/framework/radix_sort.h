@@ -32,10 +32,7 @@ void RadixSortHiLo(std::vector<T>& v) {
   std::vector<std::array<size_t, 256>> count(16);
   for (auto& c : count) c.fill(0);
   for (const T& r : v) {
-    for (int d = 0; d < 8; ++d) {
-      ++count[static_cast<size_t>(d)][(r.lo >> (8 * d)) & 0xFF];
-      ++count[static_cast<size_t>(8 + d)][(r.hi >> (8 * d)) & 0xFF];
-    }
+    for (int d = 0; d < 16; ++d) ++count[static_cast<size_t>(d)][digit(r, d)];
   }
   std::vector<T> buffer(n);
   T* src = v.data();
