@@ -153,6 +153,22 @@ void Scheduler::SortQueue(std::vector<const Workload*>& pending) const {
     keyed.push_back(k);
   }
   if (all && packs) {
+    // Rebased: each part less its smallest value (the same order), so only the bytes that span
+    // the parts' ranges differ and get a radix pass (a priority near 0 biased to 2^31 would differ
+    // in all four bytes of its half: 0x7fffffff against 0x80000000).
+    uint64_t min_k0 = UINT64_MAX, min_k1 = UINT64_MAX, min_lo = UINT64_MAX;
+    for (const Packed& p : packed) {
+      min_k0 = std::min(min_k0, p.hi >> 32);
+      min_k1 = std::min(min_k1, p.hi & 0xffffffffu);
+      min_lo = std::min(min_lo, p.lo);
+    }
+    if (!packed.empty()) {
+      const uint64_t hi_base = min_k0 << 32 | min_k1;  // no borrow: each half is at least its own minimum
+      for (Packed& p : packed) {
+        p.hi -= hi_base;
+        p.lo -= min_lo;
+      }
+    }
     RadixSortHiLo(packed);
     SortTiesById(packed, [](const Packed& a, const Packed& b) { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; });
     for (size_t i = 0; i < packed.size(); ++i) pending[i] = packed[i].w;

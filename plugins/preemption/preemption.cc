@@ -174,8 +174,11 @@ class VictimSearch {
     return budget_.Borrows(q);
   }
 
-  // Choose candidates: every eligible victim (see preemption.h), in victim order.
+  // Choose candidates: every eligible victim (see preemption.h), in the running set's order. Victim
+  // order (Before) matters only among the victims of one domain: PlanDomains sorts each
+  // domain's few victims, not all of them (about a thousand per search, 64 searches a cycle).
   void ChooseCandidates() {
+    victims_.reserve(cluster_.running().size());  // no regrowth: a Victim is not cheap to move
     if (leaving_.empty()) {  // no trial since CollectLeaving: its pointers into running() hold
       for (const auto& [id, a] : others_) {
         Victim v;
@@ -188,34 +191,18 @@ class VictimSearch {
         if (Eligible(id, a, v)) victims_.push_back(std::move(v));
       }
     }
-    // Borrowers first, then lower priority, then least work lost, then the most recently started.
-    // A total order (ids are unique). Sorted as compact keys (no Victim read per comparison but on
-    // a full tie, by id), then the victims moved once into that order.
-    struct Key {
-      bool borrowing;
-      int32_t priority;
-      double lost;
-      int64_t start_s;
-      uint32_t index;
-    };
-    std::vector<Key> keys(victims_.size());
-    for (size_t i = 0; i < keys.size(); ++i) {
-      const Victim& v = victims_[i];
-      keys[i] = Key{v.borrowing, v.priority, v.lost, v.start_s, static_cast<uint32_t>(i)};
-    }
-    std::sort(keys.begin(), keys.end(), [this](const Key& a, const Key& b) {
-      if (a.borrowing != b.borrowing) return a.borrowing;
-      if (a.priority != b.priority) return a.priority < b.priority;
-      if (a.lost != b.lost) return a.lost < b.lost;
-      if (a.start_s != b.start_s) return a.start_s > b.start_s;
-      return victims_[a.index].id < victims_[b.index].id;
-    });
-    std::vector<uint32_t> order(keys.size());
-    for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
-    std::vector<Victim> sorted;
-    sorted.reserve(victims_.size());
-    for (uint32_t i : order) sorted.push_back(std::move(victims_[i]));
-    victims_ = std::move(sorted);
+  }
+
+  // Victim order: borrowers first, then lower priority, then least work lost, then the most
+  // recently started. A total order (ids are unique).
+  bool Before(size_t x, size_t y) const {
+    const Victim& a = victims_[x];
+    const Victim& b = victims_[y];
+    if (a.borrowing != b.borrowing) return a.borrowing;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.lost != b.lost) return a.lost < b.lost;
+    if (a.start_s != b.start_s) return a.start_s > b.start_s;
+    return a.id < b.id;
   }
 
   // Whether allocation `a` may be a victim; fills `x` for it.
@@ -290,14 +277,18 @@ class VictimSearch {
       }
     }
     // (domain, victim index, GPUs there), one entry per assignment, grouped by domain (ascending)
-    // and, within a domain, in victim order: a counting sort over the domains' ids, stable in the
-    // victims' order (no comparison sort; one allocation per search, not a list per domain).
+    // and, within a domain, by victim index (a victim's entries there are adjacent): a counting
+    // sort over the domains' ids, stable in the victims' index order (one allocation per search,
+    // not a list per domain). Each domain's victims are then put in victim order (ByVictimOrder).
     struct Touch {
       VertexId domain;
       size_t victim;
       int64_t gpus;
     };
     std::vector<Touch> unsorted;
+    size_t assignments = 0;
+    for (const Victim& v : victims_) assignments += v.alloc->assignments.size();
+    unsorted.reserve(assignments);  // no regrowth copies
     VertexId lo = std::numeric_limits<VertexId>::max(), hi = -1;
     for (size_t i = 0; i < victims_.size(); ++i) {
       const Allocation& a = *victims_[i].alloc;
@@ -329,6 +320,7 @@ class VictimSearch {
           list.emplace_back(touches[b].victim, touches[b].gpus);
         }
       }
+      ByVictimOrder(list);
       auto l = leaving_gpus.find(d);
       if (std::optional<double> loss = Estimate(list, l == leaving_gpus.end() ? 0 : l->second, d)) {
         plans.push_back(Plan{d, {}, *loss, first, b});
@@ -343,15 +335,22 @@ class VictimSearch {
       for (size_t k = p.first; k < p.last; ++k) {
         if (p.touching.empty() || p.touching.back() != touches[k].victim) p.touching.push_back(touches[k].victim);
       }
+      std::sort(p.touching.begin(), p.touching.end(), [this](size_t x, size_t y) { return Before(x, y); });
     }
     return plans;
+  }
+
+  // One domain's (victim, GPUs there) entries, each victim once, into victim order.
+  void ByVictimOrder(std::vector<std::pair<size_t, int64_t>>& list) const {
+    if (list.size() < 2) return;
+    std::sort(list.begin(), list.end(), [this](const auto& x, const auto& y) { return Before(x.first, y.first); });
   }
 
   // The estimated loss of domain d's plan, when taking its victims in order (as the budget allows)
   // frees enough GPUs; nullopt when it does not.
   std::optional<double> Estimate(const std::vector<std::pair<size_t, int64_t>>& list, int64_t leaving_gpus, VertexId d) const {
     const int64_t need = w_.per_member.gpus * c_.members;
-    // Victim order inside a domain follows the global order (`list` is sorted by victim index).
+    // `list` is in victim order (ByVictimOrder).
     int64_t gpus = cluster_.FreeGpus(d) + leaving_gpus;
     // The budget as this estimate takes from it: copied on the first take (most domains take none).
     bool taken = false;
@@ -552,7 +551,7 @@ class VictimSearch {
   std::vector<std::string> leaving_;
   std::vector<std::pair<const std::string*, const Allocation*>> others_;  // the rest of running(), in its order
   std::map<int, ResVec> leaving_by_queue_;
-  // Other queues' budgets, read on first use; the candidates, in victim order.
+  // Other queues' budgets, read on first use; the candidates, in the running set's order.
   QueueBudget budget_;
   mutable QueueBudget scratch_;  // Estimate's copy of budget_, as one domain's estimate takes from it
   std::vector<uint8_t> budget_known_;  // by queue index: 1 once its budget was read

@@ -53,7 +53,10 @@ class Quota final : public AdmitPlugin, public PreFilterPlugin, public ReservePl
     bool operator==(const MemoKey&) const = default;
     template <typename H>
     friend H AbslHashValue(H h, const MemoKey& k) {
-      return H::combine(std::move(h), k.leaf, k.members, k.request);
+      // Element by element: a few integer mixes, not a byte-range hash of the vector.
+      h = H::combine(std::move(h), k.leaf, k.members, k.request.size());
+      for (int64_t v : k.request) h = H::combine(std::move(h), v);
+      return h;
     }
   };
   void SyncMemo();
