@@ -166,12 +166,13 @@ class VictimSearch {
   bool Borrows(int q) {
     if (q < 0) return false;
     if (static_cast<size_t>(q) >= budget_known_.size()) budget_known_.resize(static_cast<size_t>(q) + 1, 0);
-    if (!budget_known_[static_cast<size_t>(q)]) {
-      budget_known_[static_cast<size_t>(q)] = 1;
+    uint8_t& known = budget_known_[static_cast<size_t>(q)];
+    if (known == 0) {
       auto l = leaving_by_queue_.find(q);
       budget_.Add(q, ledger_->OverNominal(q), l == leaving_by_queue_.end() ? ResVec{} : l->second, wanted_);
+      known = budget_.Borrows(q) ? 2 : 1;  // the answer, kept: it is asked once per candidate
     }
-    return budget_.Borrows(q);
+    return known == 2;
   }
 
   // Choose candidates: every eligible victim (see preemption.h), in the running set's order. Victim
@@ -227,7 +228,9 @@ class VictimSearch {
         x.queue = qv;
         x.budgeted = x.borrowing = true;
         x.per_member = Request(v, 1);
-        x.whole = Request(v, MembersOf(a));
+        x.whole = x.per_member;  // a request is linear in the members (QueueTree::Request)
+        const int64_t members = MembersOf(a);
+        for (int64_t& r : x.whole) r *= members;
         if (budget_.Copies(qv, x.whole) < 1 && (x.surplus == 0 || budget_.Copies(qv, x.per_member) < 1)) return false;
         const bool by_reclaim = leaf_ > 0 && !preemptor_borrowing_;
         if (!lower && !by_reclaim) return false;
@@ -554,7 +557,7 @@ class VictimSearch {
   // Other queues' budgets, read on first use; the candidates, in the running set's order.
   QueueBudget budget_;
   mutable QueueBudget scratch_;  // Estimate's copy of budget_, as one domain's estimate takes from it
-  std::vector<uint8_t> budget_known_;  // by queue index: 1 once its budget was read
+  std::vector<uint8_t> budget_known_;  // by queue index: 0 not read yet, 1 read and not borrowing, 2 borrowing
   std::vector<Victim> victims_;
 };
 
