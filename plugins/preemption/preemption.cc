@@ -329,10 +329,13 @@ class VictimSearch {
         plans.push_back(Plan{d, {}, *loss, first, b});
       }
     }
-    std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
-      return a.est_loss != b.est_loss ? a.est_loss < b.est_loss : a.domain < b.domain;
-    });
-    if (plans.size() > static_cast<size_t>(args_.max_domains)) plans.resize(static_cast<size_t>(args_.max_domains));
+    // The least loss first (ties by domain: a total order), only the maxDomains kept sorted.
+    const size_t keep = std::min(plans.size(), static_cast<size_t>(args_.max_domains));
+    std::partial_sort(plans.begin(), plans.begin() + static_cast<std::ptrdiff_t>(keep), plans.end(),
+                      [](const Plan& a, const Plan& b) {
+                        return a.est_loss != b.est_loss ? a.est_loss < b.est_loss : a.domain < b.domain;
+                      });
+    plans.resize(keep);
     // The kept plans' victims, in victim order, each once (most domains estimated are not kept).
     for (Plan& p : plans) {
       for (size_t k = p.first; k < p.last; ++k) {
