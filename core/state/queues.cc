@@ -101,15 +101,16 @@ ResVec QueueTree::Request(const Resources& total, const std::string& gpu_model) 
   if (!r.empty()) r[0] = total.gpus;
   if (r.size() > 1) r[1] = total.cpu_milli;
   if (r.size() > 2) r[2] = total.memory_bytes;
-  if (!gpu_model.empty()) {
-    for (const auto& [model, i] : model_resources_) {
-      if (model == gpu_model) {
-        r[static_cast<size_t>(i)] = total.gpus;
-        break;
-      }
-    }
-  }
+  if (const int i = ModelResource(gpu_model); i >= 0) r[static_cast<size_t>(i)] = total.gpus;
   return r;
+}
+
+int QueueTree::ModelResource(const std::string& gpu_model) const {
+  if (gpu_model.empty()) return -1;
+  for (const auto& [model, i] : model_resources_) {
+    if (model == gpu_model) return i;
+  }
+  return -1;
 }
 
 QuotaLedger::QuotaLedger(std::shared_ptr<const QueueTree> tree) : tree_(std::move(tree)) {

@@ -97,6 +97,9 @@ class QueueTree {
   std::vector<std::string> LeafNames() const;
   // Request vector of a workload's total (members x per-member) on a node of `gpu_model`.
   ResVec Request(const Resources& total, const std::string& gpu_model) const;
+  // The resource index a GPU model's GPUs are also counted in (`gpus.<model>`), or -1 (no model,
+  // or none configured for it): Request(total, model) depends on `total` and this index alone.
+  int ModelResource(const std::string& gpu_model) const;
 
  private:
   struct Node {

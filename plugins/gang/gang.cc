@@ -5,16 +5,16 @@
 namespace tidal::plugins {
 
 Status Gang::PreFilter(CycleState&, const Workload& w, const TopologyLevels&, PlacementConstraints& c) {
-  const std::string who = "gang " + w.id + ": ";
-  if (w.members < 1) return Status::Unresolvable(who + "members: must be at least 1, got " + std::to_string(w.members));
+  auto who = [&w] { return "gang " + w.id + ": "; };  // built only for a refusal
+  if (w.members < 1) return Status::Unresolvable(who() + "members: must be at least 1, got " + std::to_string(w.members));
   if (w.min_members < 1 || w.min_members > w.members) {
-    return Status::Unresolvable(who + "minMembers: must be 1.." + std::to_string(w.members) + ", got " +
+    return Status::Unresolvable(who() + "minMembers: must be 1.." + std::to_string(w.members) + ", got " +
                                 std::to_string(w.min_members));
   }
-  if (w.per_member.AnyNegative()) return Status::Unresolvable(who + "request: must not be negative");
-  if (w.per_member.IsZero()) return Status::Unresolvable(who + "request: must ask for at least one resource");
+  if (w.per_member.AnyNegative()) return Status::Unresolvable(who() + "request: must not be negative");
+  if (w.per_member.IsZero()) return Status::Unresolvable(who() + "request: must ask for at least one resource");
   if (w.arrived_members >= 0 && w.arrived_members < w.min_members) {
-    return Status::Wait(who + std::to_string(w.arrived_members) + " of " + std::to_string(w.min_members) +
+    return Status::Wait(who() + std::to_string(w.arrived_members) + " of " + std::to_string(w.min_members) +
                         " required members have arrived");
   }
   if (w.arrived_members >= 0 && w.arrived_members < c.members) c.members = w.arrived_members;

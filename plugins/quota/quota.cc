@@ -38,11 +38,11 @@ Status Quota::Admit(CycleState& state, const Workload& w) {
                                 " (leaf queues: " + leaves + ")");
   }
   SyncMemo();
-  MemoKey key{q, -1, t.Request(w.per_member * w.min_members, w.gpu_model)};
+  const MemoKey key{q, -1, t.ModelResource(w.gpu_model), w.per_member * w.min_members};
   auto it = admitted_.find(key);
   if (it == admitted_.end()) {
-    AdmissionResult r = ledger_->CheckAdmission(q, key.request);
-    it = admitted_.emplace(std::move(key), std::move(r.status)).first;
+    AdmissionResult r = ledger_->CheckAdmission(q, t.Request(key.request, w.gpu_model));
+    it = admitted_.emplace(key, std::move(r.status)).first;
   }
   if (!it->second.ok()) return it->second;
   auto data = std::make_unique<QuotaCycleData>();
@@ -57,11 +57,11 @@ Status Quota::PreFilter(CycleState& state, const Workload& w, const TopologyLeve
   if (d == nullptr) return Status::Error("quota: Admit did not run for workload " + w.id);
   const QueueTree& t = ledger_->tree();
   SyncMemo();
-  MemoKey key{d->leaf, c.members, t.Request(w.per_member, w.gpu_model)};
+  const MemoKey key{d->leaf, c.members, t.ModelResource(w.gpu_model), w.per_member};
   auto it = admissible_.find(key);
   if (it == admissible_.end()) {
-    const int32_t n = ledger_->MaxAdmissibleMembers(d->leaf, key.request, c.members);
-    it = admissible_.emplace(std::move(key), n).first;
+    const int32_t n = ledger_->MaxAdmissibleMembers(d->leaf, t.Request(key.request, w.gpu_model), c.members);
+    it = admissible_.emplace(key, n).first;
   }
   c.members = std::max(w.min_members, it->second);
   // Any GPU model: each member is charged with its node's model (Reserve), so a gpus.<model>

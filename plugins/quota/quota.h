@@ -44,19 +44,20 @@ class Quota final : public AdmitPlugin, public PreFilterPlugin, public ReservePl
   bool Active() const { return ledger_ != nullptr && ledger_->tree().size() > 1; }
   QuotaLedger* ledger_;
   // Answers by (leaf, request, members) while the ledger's version is unchanged: in a deep queue
-  // most workloads of a queue ask for the same few shapes. Admit's status (members -1) and
-  // PreFilter's admissible members (as a Status-free count).
+  // most workloads of a queue ask for the same few shapes. Admit's status (members -1, the
+  // workload's total) and PreFilter's admissible members (one member's request; as a Status-free
+  // count). Keyed by what QueueTree::Request maps to a request vector (the resources and the GPU
+  // model's resource index), without building one per workload.
   struct MemoKey {
     int leaf = 0;
     int32_t members = -1;
-    ResVec request;
+    int model = -1;
+    Resources request;
     bool operator==(const MemoKey&) const = default;
     template <typename H>
     friend H AbslHashValue(H h, const MemoKey& k) {
-      // Element by element: a few integer mixes, not a byte-range hash of the vector.
-      h = H::combine(std::move(h), k.leaf, k.members, k.request.size());
-      for (int64_t v : k.request) h = H::combine(std::move(h), v);
-      return h;
+      return H::combine(std::move(h), k.leaf, k.members, k.model, k.request.gpus, k.request.cpu_milli,
+                        k.request.memory_bytes);
     }
   };
   void SyncMemo();

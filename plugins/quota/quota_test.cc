@@ -303,6 +303,38 @@ TEST(QuotaPlugin, PreFilterCapsAnyModelMembersPerModel) {
   EXPECT_TRUE(prefilter(MakeGang("a").Queue("team").Members(4).Gpus(2).Model("a100").Obj()).model_caps.empty());
 }
 
+// The memo answers by (queue, request, GPU model) while the ledger is unchanged: workloads of
+// the same shape on different models get their own model's answer, in any order.
+TEST(QuotaPlugin, MemoizedAnswersTellGpuModelsApart) {
+  auto l = ModelLedger();
+  Quota quota(l.get());
+  auto admit = [&](const std::string& model) {
+    CycleState cs;
+    auto b = MakeGang("w-" + model).Queue("team").Members(1).Gpus(12);
+    if (!model.empty()) b.Model(model);
+    return quota.Admit(cs, b.Obj());
+  };
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(admit("h100").code(), StatusCode::kUnschedulable) << "12 H100 GPUs are over the queue's 8";
+    EXPECT_TRUE(admit("a100").ok()) << "the same shape on A100 is within quota";
+    EXPECT_TRUE(admit("").ok()) << "any model";
+    EXPECT_TRUE(admit("v100").ok()) << "a model with no quota of its own";
+  }
+  auto members = [&](const std::string& model) {
+    CycleState cs;
+    const Workload w = MakeGang("m-" + model).Queue("team").Members(4).MinMembers(1).Gpus(4).Model(model).Obj();
+    EXPECT_TRUE(quota.Admit(cs, w).ok());
+    PlacementConstraints c;
+    c.members = w.members;
+    EXPECT_TRUE(quota.PreFilter(cs, w, TopologyLevels::Default(), c).ok());
+    return c.members;
+  };
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(members("h100"), 2) << "two 4-GPU members on H100";
+    EXPECT_EQ(members("a100"), 4);
+  }
+}
+
 TEST(QuotaPlugin, TheSearchPutsAnyModelGangsWhereThePerModelQuotaAdmitsThem) {
   auto l = ModelLedger();
   auto profile = Profile::Build(ProfileSpec::Default(), DefaultRegistry(), PluginContext{TopologyLevels::Default(), l.get()});
