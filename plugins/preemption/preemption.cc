@@ -268,7 +268,7 @@ class VictimSearch {
 
   // Domains of `level` worth a trial (victims could make room there by a GPU-only estimate), the
   // least estimated loss first, at most maxDomains.
-  std::vector<Plan> PlanDomains(int level) const {
+  std::vector<Plan> PlanDomains(int level) {
     auto domain_of = [&](NodeId n) { return level < 0 ? cluster_.root() : cluster_.AncestorAt(n, level); };
     // GPUs of each leaver and victim in each domain of that level (one pass over each).
     std::unordered_map<VertexId, int64_t> leaving_gpus;
@@ -354,23 +354,22 @@ class VictimSearch {
 
   // The estimated loss of domain d's plan, when taking its victims in order (as the budget allows)
   // frees enough GPUs; nullopt when it does not.
-  std::optional<double> Estimate(const std::vector<std::pair<size_t, int64_t>>& list, int64_t leaving_gpus, VertexId d) const {
+  std::optional<double> Estimate(const std::vector<std::pair<size_t, int64_t>>& list, int64_t leaving_gpus, VertexId d) {
     const int64_t need = w_.per_member.gpus * c_.members;
     // `list` is in victim order (ByVictimOrder).
     int64_t gpus = cluster_.FreeGpus(d) + leaving_gpus;
-    // The budget as this estimate takes from it: copied on the first take (most domains take none).
-    bool taken = false;
-    auto est = [&]() -> const QueueBudget& { return taken ? scratch_ : budget_; };
+    // The budget as this estimate takes from it: taken from budget_ itself and given back before
+    // returning (integer amounts: budget_ is exactly as it was), not copied per domain.
+    undo_.clear();
     auto take = [&](int q, const ResVec& per, int64_t times) {
-      if (!taken) scratch_ = budget_;  // reuses the scratch's storage
-      taken = true;
-      scratch_.Take(q, per, times);
+      budget_.Take(q, per, times);
+      undo_.push_back(Undo{q, &per, times});
     };
     double loss = 0;
     for (const auto& [i, here] : list) {
       if (gpus >= need) break;
       const Victim& v = victims_[i];
-      const Take t = MayTake(v, est());
+      const Take t = MayTake(v, budget_);
       if (t.whole) {
         gpus += here;
         loss += v.lost;
@@ -380,6 +379,7 @@ class VictimSearch {
         take(v.queue, v.per_member, t.members);
       }
     }
+    for (const Undo& u : undo_) budget_.Take(u.queue, *u.per, -u.times);
     if (gpus < need) return std::nullopt;
     return loss;
   }
@@ -559,7 +559,12 @@ class VictimSearch {
   std::map<int, ResVec> leaving_by_queue_;
   // Other queues' budgets, read on first use; the candidates, in the running set's order.
   QueueBudget budget_;
-  mutable QueueBudget scratch_;  // Estimate's copy of budget_, as one domain's estimate takes from it
+  struct Undo {
+    int queue;
+    const ResVec* per;
+    int64_t times;
+  };
+  std::vector<Undo> undo_;  // what one domain's Estimate took from budget_, given back after it
   std::vector<uint8_t> budget_known_;  // by queue index: 0 not read yet, 1 read and not borrowing, 2 borrowing
   std::vector<Victim> victims_;
 };

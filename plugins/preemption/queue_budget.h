@@ -61,7 +61,7 @@ class QueueBudget {
 
  private:
   // Flat: what is left and what is judged of every queue's resources in two arrays, so that a copy
-  // (one per domain estimated, into reused storage) is two array copies.
+  // (one per trial) is two array copies.
   struct Slot {
     bool present = false;
     size_t begin = 0, n = 0;  // the queue's resources in left_ / judged_
