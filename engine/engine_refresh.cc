@@ -100,16 +100,9 @@ std::optional<RefreshJob> Engine::CaptureRefreshLocked(bool whole_queue, bool ow
   RefreshJob job;
   job.timeline = TimelineInputsLocked();  // EnsureStateLocked first: the epoch below is state_'s
   if (mirrors != nullptr) {
-    if (mirrors->state) {
-      *mirrors->state = *state_;
-    } else {
-      mirrors->state.emplace(*state_);
-    }
-    if (mirrors->ledger) {
-      *mirrors->ledger = ledger_;
-    } else {
-      mirrors->ledger.emplace(ledger_);
-    }
+    // Assigned onto the last capture's copies (storage reused); the first capture constructs them.
+    mirrors->state = *state_;
+    mirrors->ledger = ledger_;
   } else {
     job.state.emplace(*state_);
     job.ledger.emplace(ledger_);
