@@ -225,6 +225,7 @@ class Engine {
   Status UpsertPodLocked(PodInfo p);
   // observed: the door reported the delete (false: a resync that no longer names the pod).
   void DeletePodLocked(const std::string& uid, bool observed = true);
+  void NoteFinishedMemberLocked(Gang& g, const PodInfo& p);  // a Succeeded member leaves (Gang::finished_starts)
   std::string GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Status* st) const;
   void EnsureStateLocked();
   // A copy of state_ in which every bound pod is a running allocation ("pod:<uid>") from its

@@ -60,7 +60,8 @@ Status Engine::CheckPod(const std::string& uid, std::string* gang) {
   if (!st.ok()) return st;
   *gang = key;
   auto g = gangs_.find(key);
-  const int32_t have = g == gangs_.end() ? 0 : static_cast<int32_t>(g->second.pods.size());
+  // Its pods, and the members of this run that finished and left (EngineGang::finished_starts).
+  const int32_t have = g == gangs_.end() ? 0 : static_cast<int32_t>(g->second.pods.size() + g->second.finished_starts.size());
   if (have < spec.gang_min) {
     return Status::Wait("gang " + key + ": " + std::to_string(have) + " of " + std::to_string(spec.gang_min) +
                             " members exist",
@@ -163,7 +164,8 @@ Status Engine::Bound(const std::string& uid, const std::string& node) {
 
 std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSchedulingSpec& spec, int32_t* bound_out) const {
   const Gang::Summary& s = g.summary;  // kept by ReindexGangLocked
-  const int32_t bound = s.bound, pending = s.pending;
+  // Started members: those bound now and those of this run that already finished (Summary).
+  const int32_t bound = s.bound + s.finished, pending = s.pending;
   if (bound_out != nullptr) *bound_out = bound;
   const int32_t need = spec.gang_size - bound;
   if (need <= 0 || pending == 0) return std::nullopt;

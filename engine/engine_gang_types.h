@@ -50,6 +50,10 @@ struct EngineGang {
   // Nodes the front door's own filters refused for this gang (NodeRefused): node -> excluded
   // until (engine clock, s). Planned around until then, so a refused node is never planned twice.
   std::map<std::string, int64_t> excluded;
+  // Start times of its members that ended Succeeded and left (the Kubernetes door deletes a
+  // finished pod) while a member created no later than their start still waited: members of this
+  // run that finished before the rest were placed (Summary::finished). Pruned by ReindexGangLocked.
+  std::vector<int64_t> finished_starts;
   // Its entry in pending_by_queue_ (engine_plan.cc), while it has pending pods.
   std::optional<GangHeadKey> head;
   std::string head_queue;
@@ -59,6 +63,13 @@ struct EngineGang {
   // capacity, and the spec of its first pod (a gang's pods share a template).
   struct Summary {
     int32_t bound = 0, pending = 0;
+    // Members of this run that already ended Succeeded, here or gone (finished_starts): bound,
+    // and started no earlier than its earliest pending member was created (a gang that an earlier
+    // scheduler bound in part, whose bound members finished before the rest were placed). They
+    // count as started members: the rest is planned without them. Succeeded pods of an earlier run
+    // of the same gang name started before this run's pods existed and do not count; Failed
+    // members never do (they are replaced).
+    int32_t finished = 0;
     Resources per_member;
     int32_t priority = INT32_MIN;
     int64_t submitted = INT64_MAX;

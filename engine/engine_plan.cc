@@ -65,6 +65,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
   Gang::Summary s;
   const PodInfo* first = nullptr;  // its first pending pod
   bool seen_free = false;          // its first pod not using capacity was seen
+  bool seen_succeeded = false;     // a bound member ended Succeeded: see Summary::finished
   for (const auto& u : g.pods) {
     const PodInfo& p = pods_.at(u);
     if (!s.spec) s.spec = p.spec;
@@ -72,6 +73,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
       ++s.bound;
       continue;
     }
+    seen_succeeded = seen_succeeded || (p.phase == PodPhase::kSucceeded && !p.node_name.empty());
     if (!s.constraints && p.constraints) s.constraints = p.constraints;
     if (!seen_free) {
       seen_free = true;
@@ -85,6 +87,17 @@ void Engine::ReindexGangLocked(const std::string& key) {
     s.per_member.memory_bytes = std::max(s.per_member.memory_bytes, p.request.memory_bytes);
     s.priority = std::max(s.priority, p.priority);
     s.submitted = std::min(s.submitted, p.creation_unix);
+  }
+  if (s.pending > 0) {
+    auto of_this_run = [&](int64_t start) { return start > 0 && start >= s.submitted; };
+    if (seen_succeeded) {
+      for (const auto& u : g.pods) {
+        const PodInfo& p = pods_.at(u);
+        if (p.phase == PodPhase::kSucceeded && !p.node_name.empty() && of_this_run(p.start_unix)) ++s.finished;
+      }
+    }
+    std::erase_if(g.finished_starts, [&](int64_t start) { return !of_this_run(start); });
+    s.finished += static_cast<int32_t>(g.finished_starts.size());
   }
   if (s.constraints) s.constraints_sig = s.constraints->Signature();
   g.summary = std::move(s);
@@ -328,7 +341,7 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   auto built = GangWorkloadLocked(g, spec, &bound);
   if (!built) {
     r.status = Status::Unresolvable("gang " + key + " already has " + std::to_string(bound) + " of " +
-                                        std::to_string(spec.gang_size) + " members bound; this pod is surplus",
+                                        std::to_string(spec.gang_size) + " members bound or finished; this pod is surplus",
                                     "gang");
     return r;
   }

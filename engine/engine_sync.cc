@@ -280,6 +280,7 @@ void Engine::DeletePodLocked(const std::string& uid, bool observed) {
     auto g = gangs_.find(it->second);
     if (g != gangs_.end()) {
       g->second.pods.erase(uid);
+      if (auto p = pods_.find(uid); p != pods_.end()) NoteFinishedMemberLocked(g->second, p->second);
       if (g->second.plan) {
         const auto& slots = g->second.plan->slots;
         if (std::any_of(slots.begin(), slots.end(), [&](const Slot& s) { return s.pod_uid == uid; })) {
@@ -302,6 +303,15 @@ void Engine::DeletePodLocked(const std::string& uid, bool observed) {
     pod_gang_.erase(it);
   }
   pods_.erase(uid);
+}
+
+void Engine::NoteFinishedMemberLocked(Gang& g, const PodInfo& p) {
+  if (p.phase != PodPhase::kSucceeded || p.node_name.empty() || p.start_unix <= 0) return;
+  const bool partner_waits = std::any_of(g.pods.begin(), g.pods.end(), [&](const std::string& u) {
+    const PodInfo& o = pods_.at(u);
+    return o.node_name.empty() && !o.terminating && o.phase == PodPhase::kPending && o.creation_unix <= p.start_unix;
+  });
+  if (partner_waits) g.finished_starts.push_back(p.start_unix);
 }
 
 void Engine::BeginResyncLocked(FrontDoor door) {

@@ -13,6 +13,7 @@ namespace {
 
 using testing::GangPod;
 using testing::GpuNode;
+using testing::RunningOn;
 
 class EngineTest : public ::testing::Test {
  protected:
@@ -170,6 +171,91 @@ TEST_F(EngineTest, BoundMembersMoveFromPlanToPodChargeAndPlanEnds) {
   for (int i = 0; i < 6; ++i) c.push_back(GangPod("c" + std::to_string(i), "gc", 6));
   ASSERT_TRUE(AddPods(c).ok());
   EXPECT_TRUE(engine_->PlanPod("uid-c0").status.ok());
+}
+
+// A gang an earlier scheduler bound in part (a leader killed mid-bind): the rest is planned for
+// the members still pending, also when the bound members have already finished (short pods; the
+// new leader took over after they ended), and also once the finished pods are gone (the Kubernetes
+// door deletes a pod that finished). Before, the finished members no longer counted and the two
+// pending pods waited for a gang of 4 that could never form again.
+class PartlyBoundGangTest : public EngineTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PartlyBoundGangTest, IsCompletedAlsoAfterItsBoundMembersFinished) {
+  const bool deleted = GetParam();
+  std::vector<PodInfo> g;
+  for (int i = 0; i < 4; ++i) {
+    g.push_back(GangPod("h" + std::to_string(i), "half", 4));
+    g.back().creation_unix = 1000;
+  }
+  g[0] = RunningOn(g[0], "n0", 1001);
+  g[1] = RunningOn(g[1], "n1", 1001);
+  ASSERT_TRUE(AddPods(g).ok());
+  g[0].phase = g[1].phase = PodPhase::kSucceeded;
+  ASSERT_TRUE(AddPods({g[0], g[1]}).ok());
+  if (deleted) {
+    SyncBatch b;
+    b.delete_pods = {"uid-h0", "uid-h1"};
+    ASSERT_TRUE(Sync(b).ok());
+  }
+  now_ = 1010;
+  std::string gang;
+  ASSERT_TRUE(engine_->CheckPod("uid-h2", &gang).ok()) << "its finished members count as members that exist";
+  for (const std::string uid : {"uid-h2", "uid-h3"}) {
+    PlanResult r = engine_->PlanPod(uid);
+    ASSERT_TRUE(r.status.ok()) << uid << ": " << r.status.ToString();
+    ASSERT_TRUE(engine_->Reserve(uid, r.node).ok());
+  }
+  PermitResult p = engine_->Permit("uid-h3");
+  ASSERT_TRUE(p.status.ok()) << p.status.ToString();
+  EXPECT_EQ(p.allow.size(), 2u) << "the two members left, not a gang of 4";
+}
+
+INSTANTIATE_TEST_SUITE_P(FinishedPods, PartlyBoundGangTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Deleted" : "StillThere"; });
+
+// A member that finished and left before its replacement was created (a Job's next pod) is not a
+// member of the replacement's run: the running members and the replacement make the gang.
+TEST_F(EngineTest, AReplacementCreatedAfterAMemberFinishedIsPlannedBesideTheRunningOnes) {
+  std::vector<PodInfo> g;
+  for (int i = 0; i < 2; ++i) g.push_back(RunningOn(GangPod("r" + std::to_string(i), "wave", 2), "n" + std::to_string(i), 1000));
+  ASSERT_TRUE(AddPods(g).ok());
+  g[0].phase = PodPhase::kSucceeded;
+  ASSERT_TRUE(AddPods({g[0]}).ok());
+  SyncBatch b;
+  b.delete_pods = {"uid-r0"};
+  ASSERT_TRUE(Sync(b).ok());
+  PodInfo next = GangPod("r2", "wave", 2);
+  next.creation_unix = 1500;
+  ASSERT_TRUE(AddPods({next}).ok());
+  PlanResult r = engine_->PlanPod("uid-r2");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_TRUE(engine_->Reserve("uid-r2", r.node).ok());
+  EXPECT_EQ(engine_->Permit("uid-r2").allow.size(), 1u) << "one member beside the running one";
+}
+
+// Succeeded pods of an earlier run under the same gang name (started before this run's pods were
+// created) are not members of this run: a new run's first pod alone does not start.
+TEST_F(EngineTest, FinishedPodsOfAnEarlierRunOfTheGangNameDoNotStartANewRunShort) {
+  std::vector<PodInfo> old;
+  for (int i = 0; i < 4; ++i) {
+    old.push_back(RunningOn(GangPod("old" + std::to_string(i), "again", 4), "n" + std::to_string(i), 900));
+    old.back().creation_unix = 900;
+    old.back().phase = PodPhase::kSucceeded;
+  }
+  ASSERT_TRUE(AddPods(old).ok());
+  std::vector<PodInfo> run;
+  for (int i = 0; i < 4; ++i) {
+    run.push_back(GangPod("new" + std::to_string(i), "again", 4));
+    run.back().creation_unix = 1000;
+  }
+  ASSERT_TRUE(AddPods({run[0]}).ok());
+  EXPECT_FALSE(engine_->PlanPod("uid-new0").status.ok()) << "one pod of a gang of 4 never starts alone";
+  ASSERT_TRUE(AddPods({run[1], run[2], run[3]}).ok());
+  PlanResult r = engine_->PlanPod("uid-new0");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  std::set<std::string> nodes{r.node};
+  for (int i = 1; i < 4; ++i) nodes.insert(engine_->PlanPod("uid-new" + std::to_string(i)).node);
+  EXPECT_EQ(nodes.size(), 4u) << "a whole gang of 4";
 }
 
 TEST_F(EngineTest, PlanExpiresWhenMembersDoNotReserveInTime) {
