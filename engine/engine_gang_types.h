@@ -51,8 +51,8 @@ struct EngineGang {
   // until (engine clock, s). Planned around until then, so a refused node is never planned twice.
   std::map<std::string, int64_t> excluded;
   // Start times of its members that ended Succeeded and left (the Kubernetes door deletes a
-  // finished pod) while a member created no later than their start still waited: members of this
-  // run that finished before the rest were placed (Summary::finished). Pruned by ReindexGangLocked.
+  // finished pod) that are of this run: started no earlier than a still-pending member was created
+  // (Summary::finished). ReindexGangLocked drops the others, and all of them once none is pending.
   std::vector<int64_t> finished_starts;
   // Its entry in pending_by_queue_ (engine_plan.cc), while it has pending pods.
   std::optional<GangHeadKey> head;

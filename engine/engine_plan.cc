@@ -65,7 +65,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
   Gang::Summary s;
   const PodInfo* first = nullptr;  // its first pending pod
   bool seen_free = false;          // its first pod not using capacity was seen
-  bool seen_succeeded = false;     // a bound member ended Succeeded: see Summary::finished
+  std::vector<int64_t> succeeded;  // start times of bound members that ended Succeeded (Summary::finished)
   for (const auto& u : g.pods) {
     const PodInfo& p = pods_.at(u);
     if (!s.spec) s.spec = p.spec;
@@ -73,7 +73,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
       ++s.bound;
       continue;
     }
-    seen_succeeded = seen_succeeded || (p.phase == PodPhase::kSucceeded && !p.node_name.empty());
+    if (p.phase == PodPhase::kSucceeded && !p.node_name.empty()) succeeded.push_back(p.start_unix);
     if (!s.constraints && p.constraints) s.constraints = p.constraints;
     if (!seen_free) {
       seen_free = true;
@@ -88,17 +88,11 @@ void Engine::ReindexGangLocked(const std::string& key) {
     s.priority = std::max(s.priority, p.priority);
     s.submitted = std::min(s.submitted, p.creation_unix);
   }
-  if (s.pending > 0) {
-    auto of_this_run = [&](int64_t start) { return start > 0 && start >= s.submitted; };
-    if (seen_succeeded) {
-      for (const auto& u : g.pods) {
-        const PodInfo& p = pods_.at(u);
-        if (p.phase == PodPhase::kSucceeded && !p.node_name.empty() && of_this_run(p.start_unix)) ++s.finished;
-      }
-    }
-    std::erase_if(g.finished_starts, [&](int64_t start) { return !of_this_run(start); });
-    s.finished += static_cast<int32_t>(g.finished_starts.size());
-  }
+  // Finished members of this run, here or gone; with nothing pending none is of a run to complete.
+  auto not_of_this_run = [&](int64_t start) { return s.pending == 0 || start <= 0 || start < s.submitted; };
+  std::erase_if(g.finished_starts, not_of_this_run);
+  std::erase_if(succeeded, not_of_this_run);
+  s.finished = static_cast<int32_t>(g.finished_starts.size() + succeeded.size());
   if (s.constraints) s.constraints_sig = s.constraints->Signature();
   g.summary = std::move(s);
   if (g.summary.exclusive.key.empty() && g.excluded.empty() && g.summary.spec && g.summary.spec->ok()) {

@@ -306,12 +306,8 @@ void Engine::DeletePodLocked(const std::string& uid, bool observed) {
 }
 
 void Engine::NoteFinishedMemberLocked(Gang& g, const PodInfo& p) {
-  if (p.phase != PodPhase::kSucceeded || p.node_name.empty() || p.start_unix <= 0) return;
-  const bool partner_waits = std::any_of(g.pods.begin(), g.pods.end(), [&](const std::string& u) {
-    const PodInfo& o = pods_.at(u);
-    return o.node_name.empty() && !o.terminating && o.phase == PodPhase::kPending && o.creation_unix <= p.start_unix;
-  });
-  if (partner_waits) g.finished_starts.push_back(p.start_unix);
+  // Kept only while of a run still to complete: ReindexGangLocked (queued by the delete) prunes it.
+  if (p.phase == PodPhase::kSucceeded && !p.node_name.empty() && p.start_unix > 0) g.finished_starts.push_back(p.start_unix);
 }
 
 void Engine::BeginResyncLocked(FrontDoor door) {
