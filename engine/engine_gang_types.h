@@ -50,10 +50,11 @@ struct EngineGang {
   // Nodes the front door's own filters refused for this gang (NodeRefused): node -> excluded
   // until (engine clock, s). Planned around until then, so a refused node is never planned twice.
   std::map<std::string, int64_t> excluded;
-  // Start times of its members that ended Succeeded and left (the Kubernetes door deletes a
-  // finished pod) that are of this run: started no earlier than a still-pending member was created
-  // (Summary::finished). ReindexGangLocked drops the others, and all of them once none is pending.
-  std::vector<int64_t> finished_starts;
+  // Start times (by pod uid) of its members that ended Succeeded and left (the Kubernetes door
+  // deletes a finished pod; a door's resync may name such a member again) that are of this run:
+  // started no earlier than a still-pending member was created (Summary::finished).
+  // ReindexGangLocked drops the others, and all of them once none is pending.
+  std::map<std::string, int64_t> finished_starts;
   // Its entry in pending_by_queue_ (engine_plan.cc), while it has pending pods.
   std::optional<GangHeadKey> head;
   std::string head_queue;

@@ -90,7 +90,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
   }
   // Finished members of this run, here or gone; with nothing pending none is of a run to complete.
   auto not_of_this_run = [&](int64_t start) { return s.pending == 0 || start <= 0 || start < s.submitted; };
-  std::erase_if(g.finished_starts, not_of_this_run);
+  std::erase_if(g.finished_starts, [&](const auto& f) { return not_of_this_run(f.second); });
   std::erase_if(succeeded, not_of_this_run);
   s.finished = static_cast<int32_t>(g.finished_starts.size() + succeeded.size());
   if (s.constraints) s.constraints_sig = s.constraints->Signature();

@@ -307,7 +307,7 @@ void Engine::DeletePodLocked(const std::string& uid, bool observed) {
 
 void Engine::NoteFinishedMemberLocked(Gang& g, const PodInfo& p) {
   // Kept only while of a run still to complete: ReindexGangLocked (queued by the delete) prunes it.
-  if (p.phase == PodPhase::kSucceeded && !p.node_name.empty() && p.start_unix > 0) g.finished_starts.push_back(p.start_unix);
+  if (p.phase == PodPhase::kSucceeded && !p.node_name.empty() && p.start_unix > 0) g.finished_starts[p.uid] = p.start_unix;
 }
 
 void Engine::BeginResyncLocked(FrontDoor door) {

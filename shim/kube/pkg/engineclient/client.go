@@ -223,6 +223,9 @@ type Client struct {
 	heldBy       string // that holder, as the engine named it ("" while not refused)
 	kick         chan struct{}
 
+	// Finished gang members named in snapshots (finished.go); nil: none.
+	finishedLister FinishedLister
+
 	// HPAs and the workloads they scale (autoscalers.go): the stores, the last message computed
 	// per HPA ("ns/name") and the changes not yet sent (nil: delete).
 	hpaStore              cache.Indexer

@@ -140,9 +140,10 @@ func (c *Client) runStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	finished := c.finishedMembers(sctx) // finished.go: looked up before the lock
 	c.mu.Lock()
 	c.connected = true
-	msgs := c.snapshotLocked()
+	msgs := c.snapshotLocked(finished)
 	c.mu.Unlock()
 	var queue []inflight
 	for i, m := range msgs {
@@ -305,8 +306,9 @@ func (c *Client) handleAck(a *tidalv1.SyncAck, m inflight) error {
 }
 
 // snapshotLocked drops the pending changes (the snapshot supersedes them) and lists every node and
-// pod from the informer stores, as one resync message or several chunks.
-func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
+// pod from the informer stores, as one resync message or several chunks, then the finished gang
+// members (finished.go), each upserted and vanished in the same message, after every pod.
+func (c *Client) snapshotLocked(finished []*tidalv1.Pod) []*tidalv1.SyncRequest {
 	c.pendingPods = map[string]podOp{}
 	c.pendingNodes = map[string]*tidalv1.Node{}
 	// The first message claims the KUBERNETES door's lease for Holder (ABORTED if another holder
@@ -342,6 +344,11 @@ func (c *Client) snapshotLocked() []*tidalv1.SyncRequest {
 				r.UpsertPods = append(r.UpsertPods, m)
 			}
 		}
+	}
+	for _, m := range finished {
+		r := add(proto.Size(m) + len(m.Uid))
+		r.UpsertPods = append(r.UpsertPods, m)
+		r.VanishedPods = append(r.VanishedPods, m.Uid)
 	}
 	for _, m := range c.autoscalerSnapshotLocked() {
 		r := add(proto.Size(m))

@@ -160,6 +160,20 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 				client.SetPodLookup(func(ctx context.Context, ns, name string) (*v1.Pod, error) {
 					return cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 				})
+				// The same informer hides the finished members of a gang an earlier scheduler bound
+				// in part: a snapshot names those of namespaces with pending pods
+				// (engineclient/finished.go), so a restarted engine counts them.
+				client.SetFinishedLister(func(ctx context.Context, ns string) ([]*v1.Pod, error) {
+					l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Succeeded", ResourceVersion: "0"})
+					if err != nil {
+						return nil, err
+					}
+					out := make([]*v1.Pod, 0, len(l.Items))
+					for i := range l.Items {
+						out = append(out, &l.Items[i])
+					}
+					return out, nil
+				})
 			}
 			if err := client.Watch(f.Core().V1().Nodes().Informer(), podInf.Informer()); err != nil {
 				return nil, err
