@@ -12,9 +12,13 @@ package engineclient
 // snapshot's last messages name each in its final state and as vanished in the same message: the
 // engine counts it (once, by uid) and keeps no pod of it.
 //
+// The lists are one per namespace, or one over all namespaces when more than listPerNamespaceMax
+// have pending pods, all within finishedBudget: an API server that is slow or down delays a
+// snapshot (an engine's recovery) by that much at most. A list that fails or runs out of time skips
+// its namespaces (logged), never the snapshot.
+//
 // Threading: finishedMembers runs on the stream goroutine before the snapshot, holding c.mu only
-// to read the lister and the store; each list is bounded by lookupTimeout. A list that fails skips
-// its namespace (logged), never the snapshot.
+// to read the lister and the store.
 
 import (
 	"context"
@@ -28,11 +32,18 @@ import (
 	"github.com/tidal-sched/tidal/shim/kube/pkg/convert"
 )
 
-// FinishedLister lists the Succeeded pods of a namespace from the API server.
+// FinishedLister lists the Succeeded pods of a namespace ("": of all) from the API server.
 type FinishedLister func(ctx context.Context, namespace string) ([]*v1.Pod, error)
 
-// maxFinishedMembers bounds what one snapshot names (a namespace of finished Jobs can hold many).
-const maxFinishedMembers = 10000
+const (
+	// maxFinishedMembers bounds what one snapshot names (a namespace of finished Jobs can hold many).
+	maxFinishedMembers = 10000
+	// listPerNamespaceMax: with more namespaces with pending pods, one list over all namespaces.
+	listPerNamespaceMax = 16
+)
+
+// finishedBudget bounds all of a snapshot's lists together (a variable for tests).
+var finishedBudget = 5 * time.Second
 
 // SetFinishedLister installs the lookup of finished gang members for snapshots (see the file
 // comment). Without one, a snapshot names only the informer's pods.
@@ -80,19 +91,23 @@ func (c *Client) finishedMembers(ctx context.Context) []*tidalv1.Pod {
 		namespaces = append(namespaces, ns)
 	}
 	sort.Strings(namespaces)
+	if len(namespaces) > listPerNamespaceMax {
+		namespaces = []string{""}
+	}
+	bctx, cancel := context.WithTimeout(ctx, finishedBudget)
+	defer cancel()
 	var out []*tidalv1.Pod
 	for _, ns := range namespaces {
-		lctx, cancel := context.WithTimeout(ctx, lookupTimeout)
-		pods, err := lister(lctx, ns)
-		cancel()
+		pods, err := lister(bctx, ns)
 		if err != nil {
-			c.logger.Info("Could not list the finished pods of a namespace with pending pods; a gang there that an earlier scheduler bound in part may wait for its finished members",
-				"namespace", ns, "err", err)
+			c.logger.Info("Could not list finished pods for a snapshot; a gang there that an earlier scheduler bound in part may wait for its finished members",
+				"namespace", ns, "err", err, "budget", finishedBudget)
 			continue
 		}
 		for _, p := range pods {
-			if p.Status.Phase != v1.PodSucceeded || p.Spec.NodeName == "" || known[p.UID] || !schedulers[ns][p.Spec.SchedulerName] ||
-				p.Status.StartTime == nil || p.Status.StartTime.Time.Before(since[ns]) {
+			s, pending := since[p.Namespace]
+			if !pending || p.Status.Phase != v1.PodSucceeded || p.Spec.NodeName == "" || known[p.UID] ||
+				!schedulers[p.Namespace][p.Spec.SchedulerName] || p.Status.StartTime == nil || p.Status.StartTime.Time.Before(s) {
 				continue
 			}
 			if len(out) == maxFinishedMembers {

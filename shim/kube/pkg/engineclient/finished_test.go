@@ -10,6 +10,7 @@ package engineclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -160,5 +161,59 @@ func TestFinishedMembersComeAfterEveryPodInTheirOwnChunk(t *testing.T) {
 	}
 	if finished != 40 {
 		t.Errorf("%d finished pods named, want 40", finished)
+	}
+}
+
+// With many namespaces with pending pods, one list over all namespaces, filtered by namespace.
+func TestFinishedMembersOfManyNamespacesTakeOneList(t *testing.T) {
+	var pending []*v1.Pod
+	var all []*v1.Pod
+	for i := 0; i <= listPerNamespaceMax; i++ {
+		ns := fmt.Sprintf("ns-%02d", i)
+		pending = append(pending, pendingAt(ns, "w", created))
+		all = append(all, finishedAt(ns, "done", created.Add(time.Second)))
+	}
+	all = append(all, finishedAt("quiet", "done", created.Add(time.Second))) // no pending pod there
+	c, calls := clientWith(t, Config{}, pending, map[string][]*v1.Pod{"": all}, nil)
+	f := c.finishedMembers(context.Background())
+	if len(calls) != 1 || calls[""] != 1 {
+		t.Errorf("lists %v, want one over all namespaces", calls)
+	}
+	if len(f) != listPerNamespaceMax+1 {
+		t.Errorf("named %d finished pods, want %d (not the one of a namespace without pending pods)", len(f), listPerNamespaceMax+1)
+	}
+	for _, p := range f {
+		if p.Namespace == "quiet" {
+			t.Errorf("named %s/%s, whose namespace has no pending pod", p.Namespace, p.Name)
+		}
+	}
+}
+
+// An API server that does not answer delays a snapshot by finishedBudget at most, for all its
+// lists together; the snapshot is still made.
+func TestAnUnansweredListDelaysASnapshotByTheBudgetAtMost(t *testing.T) {
+	old := finishedBudget
+	finishedBudget = 200 * time.Millisecond
+	t.Cleanup(func() { finishedBudget = old })
+	c := unstartedClient(t)
+	c.cfg.MaxMessageBytes = 1 << 20
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for _, ns := range []string{"a", "b", "c"} {
+		if err := store.Add(pendingAt(ns, "w", created)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.podStore = store
+	c.SetFinishedLister(func(ctx context.Context, _ string) ([]*v1.Pod, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	began := time.Now()
+	msgs := snapshot(c)
+	if d := time.Since(began); d > time.Second {
+		t.Errorf("the snapshot waited %v for three unanswered lists, want about the 200 ms budget", d)
+	}
+	if p, _, _ := countObjects(msgs); p != 3 {
+		t.Errorf("%d pods in the snapshot, want the informer's 3", p)
 	}
 }
