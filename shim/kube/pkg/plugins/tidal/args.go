@@ -27,6 +27,7 @@ import (
 //	    disruptionIntervalMs: 2000                     # how often the engine's disruptions are polled (notices, evictions)
 //	    overdueIntervalMs: 10000                       # an older engine (no Disruptions): runtime-limit evictions at most this often
 //	    activationIntervalMs: 1000                     # how often pods another front door planned ahead are activated
+//	    incompleteEventMs: 30000                       # a member waiting this long for its gang's others gets an event
 //	    holder: ""                                     # the KUBERNETES door's lease holder ("": PROFILE@HOSTNAME)
 //	    leaseTtlMs: 15000                              # how long the engine keeps the lease after the stream closed
 //	    engineTLS:                                     # mutual TLS to a TCP engine (files re-read when they change)
@@ -47,6 +48,7 @@ type Args struct {
 	DisruptionIntervalMs int      `json:"disruptionIntervalMs,omitempty"`
 	OverdueIntervalMs    int      `json:"overdueIntervalMs,omitempty"`
 	ActivationIntervalMs int      `json:"activationIntervalMs,omitempty"`
+	IncompleteEventMs    int      `json:"incompleteEventMs,omitempty"`
 	Holder               string   `json:"holder,omitempty"`
 	LeaseTtlMs           int      `json:"leaseTtlMs,omitempty"`
 	EngineTLS            *TLSArgs `json:"engineTLS,omitempty"`
@@ -64,7 +66,7 @@ type TLSArgs struct {
 var tlsArgKeys = []string{"caFile", "certFile", "keyFile", "serverName"}
 
 var argKeys = []string{"engineAddress", "timeoutMs", "syncFlushMs", "syncBatch", "disruptionIntervalMs",
-	"overdueIntervalMs", "activationIntervalMs", "holder", "leaseTtlMs", "engineTLS", "engineInsecure"}
+	"overdueIntervalMs", "activationIntervalMs", "incompleteEventMs", "holder", "leaseTtlMs", "engineTLS", "engineInsecure"}
 
 // maxHolderLen bounds the holder arg (it appears in the engine's logs and refusals).
 const maxHolderLen = 256
@@ -132,6 +134,9 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 	if a.LeaseTtlMs == 0 {
 		a.LeaseTtlMs = 15000
 	}
+	if a.IncompleteEventMs == 0 {
+		a.IncompleteEventMs = 30000
+	}
 	switch {
 	case a.TimeoutMs < 1 || a.TimeoutMs > 60000:
 		return a, fmt.Errorf("%s args: timeoutMs: must be 1..60000, got %d", Name, a.TimeoutMs)
@@ -145,6 +150,8 @@ func DecodeArgs(obj runtime.Object) (Args, error) {
 		return a, fmt.Errorf("%s args: overdueIntervalMs: must be 100..3600000, got %d", Name, a.OverdueIntervalMs)
 	case a.ActivationIntervalMs < 100 || a.ActivationIntervalMs > 60000:
 		return a, fmt.Errorf("%s args: activationIntervalMs: must be 100..60000, got %d", Name, a.ActivationIntervalMs)
+	case a.IncompleteEventMs < 1000 || a.IncompleteEventMs > 3600000:
+		return a, fmt.Errorf("%s args: incompleteEventMs: must be 1000..3600000, got %d", Name, a.IncompleteEventMs)
 	case a.LeaseTtlMs < 1000 || a.LeaseTtlMs > 600000:
 		return a, fmt.Errorf("%s args: leaseTtlMs: must be 1000..600000, got %d", Name, a.LeaseTtlMs)
 	case len(a.Holder) > maxHolderLen || strings.IndexFunc(a.Holder, badHolderRune) >= 0:

@@ -71,14 +71,23 @@ func (p *Plugin) PreEnqueue(ctx context.Context, pod *v1.Pod) *fwk.Status {
 	case tidalv1.Status_SUCCESS:
 		p.mu.Lock()
 		delete(p.held, pod.UID)
+		p.forgetIncompleteLocked(pod.UID)
 		p.mu.Unlock()
 		return nil
 	case tidalv1.Status_WAIT, tidalv1.Status_UNSCHEDULABLE:
 		// Gang incomplete, or the engine has not seen this pod yet: held until the engine
-		// acknowledges more members (onSynced) or a pod event says so (EventsToRegister).
+		// acknowledges more members (onSynced) or a pod event says so (EventsToRegister). A member
+		// held as incomplete for long gets an event (incomplete.go).
+		msg := reasons(st, "gang incomplete")
+		if st.GetCode() == tidalv1.Status_WAIT {
+			p.noteIncomplete(pod, joinStrings(msg), time.Now())
+		}
 		p.hold(pod, before)
-		return fwk.NewStatus(fwk.Unschedulable, reasons(st, "gang incomplete")...)
+		return fwk.NewStatus(fwk.Unschedulable, msg...)
 	case tidalv1.Status_UNSCHEDULABLE_AND_UNRESOLVABLE:
+		p.mu.Lock()
+		p.forgetIncompleteLocked(pod.UID)
+		p.mu.Unlock()
 		p.hold(pod, before)
 		reason := ReasonRefused
 		if st.GetPlugin() == "podspec" {

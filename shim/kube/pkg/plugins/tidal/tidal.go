@@ -112,6 +112,9 @@ type Plugin struct {
 	waiting  map[types.UID]string    // in Permit: pod -> gang
 	reported map[types.UID]string    // last event reason+note written per pod (no repeats)
 
+	// Members held as incomplete, since when (incomplete.go: one event each once they wait long).
+	incomplete map[types.UID]*incompleteMember
+
 	// onSynced rounds, to catch one that ran while the engine call that held or refused a pod was
 	// in flight (before the pod was recorded, so the round could not move it back): the last round
 	// that named each namespace, freed capacity, changed nodes, or resynced.
@@ -146,7 +149,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	p := &Plugin{
 		handle: h, client: client, args: args, profile: profile, logger: logger,
-		held: map[types.UID]*v1.Pod{}, rejected: map[types.UID]rejection{},
+		held: map[types.UID]*v1.Pod{}, incomplete: map[types.UID]*incompleteMember{}, rejected: map[types.UID]rejection{},
 		waiting: map[types.UID]string{}, reported: map[types.UID]string{}, nsRound: map[string]uint64{},
 	}
 	if h != nil {
@@ -199,6 +202,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		p.disruptions = pollDisruptions(ctx, client, p, time.Duration(args.DisruptionIntervalMs)*time.Millisecond,
 			time.Duration(args.OverdueIntervalMs)*time.Millisecond, logger)
 		pollActivations(ctx, client, p, time.Duration(args.ActivationIntervalMs)*time.Millisecond, logger)
+		go p.sweepIncompleteEvery(ctx, time.Duration(args.IncompleteEventMs)*time.Millisecond) // incomplete.go
 	}
 	logger.Info("Tidal plugin initialized", "profile", p.profile, "engine", args.EngineAddress, "timeoutMs", args.TimeoutMs,
 		"holder", client.Holder())
@@ -220,6 +224,7 @@ func (p *Plugin) forgetDeleted(obj interface{}) {
 	}
 	p.mu.Lock()
 	delete(p.held, pod.UID)
+	p.forgetIncompleteLocked(pod.UID)
 	delete(p.rejected, pod.UID)
 	delete(p.waiting, pod.UID)
 	delete(p.reported, pod.UID)

@@ -150,7 +150,7 @@ func ok(code tidalv1.Status_Code, reasons ...string) *tidalv1.Status {
 func TestDecodeArgs(t *testing.T) {
 	a, err := DecodeArgs(nil)
 	if err != nil || a.EngineAddress != "unix:///tmp/tidal-engine.sock" || a.TimeoutMs != 2000 || a.SyncFlushMs != 50 || a.SyncBatch != 500 ||
-		a.ActivationIntervalMs != 1000 || a.LeaseTtlMs != 15000 || a.Holder != "" || a.DisruptionIntervalMs != 2000 || a.OverdueIntervalMs != 10000 {
+		a.ActivationIntervalMs != 1000 || a.IncompleteEventMs != 30000 || a.LeaseTtlMs != 15000 || a.Holder != "" || a.DisruptionIntervalMs != 2000 || a.OverdueIntervalMs != 10000 {
 		t.Fatalf("DecodeArgs(nil) = %+v, %v", a, err)
 	}
 	a, err = DecodeArgs(&runtime.Unknown{Raw: []byte(`{"engineAddress":"127.0.0.1:50051","timeoutMs":250}`)})
@@ -161,9 +161,10 @@ func TestDecodeArgs(t *testing.T) {
 		`{"timeoutMs": 0.5}`:   "timeoutMs",
 		`{"timeoutMs": 70000}`: "timeoutMs: must be 1..60000",
 		`{"engineAdress": "x:1"}`: "unknown field(s) engineAdress (accepted: engineAddress, timeoutMs, syncFlushMs, syncBatch, disruptionIntervalMs, " +
-			"overdueIntervalMs, activationIntervalMs, holder, leaseTtlMs, engineTLS, engineInsecure)",
+			"overdueIntervalMs, activationIntervalMs, incompleteEventMs, holder, leaseTtlMs, engineTLS, engineInsecure)",
 		`{"activationIntervalMs": 50}`:    "activationIntervalMs: must be 100..60000, got 50",
 		`{"activationIntervalMs": 60001}`: "activationIntervalMs: must be 100..60000, got 60001",
+		`{"incompleteEventMs": 999}`:      "incompleteEventMs: must be 1000..3600000, got 999",
 		`{"leaseTtlMs": 10}`:              "leaseTtlMs: must be 1000..600000, got 10",
 		`{"holder": "two words"}`:         "holder:",
 		`{"holder": 7}`:                   "holder",
