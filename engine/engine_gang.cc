@@ -60,6 +60,8 @@ Status Engine::CheckPod(const std::string& uid, std::string* gang) {
   if (!st.ok()) return st;
   *gang = key;
   auto g = gangs_.find(key);
+  // Members that disagree on its size, minimum or queue: refused until they agree (a spec error).
+  if (g != gangs_.end() && !g->second.summary.conflict.empty()) return Status::Unresolvable(g->second.summary.conflict, "podspec");
   // Its pods, and the members of this run that finished and left (EngineGang::finished_starts).
   const int32_t have = g == gangs_.end() ? 0 : static_cast<int32_t>(g->second.pods.size() + g->second.finished_starts.size());
   if (have < spec.gang_min) {

@@ -77,6 +77,10 @@ struct EngineGang {
     std::shared_ptr<const NodeConstraints> constraints;
     std::string constraints_sig;
     std::shared_ptr<const StatusOr<PodSchedulingSpec>> spec;
+    // Set when its running or pending members disagree on the gang's size, minimum or queue
+    // (hand-made pods, an annotation edited on some of them): the field and the two values, for
+    // CheckPod and PlanPod to refuse it with (plugin "podspec"); such a gang is never planned.
+    std::string conflict;
     ExclusiveTopology exclusive;  // of its first pod not using capacity (engine_exclusive.cc)
     // Its workload and Admit's shape key, built with the summary when nothing makes them vary
     // between changes (no refused nodes, no exclusive topology, a valid spec): `cached`. Never

@@ -24,6 +24,21 @@ namespace tidal {
 
 namespace {
 constexpr int kMaxAhead = 16;      // gangs planned ahead per PlanPod
+
+// Whether two members of gang `key` (both with valid specs) disagree on what makes the gang: its
+// size, its minimum or its queue; the field and both values, or "" when they agree.
+std::string GangConflict(const std::string& key, const PodInfo& a, const PodInfo& b) {
+  const PodSchedulingSpec& x = **a.spec;
+  const PodSchedulingSpec& y = **b.spec;
+  auto says = [&](const char* field, const std::string& u, const std::string& v) {
+    return "gang " + key + ": its members disagree on " + field + ": " + u + " (pod " + a.name + ") and " + v + " (pod " +
+           b.name + "); every member of a gang must carry the same value";
+  };
+  if (x.gang_size != y.gang_size) return says(kLabelGangSize, std::to_string(x.gang_size), std::to_string(y.gang_size));
+  if (x.gang_min != y.gang_min) return says(kLabelGangMin, std::to_string(x.gang_min), std::to_string(y.gang_min));
+  if (x.queue != y.queue) return says(kLabelQueue, "\"" + x.queue + "\"", "\"" + y.queue + "\"");
+  return {};
+}
 constexpr int kHeadLookahead = 4;  // unplanned gangs of a queue looked at to find its head
 // Preferred node affinity, first pass: w with its heaviest preferred term made required (ANDed
 // into every required term), so a placement on the preferred nodes wins when one exists;
@@ -66,9 +81,18 @@ void Engine::ReindexGangLocked(const std::string& key) {
   const PodInfo* first = nullptr;  // its first pending pod
   bool seen_free = false;          // its first pod not using capacity was seen
   std::vector<int64_t> succeeded;  // start times of bound members that ended Succeeded (Summary::finished)
+  const PodInfo* ref = nullptr;    // its first running or pending member with a valid spec (Summary::conflict)
   for (const auto& u : g.pods) {
     const PodInfo& p = pods_.at(u);
     if (!s.spec) s.spec = p.spec;
+    if (s.conflict.empty() && p.spec && p.spec->ok() &&
+        (p.UsesCapacity() || (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending))) {
+      if (ref == nullptr) {
+        ref = &p;
+      } else if (ref->spec != p.spec) {
+        s.conflict = GangConflict(key, *ref, p);
+      }
+    }
     if (p.UsesCapacity()) {
       ++s.bound;
       continue;
@@ -95,6 +119,14 @@ void Engine::ReindexGangLocked(const std::string& key) {
   s.finished = static_cast<int32_t>(g.finished_starts.size() + succeeded.size());
   if (s.constraints) s.constraints_sig = s.constraints->Signature();
   g.summary = std::move(s);
+  if (!g.summary.conflict.empty()) {
+    // Never planned until its members agree (CheckPod and PlanPod say why); a plan made before goes.
+    if (g.plan) {
+      DropPlanLocked(g);
+      g.last_reason = "plan dropped: " + g.summary.conflict;
+    }
+    return;
+  }
   if (g.summary.exclusive.key.empty() && g.excluded.empty() && g.summary.spec && g.summary.spec->ok()) {
     g.summary.cached = true;
     if (std::optional<Workload> w = GangWorkloadLocked(g, **g.summary.spec, nullptr)) {
@@ -310,6 +342,7 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   auto git = gangs_.find(key);
   if (git == gangs_.end()) return r.status = Status::Unschedulable("gang " + key + " is not known yet", "engine"), r;
   Gang& g = git->second;
+  if (!g.summary.conflict.empty()) return r.status = Status::Unresolvable(g.summary.conflict, "podspec"), r;
   EnsureStateLocked();  // drops plans whose nodes left, before a member claims a slot on one
   auto claim = [&]() -> bool {
     for (auto& s : g.plan->slots) {
