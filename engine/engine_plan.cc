@@ -24,6 +24,7 @@ namespace tidal {
 
 namespace {
 constexpr int kMaxAhead = 16;      // gangs planned ahead per PlanPod
+constexpr int kHeadLookahead = 4;  // unplanned gangs of a queue looked at to find its head
 
 // Whether two members of gang `key` (both with valid specs) disagree on what makes the gang: its
 // size, its minimum or its queue; the field and both values, or "" when they agree.
@@ -39,7 +40,7 @@ std::string GangConflict(const std::string& key, const PodInfo& a, const PodInfo
   if (x.queue != y.queue) return says(kLabelQueue, "\"" + x.queue + "\"", "\"" + y.queue + "\"");
   return {};
 }
-constexpr int kHeadLookahead = 4;  // unplanned gangs of a queue looked at to find its head
+
 // Preferred node affinity, first pass: w with its heaviest preferred term made required (ANDed
 // into every required term), so a placement on the preferred nodes wins when one exists;
 // nullopt when w prefers nothing.
