@@ -10,8 +10,10 @@
 #
 # Cluster: gpu01..gpu08, 4 fake a100 each; block b0; leaf l0 = gpu01-04, leaf l1 = gpu05-08 (node
 # features tidal-block-b0, tidal-leaf-lN). Engine queues: team-a (nominal 32 GPUs), capped (nominal
-# 16, borrowingLimit 0). Ports: slurmctld 16877, slurmd 17601-17608, engine 50851 (gRPC) / 50852
-# (HTTP), adapter metrics 50853, second adapter 50854 (TIDAL_SLURM_ADAPTER_* env overrides).
+# 16, borrowingLimit 0). Ports: slurmctld 16877, slurmd 17601-17608, engine 18851 (gRPC) / 18852
+# (HTTP), adapter metrics 18853, second adapter 18854 (TIDAL_SLURM_ADAPTER_* env overrides).
+# Every port is below Linux's ephemeral range (32768-60999), where any outgoing connection may
+# hold one: the engine once failed to listen on 50852, the old default, for that reason.
 # TIDAL_SLURM_KEEP=1 keeps BASE (logs) after a passing run; a failing run always keeps it.
 # TIDAL_SLURM_CASES="gate door ..." runs a subset (setup is always done).
 # TIDAL_SLURM_ADAPTER_BATCH_RUNTIME (10s): the engine's backfill.defaultRuntime.batch; 1h (the
@@ -41,8 +43,8 @@ runuser -u nobody -- test -x "$TMP" 2>/dev/null || TMP=/tmp   # tidaltest must r
 BASE=$TMP/tidal-slurm-adapter
 RUN=$BASE/tidal
 RUNLOG=$BASE/jobs/runs.log
-ENGINE_PORT=${TIDAL_SLURM_ADAPTER_ENGINE_PORT:-50851} ENGINE_HTTP=${TIDAL_SLURM_ADAPTER_ENGINE_HTTP:-50852}
-AD_METRICS=${TIDAL_SLURM_ADAPTER_METRICS:-50853} AD2_METRICS=${TIDAL_SLURM_ADAPTER_METRICS2:-50854}
+ENGINE_PORT=${TIDAL_SLURM_ADAPTER_ENGINE_PORT:-18851} ENGINE_HTTP=${TIDAL_SLURM_ADAPTER_ENGINE_HTTP:-18852}
+AD_METRICS=${TIDAL_SLURM_ADAPTER_METRICS:-18853} AD2_METRICS=${TIDAL_SLURM_ADAPTER_METRICS2:-18854}
 export SLURM_CTLD_PORT=${TIDAL_SLURM_ADAPTER_CTLD_PORT:-16877} SLURM_NODE_PORT0=${TIDAL_SLURM_ADAPTER_NODE_PORT0:-17601}
 unset SLURM_NODE_NAMES SLURM_TOPOLOGY_CONF SLURM_GATE SLURM_WITH_RESTD
 # sbatch --signal reaches the adapter through the job's comment (deploy/slurm/cli_filter.lua)
