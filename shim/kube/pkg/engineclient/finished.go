@@ -102,6 +102,9 @@ func (c *Client) finishedMembers(ctx context.Context) []*tidalv1.Pod {
 		if err != nil {
 			c.logger.Info("Could not list finished pods for a snapshot; a gang there that an earlier scheduler bound in part may wait for its finished members",
 				"namespace", ns, "err", err, "budget", finishedBudget)
+			if bctx.Err() != nil {
+				return out // the budget is spent: the namespaces left would fail the same way
+			}
 			continue
 		}
 		for _, p := range pods {
