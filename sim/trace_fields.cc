@@ -89,26 +89,6 @@ bool ValidQueueName(const std::string& n) {
   return std::isalnum(static_cast<unsigned char>(n.front())) && std::isalnum(static_cast<unsigned char>(n.back()));
 }
 
-std::string NormaliseQueueName(const std::string& raw) {
-  std::string out;
-  for (char c : raw) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    char x = 0;
-    if (std::isalnum(u) && u < 128) {
-      x = static_cast<char>(std::tolower(u));
-    } else if (c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c == ' ') {
-      x = '-';
-    } else {
-      continue;  // dropped
-    }
-    if (x == '-' && (out.empty() || out.back() == '-')) continue;  // no leading or doubled '-'
-    out += x;
-  }
-  if (out.size() > 63) out.resize(63);
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out;
-}
-
 int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
   y -= m <= 2;
   const int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -137,29 +117,6 @@ GpuTimeCheck CheckGpuTime(const std::string& gpu_time, double gt, const std::str
   const double rounding = 0.5 * LastDigitUnit(gpu_time) + 0.5 * LastDigitUnit(duration) * static_cast<double>(gpus);
   if (diff <= rounding + noise || diff <= relative * want + noise) return GpuTimeCheck::kRounded;
   return GpuTimeCheck::kDisagrees;
-}
-
-std::string QueueNamer::Map(const std::string& raw) {
-  std::string q = NormaliseQueueName(raw);
-  if (q.empty()) return q;
-  sources_[q].insert(raw);
-  if (q != raw) renames_.emplace(raw, q);
-  return q;
-}
-
-std::vector<std::string> QueueNamer::Merges() const {
-  std::vector<std::string> out;
-  for (const auto& [q, raws] : sources_) {
-    if (raws.size() < 2) continue;
-    std::string s = q + " <- ";
-    bool first = true;
-    for (const auto& r : raws) {
-      s += (first ? "" : ", ") + r;
-      first = false;
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
 }
 
 }  // namespace trace_fields

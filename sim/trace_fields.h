@@ -8,9 +8,12 @@
 // agrees only thanks to that allowance (not within float noise) is "corrected": the replay uses
 // duration, as for every row, and the trace counts it (Trace::gpu_time_corrected).
 //
-// Queue names: lower-cased; `_`, `.`, `/`, `:` and spaces become `-`; any other character outside
-// [a-z0-9-] is dropped; runs of `-` collapse; `-` is trimmed from both ends; at most 63 characters.
-// A name left empty is malformed. Distinct trace names that normalise to the same name ("LS" and
+// Queue names (sim/queue_names.cc): lower-cased; `_`, `.`, `/`, `:`, spaces and non-ASCII
+// punctuation become `-`; Latin letters with diacritics become their ASCII letters ("Équipe" ->
+// "equipe"); other non-ASCII characters become "u<hex>" ("日本" -> "u65e5-u672c"); other ASCII
+// characters are dropped; runs of `-` collapse; `-` is trimmed from both ends; at most 63
+// characters. Text is UTF-8, a byte that is not valid UTF-8 is read as Latin-1. A name left empty
+// is malformed. Distinct trace names that normalise to the same name ("LS" and
 // "ls") are one queue: normalisation says case and separators carry no meaning; each such merge is
 // listed (Trace::queue_merges) so that it is never silent.
 // Threading: plain functions; QueueNamer is a plain value owned by one reader.

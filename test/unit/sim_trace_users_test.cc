@@ -122,7 +122,15 @@ TEST(SimTraceUsers, NormaliseQueueName) {
       {"Team A", "team-a"},
       {"--a__b--", "a-b"},
       {"prod/serving:v2", "prod-serving-v2"},
-      {"caf\xc3\xa9!", "caf"},  // non-ASCII and other characters dropped
+      {"caf\xc3\xa9!", "cafe"},  // a Latin letter folded to ASCII; other ASCII characters dropped
+      {"\xc3\x89quipe", "equipe"},  // "Équipe": the capital É is a letter too, not dropped
+      {"\xc9quipe", "equipe"},  // the same name in Latin-1 (not valid UTF-8)
+      {"Stra\xc3\x9f" "e \xc5\x81\xc3\xb3" "d\xc5\xba", "strasse-lodz"},  // "Straße Łódź"
+      {"\xe6\x97\xa5\xe6\x9c\xac", "u65e5-u672c"},  // "日本": kept, one queue of its own
+      {"\xe4\xb8\xad\xe5\x9b\xbd", "u4e2d-u56fd"},  // "中国": another one
+      {"ml\xe2\x80\x93infra\xc2\xa0" "eu", "ml-infra-eu"},  // en dash and no-break space separate
+      {"team\xf0\x9f\x9a\x80", "team-u1f680"},  // an emoji
+      {"\xe2\x80\x94", ""},  // punctuation alone: nothing valid is left
       {"_._", ""},
       {"", ""},
       {std::string(70, 'x'), std::string(63, 'x')},
