@@ -28,7 +28,7 @@ class Reader {
   // Splits a data row into exactly `ncols` fields; false (reported, `*stop` set by the bad-row
   // policy) when it cannot.
   bool Fields(int64_t line, const std::string& l, size_t ncols, std::vector<std::string>* f, bool* stop) {
-    if (!SplitCsv(l, f)) {
+    if (!SplitCsv(l, f, sep_)) {
       *stop = !Bad(line, "", "unterminated quote");
       return false;
     }
@@ -64,6 +64,7 @@ class Reader {
   const TraceOptions& opts_;
   Trace* trace_;
   QueueNamer namer_;
+  char sep_ = ',';  // the table's field separator, from its header line
 };
 
 Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
@@ -75,7 +76,8 @@ Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
   ForEachLine(text, [&](int64_t line, const std::string& l) {
     if (stop || !header_error.ok()) return;
     if (line == 1) {
-      SplitCsv(l, &f);
+      sep_ = DetectSeparator(l);
+      SplitCsv(l, &f, sep_);
       ncols = f.size();
       for (size_t i = 0; i < f.size(); ++i) col[f[i]] = i;
       for (const char* need : {"timestamp", "duration", "num_gpus", "cluster"}) {
@@ -163,7 +165,8 @@ Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
     if (Trim(l).empty() || Trim(l)[0] == '#') return;  // blank lines and comments
     if (!have_header) {
       have_header = true;
-      SplitCsv(l, &f);
+      sep_ = DetectSeparator(l);
+      SplitCsv(l, &f, sep_);
       ncols = f.size();
       for (size_t i = 0; i < f.size(); ++i) {
         if (!kColumns.count(f[i])) {
@@ -373,7 +376,7 @@ int64_t WholeSeconds(double s) { return static_cast<int64_t>(std::clamp(s, -1e18
 
 }  // namespace
 
-StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, const TraceOptions& opts) {
+StatusOr<Trace> ParseTrace(const std::string& raw_text, const std::string& file, const TraceOptions& opts) {
   if (!(opts.limit_factor >= 1.0) || opts.limit_factor > 1e6) {
     return Status::Error("limit factor must be >= 1 (declared limit = actual x factor), got " + std::to_string(opts.limit_factor));
   }
@@ -383,12 +386,16 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, con
   if (!(opts.load_scale > 0) || opts.load_scale > 1e6) {
     return Status::Error("load scale must be > 0, got " + std::to_string(opts.load_scale));
   }
+  const std::string text(WithoutBom(raw_text));
   Trace t;
   t.file = file;
   std::string fmt = opts.format;
   if (fmt == "auto") {
-    const std::string head = text.substr(0, text.find('\n'));
-    if (head.rfind("timestamp,duration,num_gpus", 0) == 0) {
+    std::string head = text.substr(0, text.find('\n'));
+    if (!head.empty() && head.back() == '\r') head.pop_back();
+    std::vector<std::string> cols;
+    SplitCsv(head, &cols, DetectSeparator(head));
+    if (cols.size() >= 3 && cols[0] == "timestamp" && cols[1] == "duration" && cols[2] == "num_gpus") {
       fmt = "philly";
     } else if (file.size() >= 4 && file.substr(file.size() - 4) == ".csv") {
       fmt = "csv";

@@ -16,7 +16,8 @@
 //           in workload files (core/io/workload_file.h: name, queue, members, request, ...,
 //           submitTime, runtimeLimit) plus `duration` (required).
 // Format "auto" picks philly for a header starting "timestamp,duration,num_gpus", csv for other
-// .csv files, json otherwise.
+// .csv files, json otherwise. Tables are comma-separated unless their header has no comma but a
+// tab, ';' or '|' (trace_fields.h, DetectSeparator); a leading UTF-8 byte order mark is ignored.
 //
 // GPU shape: a job of G total GPUs (philly, or csv with only `gpus`) becomes one member of G GPUs
 // when G fits on one node, else G/d members of d GPUs with d the largest divisor of G that fits on

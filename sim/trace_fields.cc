@@ -20,7 +20,7 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-bool SplitCsv(const std::string& line, std::vector<std::string>* out) {
+bool SplitCsv(const std::string& line, std::vector<std::string>* out, char sep) {
   out->clear();
   std::string cur;
   bool quoted = false;
@@ -37,7 +37,7 @@ bool SplitCsv(const std::string& line, std::vector<std::string>* out) {
       }
     } else if (c == '"') {
       quoted = true;
-    } else if (c == ',') {
+    } else if (c == sep) {
       out->push_back(Trim(cur));
       cur.clear();
     } else {
@@ -46,6 +46,20 @@ bool SplitCsv(const std::string& line, std::vector<std::string>* out) {
   }
   out->push_back(Trim(cur));
   return !quoted;
+}
+
+char DetectSeparator(const std::string& header) {
+  if (header.find(',') != std::string::npos) return ',';
+  for (char c : {'\t', ';', '|'}) {
+    if (header.find(c) != std::string::npos) return c;
+  }
+  return ',';
+}
+
+std::string_view WithoutBom(std::string_view text) {
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
+  return text;
 }
 
 bool ParseNumber(const std::string& s, double* out) {

@@ -23,13 +23,20 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tidal::sim::trace_fields {
 
 std::string Trim(const std::string& s);
-// One CSV record (RFC 4180 quoting; no newlines inside quotes). False on an unterminated quote.
-bool SplitCsv(const std::string& line, std::vector<std::string>* out);
+// One CSV record (RFC 4180 quoting; no newlines inside quotes) with fields separated by `sep`.
+// False on an unterminated quote.
+bool SplitCsv(const std::string& line, std::vector<std::string>* out, char sep = ',');
+// A table's field separator, from its header line: ',' when the line has a comma, else a tab,
+// ';' or '|', the first of them it has (tab-separated exports, `sacct -P`), else ','.
+char DetectSeparator(const std::string& header);
+// `text` without a leading UTF-8 byte order mark (spreadsheet exports write one).
+std::string_view WithoutBom(std::string_view text);
 // A finite decimal number, the whole field.
 bool ParseNumber(const std::string& s, double* out);
 bool ParseInt(const std::string& s, int64_t* out);
