@@ -79,9 +79,13 @@ Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
       sep_ = DetectSeparator(l);
       SplitCsv(l, &f, sep_);
       ncols = f.size();
-      for (size_t i = 0; i < f.size(); ++i) col[f[i]] = i;
+      for (size_t i = 0; i < f.size(); ++i) {
+        if (!col.emplace(f[i], i).second && header_error.ok()) {
+          header_error = Status::Error(file_ + ":1: header: column \"" + f[i] + "\" given twice");
+        }
+      }
       for (const char* need : {"timestamp", "duration", "num_gpus", "cluster"}) {
-        if (!col.count(need)) {
+        if (!col.count(need) && header_error.ok()) {
           header_error = Status::Error(file_ + ":1: header: missing column \"" + need +
                                        "\" (philly format: timestamp,duration,num_gpus,gpu_time,cluster)");
         }

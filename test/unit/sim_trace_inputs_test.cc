@@ -63,5 +63,14 @@ TEST(SimTraceInputs, TabSemicolonAndPipeSeparatedTables) {
   EXPECT_EQ(bad->bad_rows[0].message, "b.csv:2: expected 4 fields, got 1");
 }
 
+TEST(SimTraceInputs, PhillyHeaderWithARepeatedColumnIsRefused) {
+  // Before, the last "duration" won silently and every row was then refused for its gpu_time.
+  TraceOptions o;
+  auto t = ParseTrace("timestamp,duration,num_gpus,gpu_time,cluster,duration\n2017-10-01 00:00:00,100.0,1,100.0,vc1,5\n",
+                      "p.csv", o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().Message(), "p.csv:1: header: column \"duration\" given twice");
+}
+
 }  // namespace
 }  // namespace tidal::sim
