@@ -220,8 +220,9 @@ Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
       stop = !Bad(line, "members", "must be a whole number >= 1, got \"" + ms + "\"");
       return;
     }
-    if (!gps.empty() && (!ParseInt(gps, &per) || per < 0 || per > 1000000)) {
-      stop = !Bad(line, "gpus_per_member", "must be a whole number >= 0, got \"" + gps + "\"");
+    if (!gps.empty() && (!ParseInt(gps, &per) || per < 1 || per > 1000000)) {
+      // >= 1: a csv row carries GPUs only, so a member of 0 GPUs would ask for nothing at all.
+      stop = !Bad(line, "gpus_per_member", "must be a whole number >= 1, got \"" + gps + "\"");
       return;
     }
     if (per >= 0) {

@@ -72,5 +72,19 @@ TEST(SimTraceInputs, PhillyHeaderWithARepeatedColumnIsRefused) {
   EXPECT_EQ(t.status().Message(), "p.csv:1: header: column \"duration\" given twice");
 }
 
+TEST(SimTraceInputs, CsvMembersOfZeroGpusAreMalformed) {
+  // Before, gpus_per_member 0 was read: the baselines ran a job asking for nothing and tidal
+  // rejected it, so the policies' completed counts differed for no reason the report gave.
+  TraceOptions o;
+  auto t = ParseTrace("id,submit,duration,members,gpus_per_member\na,0,100,2,0\nb,0,100,2,4\n", "z.csv", o);
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  ASSERT_EQ(t->jobs.size(), 1u);
+  EXPECT_EQ(t->jobs[0].w.id, "b");
+  ASSERT_EQ(t->bad_rows.size(), 1u);
+  EXPECT_EQ(t->bad_rows[0].message, "z.csv:2: gpus_per_member: must be a whole number >= 1, got \"0\"");
+  o.on_bad_row = TraceOptions::OnBadRow::kFail;
+  EXPECT_FALSE(ParseTrace("id,submit,duration,members,gpus_per_member\na,0,100,2,0\n", "z.csv", o).ok());
+}
+
 }  // namespace
 }  // namespace tidal::sim
