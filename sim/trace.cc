@@ -203,11 +203,11 @@ Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
     Workload& w = r.job.w;
     int64_t v = 0;
     if (!ParseSeconds(get("submit"), &r.raw_submit)) {
-      stop = !Bad(line, "submit", "must be seconds >= 0 or a duration, got \"" + get("submit") + "\"");
+      stop = !Bad(line, "submit", SecondsError(get("submit")));
       return;
     }
     if (!ParseSeconds(get("duration"), &r.job.duration_s)) {
-      stop = !Bad(line, "duration", "must be seconds >= 0 or a duration, got \"" + get("duration") + "\"");
+      stop = !Bad(line, "duration", SecondsError(get("duration")));
       return;
     }
     const std::string gs = get("gpus"), ms = get("members"), gps = get("gpus_per_member");
@@ -276,7 +276,7 @@ Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
     }
     if (const std::string s = get("limit"); !s.empty()) {
       if (!ParseSeconds(s, &w.runtime_limit_s) || w.runtime_limit_s <= 0) {
-        stop = !Bad(line, "limit", "must be seconds > 0 or a duration, got \"" + s + "\"");
+        stop = !Bad(line, "limit", ParseSeconds(s, &v) ? "must be more than 0 s, got \"" + s + "\"" : SecondsError(s));
         return;
       }
     }
@@ -345,7 +345,7 @@ Status Reader::Json(const std::string& text, std::vector<Row>* rows) {
     const auto& d = j.at("duration");
     const std::string ds = d.is_string() ? d.get<std::string>() : d.is_number() ? d.dump() : "";
     if (!ParseSeconds(ds, &r.job.duration_s)) {
-      if (!bad(Status::Error(p + ".duration: must be seconds >= 0 or a duration"))) return Failed();
+      if (!bad(Status::Error(p + ".duration: " + SecondsError(ds.empty() ? d.dump() : ds)))) return Failed();
       continue;
     }
     j.erase("duration");

@@ -80,6 +80,60 @@ bool ParseInt(const std::string& s, int64_t* out) {
   return ec == std::errc() && p == e;
 }
 
+namespace {
+
+// Whole digits of s[b, e), at most 15 of them (so that they fit any sum below); false otherwise.
+bool Digits(const std::string& s, size_t b, size_t e, int64_t* out) {
+  if (b >= e || e - b > 15) return false;
+  *out = 0;
+  for (size_t i = b; i < e; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+    *out = *out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+// "1h30m", "400d": digit runs each followed by s, m, h or d.
+bool UnitDuration(const std::string& s, int64_t* out) {
+  int64_t total = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = i;
+    while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+    int64_t v = 0;
+    if (j == s.size() || !Digits(s, i, j, &v)) return false;
+    const int64_t unit = s[j] == 's' ? 1 : s[j] == 'm' ? 60 : s[j] == 'h' ? 3600 : s[j] == 'd' ? 86400 : 0;
+    if (unit == 0) return false;
+    total += v * unit;
+    if (static_cast<double>(total) > kMaxTraceSeconds) return false;
+    i = j + 1;
+  }
+  *out = total;
+  return !s.empty();
+}
+
+// Slurm's "[D-]HH:MM:SS" (hours any number of digits without a day part).
+bool SlurmElapsed(const std::string& s, int64_t* out) {
+  int64_t days = 0;
+  size_t b = 0;
+  if (const size_t dash = s.find('-'); dash != std::string::npos) {
+    if (!Digits(s, 0, dash, &days)) return false;
+    b = dash + 1;
+  }
+  const size_t c1 = s.find(':', b);
+  const size_t c2 = c1 == std::string::npos ? c1 : s.find(':', c1 + 1);
+  if (c2 == std::string::npos || s.find(':', c2 + 1) != std::string::npos) return false;
+  int64_t h = 0, m = 0, sec = 0;
+  if (!Digits(s, b, c1, &h) || !Digits(s, c1 + 1, c2, &m) || !Digits(s, c2 + 1, s.size(), &sec)) return false;
+  if (m > 59 || sec > 59 || c2 - c1 != 3 || s.size() - c2 != 3 || (b > 0 && h > 23)) return false;
+  const double total = static_cast<double>(days) * 86400 + static_cast<double>(h) * 3600 + static_cast<double>(m * 60 + sec);
+  if (total > kMaxTraceSeconds) return false;
+  *out = days * 86400 + h * 3600 + m * 60 + sec;
+  return true;
+}
+
+}  // namespace
+
 bool ParseSeconds(const std::string& s, int64_t* out) {
   double d = 0;
   if (ParseNumber(s, &d)) {
@@ -87,10 +141,22 @@ bool ParseSeconds(const std::string& s, int64_t* out) {
     *out = static_cast<int64_t>(std::ceil(d));
     return true;
   }
-  auto v = ParseDurationSeconds(s, "");
-  if (!v.ok()) return false;
-  *out = *v;
-  return true;
+  return UnitDuration(s, out) || SlurmElapsed(s, out);
+}
+
+std::string SecondsError(const std::string& s) {
+  std::string hint;
+  double d = 0;
+  const bool unit_form = !s.empty() && std::isdigit(static_cast<unsigned char>(s.front())) &&
+                         s.find_first_not_of("0123456789smhd") == std::string::npos;
+  if (ParseNumber(s, &d)) {
+    hint = d < 0 ? " (negative)" : " (more than 1e15 s)";
+  } else if (unit_form) {
+    hint = " (more than 1e15 s)";
+  } else if (ParseTimestamp(s).ok() || (s.size() >= 10 && s[4] == '-' && s[7] == '-' && std::isdigit(static_cast<unsigned char>(s[0])))) {
+    hint = " (a timestamp: times here are seconds on the replay clock; only the philly format reads timestamps)";
+  }
+  return "must be seconds from 0 to 1e15, a duration (90s, 2h, 1h30m) or [D-]HH:MM:SS, got \"" + s + "\"" + hint;
 }
 
 bool ValidQueueName(const std::string& n) {

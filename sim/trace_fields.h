@@ -43,8 +43,14 @@ bool ParseInt(const std::string& s, int64_t* out);
 // The most seconds a trace's times and durations may give (about 31.7 million years): any more
 // would not fit the simulator's int64 seconds once added to a submit time.
 inline constexpr double kMaxTraceSeconds = 1e15;
-// Seconds: a number (rounded up; 0..kMaxTraceSeconds) or a duration ("90s", "2h", "1h30m").
+// Seconds, 0..kMaxTraceSeconds: a number (rounded up), a duration ("90s", "2h", "1h30m", "400d";
+// not capped at the config's 365 days: a trace's job may run longer) or Slurm's elapsed form
+// "[D-]HH:MM:SS" (sacct's Elapsed and Timelimit). False when it is none of them or out of range;
+// SecondsError says which, for the row's message.
 bool ParseSeconds(const std::string& s, int64_t* out);
+// "must be seconds from 0 to 1e15, a duration (90s, 2h, 1h30m) or [D-]HH:MM:SS, got \"x\"", with a
+// hint when `s` is a number out of range or a timestamp (csv times are seconds on the replay clock).
+std::string SecondsError(const std::string& s);
 // 1-63 of [a-z0-9-], alphanumeric at both ends.
 bool ValidQueueName(const std::string& n);
 // The normalised form of a trace's queue name (header comment); "" when nothing valid is left.

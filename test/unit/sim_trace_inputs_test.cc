@@ -86,5 +86,52 @@ TEST(SimTraceInputs, CsvMembersOfZeroGpusAreMalformed) {
   EXPECT_FALSE(ParseTrace("id,submit,duration,members,gpus_per_member\na,0,100,2,0\n", "z.csv", o).ok());
 }
 
+TEST(SimTraceInputs, TimesInEveryFormUsersWriteAndErrorsThatSayWhatIsWrong) {
+  TraceOptions o;
+  auto t = ParseTrace(
+      "id,submit,duration,gpus,limit\n"
+      "a,0,400d,1,\n"                   // 2: a duration over 365 days (was refused as "not a duration")
+      "b,0,00:10:00,1,1-00:00:00\n"      // 3: sacct's Elapsed and Timelimit
+      "c,0,123:00:00,1,\n"               // 4: hours without a day part
+      "d,0,1e16,1,\n"                    // 5: a number out of range
+      "e,2024-01-01T00:00:00,10,1,\n"    // 6: a timestamp
+      "f,0,10,1,0\n"                     // 7: a zero limit
+      "g,0,1-25:00:00,1,\n"              // 8: 25 hours after a day part
+      "h,0,10:61:00,1,\n"                // 9: 61 minutes
+      "i,0,99999999999999d,1,\n",        // 10: a duration out of range
+      "t.csv", o);
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  ASSERT_EQ(t->jobs.size(), 3u) << AllBad(*t);
+  EXPECT_EQ(t->jobs[0].duration_s, 400 * 86400);
+  EXPECT_EQ(t->jobs[1].duration_s, 600);
+  EXPECT_EQ(t->jobs[1].w.runtime_limit_s, 86400);
+  EXPECT_EQ(t->jobs[2].duration_s, 123 * 3600);
+  const std::string forms = "must be seconds from 0 to 1e15, a duration (90s, 2h, 1h30m) or [D-]HH:MM:SS, got ";
+  const std::vector<std::string> want = {
+      "t.csv:5: duration: " + forms + "\"1e16\" (more than 1e15 s)",
+      "t.csv:6: submit: " + forms +
+          "\"2024-01-01T00:00:00\" (a timestamp: times here are seconds on the replay clock; only the philly format "
+          "reads timestamps)",
+      "t.csv:7: limit: must be more than 0 s, got \"0\"",
+      "t.csv:8: duration: " + forms + "\"1-25:00:00\"",
+      "t.csv:9: duration: " + forms + "\"10:61:00\"",
+      "t.csv:10: duration: " + forms + "\"99999999999999d\" (more than 1e15 s)",
+  };
+  ASSERT_EQ(t->bad_rows.size(), want.size()) << AllBad(*t);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(t->bad_rows[i].message, want[i]);
+
+  auto j = ParseTrace("jobs:\n- {name: a, request: {gpus: 1}, duration: 400d}\n- {name: b, request: {gpus: 1}, duration: 1e30}\n",
+                      "j.yaml", o);
+  ASSERT_TRUE(j.ok()) << j.status().Message();
+  ASSERT_EQ(j->jobs.size(), 1u) << AllBad(*j);
+  EXPECT_EQ(j->jobs[0].duration_s, 400 * 86400);
+  ASSERT_EQ(j->bad_rows.size(), 1u);
+  EXPECT_EQ(j->bad_rows[0].message, "j.yaml:3: jobs[1].duration: " + forms + "\"1e+30\" (more than 1e15 s)");
+  // Window bounds take the same durations.
+  auto w = ParseWindowBound("400d", false, 0, "--from");
+  ASSERT_TRUE(w.ok()) << w.status().Message();
+  EXPECT_EQ(*w, 400 * 86400);
+}
+
 }  // namespace
 }  // namespace tidal::sim
