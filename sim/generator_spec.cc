@@ -1,12 +1,14 @@
 // The generator's spec documents and named mixes (sim/generator.h). Threading: plain functions.
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
 #include "core/api/duration.h"
 #include "core/io/document.h"
 #include "sim/generator.h"
+#include "sim/trace_fields.h"
 
 namespace tidal::sim {
 
@@ -100,9 +102,12 @@ class Fields {
     if (v.is_number()) {
       *out = v.get<double>();
     } else if (v.is_string()) {
-      auto d = ParseDurationSeconds(v.get<std::string>(), Path(k));
-      if (!d.ok()) return Fail(Path(k), "expected seconds or a duration such as 20m, got \"" + v.get<std::string>() + "\"");
-      *out = static_cast<double>(*d);
+      // The trace reader's durations (sim/trace_fields.h): not capped at the config's 365 days.
+      int64_t d = 0;
+      if (!trace_fields::ParseSeconds(v.get<std::string>(), &d)) {
+        return Fail(Path(k), "expected seconds or a duration such as 20m (at most 1e15 s), got \"" + v.get<std::string>() + "\"");
+      }
+      *out = static_cast<double>(d);
     } else {
       Fail(Path(k), "expected seconds or a duration such as 20m");
     }
@@ -259,11 +264,15 @@ StatusOr<GenSpec> LoadGenSpec(const std::string& mix_or_path) {
 }
 
 Status ValidateGenSpec(const GenSpec& s) {
+  constexpr double kMaxGenSeconds = 1e15;  // trace_fields::kMaxTraceSeconds: what the replay reads
   auto bad = [](const std::string& field, const std::string& why) { return Status::Error(field + ": " + why); };
   if (s.gpus < 1 || s.gpus > (int64_t{1} << 30)) return bad("gpus", "must be 1..2^30");
   if (!(s.load > 0) || s.load > 100) return bad("load", "must be > 0 (offered load: 0.8 = 80% of the GPUs)");
   if (!(s.days > 0) || s.days > 3650) return bad("days", "must be > 0 and at most 3650");
   if (s.sizes.empty()) return bad("sizes", "at least one {gpus, weight}");
+  // Weights are relative; bounded so that their sum stays finite (1e308 + 1e308 is inf, and the
+  // expected rate was then NaN: no jobs, with exit 0).
+  constexpr double kMaxWeight = 1e12;
   for (size_t i = 0; i < s.sizes.size(); ++i) {
     const auto& z = s.sizes[i];
     const std::string p = "sizes[" + std::to_string(i) + "]";
@@ -271,13 +280,15 @@ Status ValidateGenSpec(const GenSpec& s) {
     if (z.gpus > s.gpus) {
       return bad(p + ".gpus", std::to_string(z.gpus) + " is more than the cluster's gpus (" + std::to_string(s.gpus) + ")");
     }
-    if (!(z.weight > 0) || !std::isfinite(z.weight)) return bad(p + ".weight", "must be > 0");
-    if (z.median_s < 0 || !std::isfinite(z.median_s)) return bad(p + ".median", "must be a positive duration");
+    if (!(z.weight > 0) || z.weight > kMaxWeight) return bad(p + ".weight", "must be > 0 and at most 1e12 (weights are relative)");
+    if (z.median_s < 0 || !(z.median_s <= kMaxGenSeconds)) return bad(p + ".median", "must be a duration of at most 1e15 s");
   }
-  if (!(s.median_s >= 1) || !std::isfinite(s.median_s)) return bad("duration.median", "must be at least 1 s");
+  if (!(s.median_s >= 1) || !(s.median_s <= kMaxGenSeconds)) return bad("duration.median", "must be 1 s to 1e15 s");
   if (!(s.growth >= 0 && s.growth <= 2)) return bad("duration.growth", "must be 0..2 (median x gpus^growth)");
   if (!(s.sigma >= 0 && s.sigma <= 5)) return bad("duration.sigma", "must be 0..5");
-  if (!(s.max_s >= 1) || !std::isfinite(s.max_s)) return bad("duration.max", "must be at least 1 s");
+  // Durations and the declared limits drawn from them must stay within what `tidalctl sim` reads
+  // (1e15 s): a larger one overflowed the int64 seconds, or wrote limits the replay refused.
+  if (!(s.max_s >= 1) || !(s.max_s <= kMaxGenSeconds)) return bad("duration.max", "must be 1 s to 1e15 s");
   if (!(s.diurnal >= 0 && s.diurnal < 1)) return bad("arrivals.diurnal", "must be in [0, 1) (the sine's amplitude)");
   if (!(s.peak_hour >= 0 && s.peak_hour < 24)) return bad("arrivals.peakHour", "must be in [0, 24)");
   if (!(s.bursts_per_day >= 0 && s.bursts_per_day <= 1000)) return bad("arrivals.burstsPerDay", "must be 0..1000");
@@ -291,6 +302,12 @@ Status ValidateGenSpec(const GenSpec& s) {
   if (!(s.declared_sigma >= 0 && s.declared_sigma <= 5)) return bad("declared.sigma", "must be 0..5");
   if (!(s.declared_min > 0)) return bad("declared.min", "must be > 0");
   if (!(s.declared_max >= s.declared_min) || s.declared_max > 1000) return bad("declared.max", "must be >= declared.min and <= 1000");
+  if (s.declared_none < 1 && s.max_s * s.declared_max > kMaxGenSeconds) {
+    char why[160];
+    std::snprintf(why, sizeof why, "times declared.max (%g) must be at most 1e15 s, the longest declared limit tidalctl sim reads",
+                  s.declared_max);
+    return bad("duration.max", why);
+  }
   return Status::Ok();
 }
 

@@ -175,6 +175,32 @@ TEST(SimGenerator, SpecErrorsNameTheField) {
             std::string::npos);
 }
 
+// Values that used to pass validation and then gave nothing, or overflowed, or wrote a trace the
+// simulator refuses: each is now an error naming its field.
+TEST(SimGenerator, SpecValuesOutOfRangeAreRefusedNotTurnedIntoBadTraces) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      // Weights summing to inf: the expected rate was NaN, 0 jobs, exit 0.
+      {"sizes: [{gpus: 1, weight: 1e308}, {gpus: 2, weight: 1e308}]\n", "s.yaml:1: sizes[0].weight: must be > 0 and at most 1e12"},
+      // A duration beyond int64 seconds: the cast overflowed (each job came out 1 s long).
+      {"gpus: 1073741824\ndays: 3650\nload: 100\nsizes: [{gpus: 1}]\nduration: {median: 1e19, max: 1e19, sigma: 0}\n",
+       "duration.median: must be 1 s to 1e15 s"},
+      {"sizes: [{gpus: 1}]\nduration: {max: 1e19}\n", "duration.max: must be 1 s to 1e15 s"},
+      {"sizes: [{gpus: 1, median: 1e300}]\n", "sizes[0].median: must be a duration of at most 1e15 s"},
+      // Limits of up to max x declared.max, which the reader refuses past 1e15 s.
+      {"sizes: [{gpus: 1}]\nduration: {max: 1e14}\ndeclared: {none: 0, max: 1000}\n",
+       "duration.max: times declared.max (1000) must be at most 1e15 s"},
+  };
+  for (const auto& [doc, want] : cases) {
+    auto s = ParseGenSpec(doc, "s.yaml");
+    ASSERT_FALSE(s.ok()) << doc;
+    EXPECT_NE(s.status().Message().find(want), std::string::npos) << doc << " -> " << s.status().Message();
+  }
+  // No declared limits: a long max is fine. Durations past the config's 365-day cap are read.
+  auto ok = ParseGenSpec("sizes: [{gpus: 1}]\nduration: {max: 400d}\ndeclared: {none: 1}\n", "s.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status().Message();
+  EXPECT_EQ(ok->max_s, 400 * 86400.0);
+}
+
 // What the generator writes, the simulator's reader takes: every job, with its size, queue and limit.
 TEST(SimGenerator, WrittenTracesReadBack) {
   GenSpec s = Mix("llm-gangs");
