@@ -33,6 +33,26 @@ const char* Bucket(int64_t gpus) {
   return "65+";
 }
 
+// Why jobs were rejected: the most frequent reasons first (ties by text), each with its count and
+// first job; past kMaxReasons, one entry "other reasons" with the rest.
+nlohmann::json Rejections(const std::map<std::string, std::pair<int64_t, std::string>>& reasons) {
+  constexpr size_t kMaxReasons = 10;
+  std::vector<const std::pair<const std::string, std::pair<int64_t, std::string>>*> order;
+  for (const auto& r : reasons) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->second.first > b->second.first; });
+  nlohmann::json out = nlohmann::json::array();
+  int64_t rest = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i < kMaxReasons) {
+      out.push_back({{"reason", order[i]->first}, {"jobs", order[i]->second.first}, {"first", order[i]->second.second}});
+    } else {
+      rest += order[i]->second.first;
+    }
+  }
+  if (rest > 0) out.push_back({{"reason", "other reasons"}, {"jobs", rest}, {"first", ""}});
+  return out;
+}
+
 // With pools: each door's jobs and queueing delay, and the lending driver's figures.
 nlohmann::json PoolMetrics(const Simulator& sim) {
   nlohmann::json out = sim.lending()->Metrics();
@@ -79,6 +99,7 @@ nlohmann::json ComputeMetrics(const Simulator& sim, const MetricsOptions& opts) 
     double jct = 0, delay = 0;
   };
   std::map<std::string, QueueAgg> per_queue;
+  std::map<std::string, std::pair<int64_t, std::string>> reasons;  // rejection reason -> jobs, the first one
   int64_t first = INT64_MAX, last = INT64_MIN;
   int64_t multi = 0;
   const int nl = sim.state().levels().node_level();
@@ -91,6 +112,8 @@ nlohmann::json ComputeMetrics(const Simulator& sim, const MetricsOptions& opts) 
     ++q.jobs;
     if (r.rejected) {
       ++rejected;
+      auto& g = reasons[r.last_reason.empty() ? std::string("(no reason given)") : r.last_reason];
+      if (g.first++ == 0) g.second = r.id;
       continue;
     }
     first = std::min(first, r.submit_s);
@@ -120,6 +143,7 @@ nlohmann::json ComputeMetrics(const Simulator& sim, const MetricsOptions& opts) 
   }
   m["jobs"] = {{"submitted", static_cast<int64_t>(recs.size())}, {"completed", completed}, {"rejected", rejected},
                {"unfinished", unfinished}, {"killed_at_limit", killed}};
+  m["rejections"] = Rejections(reasons);
   std::vector<double> sorted_delay = delay;
   std::sort(sorted_delay.begin(), sorted_delay.end());
   m["jct_s"] = Summary(jct);

@@ -57,6 +57,23 @@ std::string PoolsReport(const nlohmann::json& pols) {
   return out;
 }
 
+// Why each policy rejected jobs ("" when none did): a rejected job never runs, so a count without
+// its reason would leave the reader guessing (an unconfigured queue, a job larger than the fabric).
+std::string RejectionsReport(const nlohmann::json& pols) {
+  std::string out;
+  for (const auto& p : pols) {
+    if (!p.contains("rejections")) continue;
+    for (const auto& r : p.at("rejections")) {
+      const std::string first = r.value("first", "");
+      out += "| " + p.value("policy", "?") + " | " + std::to_string(r.value("jobs", 0)) + " | " +
+             (first.empty() ? std::string("-") : first) + " | " + r.value("reason", "?") + " |\n";
+    }
+  }
+  if (out.empty()) return "";
+  return "\nRejected jobs, why (a rejected job never runs; the most frequent reasons first):\n\n"
+         "| policy | jobs | first | reason |\n|---|---|---|---|\n" + out;
+}
+
 }  // namespace
 
 std::string HumanSeconds(double s) {
@@ -113,6 +130,7 @@ std::string MarkdownReport(const nlohmann::json& doc) {
     }
     out += "\n";
   }
+  out += RejectionsReport(pols);
   out += PoolsReport(pols);
   out += "\nGPU alloc: GPU-time allocated (running jobs and partly placed gangs) / capacity over the replay. "
          "stranded: idle GPU-time while a waiting job asked for no more GPUs than were idle, / capacity. "

@@ -363,6 +363,13 @@ int Sim(const Args& args) {
     std::cerr << "tidalctl sim: replaying " << jobs.size() << " jobs under " << p << " ...\n";
     auto m = sim::RunPolicy(spec, p, mopts);
     if (!m.ok()) return std::cerr << "tidalctl sim: " << p << ": " << m.status().Message() << "\n", 1;
+    if (const auto& rj = (*m)["rejections"]; !rj.empty()) {  // never only a count: say why
+      std::cerr << "tidalctl sim: " << p << ": " << (*m)["jobs"]["rejected"].get<int64_t>() << " job(s) rejected:\n";
+      for (const auto& r : rj) {
+        std::cerr << "  " << r["jobs"].get<int64_t>() << " x " << r["reason"].get<std::string>()
+                  << (r["first"].get<std::string>().empty() ? "" : " (first: " + r["first"].get<std::string>() + ")") << "\n";
+      }
+    }
     if (mopts.timing) {
       std::cerr << "tidalctl sim: " << p << ": " << (*m)["sim"]["wall_s"].get<double>() << " s wall, "
                 << (*m)["sim"]["jobs_per_s"].get<double>() << " jobs/s\n";

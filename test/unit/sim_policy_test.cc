@@ -9,6 +9,7 @@
 
 #include "sim/fabric.h"
 #include "sim/replay.h"
+#include "sim/report.h"
 #include "sim/trace.h"
 
 namespace tidal::sim {
@@ -298,6 +299,41 @@ TEST(SimPolicy, TidalPreemptionEvictsRequeuesAndCountsLostWork) {
   EXPECT_NEAR(m["gpu_hours_lost"].get<double>(), 3200.0 / 3600, 1e-3);
   // Baselines never preempt: H waits for L.
   EXPECT_EQ(Replay1(fabric, t->jobs, "fifo").times.at("H"), (std::pair<int64_t, int64_t>{1000, 1100}));
+}
+
+// A rejected job never runs, so the metrics and the report say why, per policy: before, a
+// --config whose queues did not cover the trace's showed only "0/3 (3 rejected)" for tidal.
+TEST(SimPolicy, RejectionsAreReportedWithTheirReasons) {
+  const ClusterState fabric = Nodes(1);
+  auto t = ParseTrace("id,submit,duration,gpus,queue\na,0,10,1,vc1\nb,1,10,1,vc1\nc,2,10,1,vc2\nd,3,10,64,default\n",
+                      "r.csv", TraceOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  ReplaySpec spec;
+  spec.fabric = &fabric;
+  spec.jobs = &t->jobs;
+  QueueSpec q;
+  q.name = "default";
+  q.nominal = {kUnlimited, kUnlimited, kUnlimited};
+  spec.queues.queues = {q};
+  auto tidal = RunPolicy(spec, "tidal", MetricsOptions{false, false});
+  ASSERT_TRUE(tidal.ok()) << tidal.status().Message();
+  EXPECT_EQ((*tidal)["jobs"]["rejected"].get<int64_t>(), 4);
+  const auto& rj = (*tidal)["rejections"];
+  ASSERT_EQ(rj.size(), 3u) << rj.dump();
+  EXPECT_EQ(rj[0]["jobs"].get<int64_t>(), 2);  // the most frequent reason first
+  EXPECT_EQ(rj[0]["first"].get<std::string>(), "a");
+  EXPECT_NE(rj[0]["reason"].get<std::string>().find("queue \"vc1\" is not configured"), std::string::npos) << rj.dump();
+  auto fifo = RunPolicy(spec, "fifo", MetricsOptions{false, false});  // baselines ignore queues
+  ASSERT_TRUE(fifo.ok());
+  ASSERT_EQ((*fifo)["rejections"].size(), 1u);
+  EXPECT_EQ((*fifo)["rejections"][0]["first"].get<std::string>(), "d");
+  EXPECT_NE((*fifo)["rejections"][0]["reason"].get<std::string>().find("can never fit"), std::string::npos);
+
+  nlohmann::json doc = {{"input", nlohmann::json::object()}, {"policies", {*fifo, *tidal}}};
+  const std::string md = MarkdownReport(doc);
+  EXPECT_NE(md.find("Rejected jobs, why"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tidal | 2 | a | queue \"vc1\" is not configured"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fifo | 1 | d | can never fit"), std::string::npos) << md;
 }
 
 }  // namespace
