@@ -106,6 +106,32 @@ void DeriveCpusMemory(const RawJob& raw, JobRecord* job) {
   }
 }
 
+// node_gpus from the per-node GRES detail of a job holding nodes and asking for GPUs: each entry's GPU count on its
+// node, in the order of job->nodes. Anything that does not line up (a count of entries other than
+// the nodes', an entry that does not parse or names no GPU, a node not among the job's) leaves it empty: the job
+// is then read as gpus_per_node on each node, as before the detail was read.
+void DeriveJobNodeGpus(const RawJob& raw, JobRecord* job) {
+  job->node_gpus.clear();
+  if (job->gpus_per_node <= 0 || !HoldsNodes(*job) || raw.gres_detail.empty() || raw.gres_detail.size() != job->nodes.size()) return;
+  std::map<std::string, int64_t> on;
+  for (size_t i = 0; i < raw.gres_detail.size(); ++i) {
+    NodeGpus g;
+    if (!ParseNodeGres("gres_detail", raw.gres_detail[i], &g).ok() || g.types.empty()) return;
+    const std::string& node = i < raw.gres_detail_nodes.size() && !raw.gres_detail_nodes[i].empty()
+                                  ? raw.gres_detail_nodes[i]
+                                  : job->nodes[i];
+    if (!on.emplace(node, g.count).second) return;
+  }
+  std::vector<int64_t> out;
+  out.reserve(job->nodes.size());
+  for (const std::string& n : job->nodes) {
+    auto it = on.find(n);
+    if (it == on.end()) return;
+    out.push_back(it->second);
+  }
+  job->node_gpus = std::move(out);
+}
+
 void Expand(std::string_view field, const std::string& expr, std::vector<std::string>* out,
             std::string* parse_error) {
   out->clear();
@@ -263,6 +289,7 @@ void DeriveJobFields(const RawJob& raw, JobRecord* job) {
   DeriveGpus(raw, job);
   DeriveCpusMemory(raw, job);
   Expand("nodes", raw.nodes, &job->nodes, &job->parse_error);
+  DeriveJobNodeGpus(raw, job);
   Expand("required_nodes", raw.required_nodes, &job->required_nodes, &job->parse_error);
   Expand("excluded_nodes", raw.excluded_nodes, &job->excluded_nodes, &job->parse_error);
   job->warn_signal = 0;

@@ -25,12 +25,16 @@ struct RawJob {
   std::string tres_req_str, tres_alloc_str;
   std::string nodes, required_nodes, excluded_nodes;  // hostlist expressions
   std::string array_task_str;  // pending array meta record only: "0-99%4", "1,3,5-7", "0x1F"
+  // A job holding nodes: its per-node GRES allocation ("gpu:a100:3(IDX:0-2)"), one entry per
+  // node, and the node of each entry ("" or a shorter list: entry i is the i-th of `nodes`
+  // expanded, which is the job's node order when the node table is in name order).
+  std::vector<std::string> gres_detail, gres_detail_nodes;
   int64_t num_tasks = 0;       // 0 = not known
   int64_t pn_min_cpus = 0;     // per node, 0 = not stated
   int64_t pn_min_memory_mb = 0, mem_per_cpu_mb = 0;  // 0 = not stated
 };
 
-// Fills gpus_per_node, gpus_total, gpu_model, cpus_per_node, memory_mb_per_node, nodes,
+// Fills gpus_per_node, gpus_total, node_gpus, gpu_model, cpus_per_node, memory_mb_per_node, nodes,
 // required_nodes, excluded_nodes, pending_array_tasks, array_max_tasks, and warn_signal /
 // warn_time_s / warn_batch_only from job->comment's kSignalKey. Reads job->state, job->node_count,
 // job->comment and job->id (for nothing but messages); appends problems to job->parse_error.

@@ -221,6 +221,7 @@ JobRecord ReadJob(const json& j, uint32_t job_id) {
   f.Str("tres_req_str", &raw.tres_req_str);
   f.Str("tres_alloc_str", &raw.tres_alloc_str);
   f.Str("nodes", &raw.nodes);
+  f.StrList("gres_detail", &raw.gres_detail);  // one entry per node of `nodes`, in its order
   f.Str("required_nodes", &raw.required_nodes);
   f.Str("excluded_nodes", &raw.excluded_nodes);
   f.Int("tasks", &raw.num_tasks, false, kMaxCount);

@@ -68,7 +68,7 @@ std::string LibslurmConverter::UserName(const slurm_job_info_t& job) {
   return name;
 }
 
-JobRecord LibslurmConverter::Job(const slurm_job_info_t& job) {
+JobRecord LibslurmConverter::Job(const slurm_job_info_t& job, const std::vector<std::string>& node_names) {
   JobRecord r;
   r.job_id = job.job_id;
   r.array_job_id = job.array_job_id;
@@ -111,6 +111,21 @@ JobRecord LibslurmConverter::Job(const slurm_job_info_t& job) {
   raw.tres_req_str = Str(job.tres_req_str);
   raw.tres_alloc_str = Str(job.tres_alloc_str);
   raw.nodes = Str(job.nodes);
+  // Per node, in node-table order (node_inx: index ranges, -1 ends them); job.nodes is sorted by
+  // name, so each entry's node comes from the table.
+  for (uint32_t i = 0; job.gres_detail_str != nullptr && i < job.gres_detail_cnt; ++i) {
+    raw.gres_detail.push_back(Str(job.gres_detail_str[i]));
+  }
+  if (!raw.gres_detail.empty() && job.node_inx != nullptr && !node_names.empty()) {
+    for (size_t k = 0; job.node_inx[k] >= 0 && job.node_inx[k + 1] >= 0; k += 2) {
+      for (int32_t x = job.node_inx[k]; x <= job.node_inx[k + 1]; ++x) {
+        raw.gres_detail_nodes.push_back(static_cast<size_t>(x) < node_names.size() ? node_names[static_cast<size_t>(x)] : "");
+      }
+    }
+    const bool mapped = raw.gres_detail_nodes.size() == raw.gres_detail.size() &&
+                        std::find(raw.gres_detail_nodes.begin(), raw.gres_detail_nodes.end(), "") == raw.gres_detail_nodes.end();
+    if (!mapped) raw.gres_detail.clear(), raw.gres_detail_nodes.clear();  // not placed: not used
+  }
   raw.required_nodes = Str(job.req_nodes);
   raw.excluded_nodes = Str(job.exc_nodes);
   // A pending array's task ids: from array_bitmap, not array_task_str, which libslurm cuts at a

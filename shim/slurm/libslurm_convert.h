@@ -26,7 +26,9 @@ namespace tidal::slurm {
 
 class LibslurmConverter {
  public:
-  JobRecord Job(const slurm_job_info_t& job);
+  // node_names: the node table by index (slurm_load_node's node_array order, "" for a hole): the
+  // nodes of a running job's per-node GRES detail (node_inx), empty = the job's nodes in order.
+  JobRecord Job(const slurm_job_info_t& job, const std::vector<std::string>& node_names = {});
   // partitions: node name -> the partitions it is in (PartitionsByNode).
   NodeRecord Node(const node_info_t& node, const std::map<std::string, std::vector<std::string>>& partitions);
 

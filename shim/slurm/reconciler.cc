@@ -214,7 +214,7 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
       }
       if (e.active) {
         ++st.running;
-        st.gpus_running += j.gpus_per_node * static_cast<int64_t>(e.members.size());
+        for (const auto& m : e.members) st.gpus_running += m.request().gpus();
       } else {
         ++st.pending;
       }

@@ -55,6 +55,7 @@ void VisitJob(J& a, const JobRecord& d, V& v) {
   v("restart_cnt", a.restart_cnt, d.restart_cnt);
   v("requeueable", a.requeueable, d.requeueable);
   v("nodes", a.nodes, d.nodes);
+  v("node_gpus", a.node_gpus, d.node_gpus);
   v("batch_host", a.batch_host, d.batch_host);
   v("required_nodes", a.required_nodes, d.required_nodes);
   v("excluded_nodes", a.excluded_nodes, d.excluded_nodes);

@@ -57,6 +57,10 @@ struct JobRecord {
   // requeue "false" on its members).
   bool requeueable = true;
   std::vector<std::string> nodes;           // allocated (expanded hostlist), running/completing
+  // The GPUs Slurm allocated on each of `nodes` (same order), from its per-node GRES detail: a
+  // job asking GPUs per job (--gpus=N, --gpus-per-task) over several nodes gets them unevenly
+  // (3 + 1 for --gpus=4 on 2 nodes). Empty: not known, gpus_per_node on each.
+  std::vector<int64_t> node_gpus;
   // The node the batch script runs on (a running batch job; "" otherwise). Slurm never takes it
   // from a running job: an elastic job shrinks on its other nodes.
   std::string batch_host;

@@ -155,6 +155,7 @@ struct LibslurmApi::Cache {
   bool have_jobs = false, have_nodes = false, have_parts = false;
   std::vector<JobRecord> jobs;
   std::vector<NodeRecord> nodes;
+  std::vector<std::string> node_names;  // the node table by index ("" = a hole)
   std::map<std::string, std::vector<std::string>> partitions;
   std::string partitions_error;
   LibslurmConverter convert;
@@ -244,15 +245,6 @@ Status LibslurmApi::Load(ClusterRecords* out) {
   }
   // Every RPC answered: replace what changed. The messages are freed at once; only their
   // last_update is kept for the next call.
-  if (jobs_changed && jobs != nullptr) {
-    std::vector<JobRecord> records;
-    records.reserve(jobs->record_count);
-    for (uint32_t i = 0; i < jobs->record_count; ++i) records.push_back(c.convert.Job(jobs->job_array[i]));
-    c.jobs = std::move(records);
-    c.jobs_update = jobs->last_update;
-    c.have_jobs = true;
-    slurm_free_job_info_msg(jobs);
-  }
   if (parts_changed && parts != nullptr) {
     c.partitions_error.clear();
     c.partitions = LibslurmConverter::PartitionsByNode(parts, &c.partitions_error);
@@ -263,8 +255,10 @@ Status LibslurmApi::Load(ClusterRecords* out) {
   if (nodes_changed && nodes != nullptr) {
     std::vector<NodeRecord> records;
     records.reserve(nodes->record_count);
+    c.node_names.assign(nodes->record_count, std::string());
     for (uint32_t i = 0; i < nodes->record_count; ++i) {
       if (nodes->node_array[i].name == nullptr) continue;  // a hole in the node table (removed node)
+      c.node_names[i] = nodes->node_array[i].name;
       records.push_back(c.convert.Node(nodes->node_array[i], c.partitions));
     }
     c.nodes = std::move(records);
@@ -276,6 +270,16 @@ Status LibslurmApi::Load(ClusterRecords* out) {
       auto it = c.partitions.find(n.name);
       n.partitions = it == c.partitions.end() ? std::vector<std::string>{} : it->second;
     }
+  }
+  // Jobs after the nodes: a running job's per-node GPUs name its nodes by node-table index.
+  if (jobs_changed && jobs != nullptr) {
+    std::vector<JobRecord> records;
+    records.reserve(jobs->record_count);
+    for (uint32_t i = 0; i < jobs->record_count; ++i) records.push_back(c.convert.Job(jobs->job_array[i], c.node_names));
+    c.jobs = std::move(records);
+    c.jobs_update = jobs->last_update;
+    c.have_jobs = true;
+    slurm_free_job_info_msg(jobs);
   }
   out->jobs = c.jobs;
   out->nodes = c.nodes;

@@ -81,6 +81,14 @@ std::string Constrain(const JobRecord& j, JobStance stance, v1::Pod& p) {
 
 }  // namespace
 
+int64_t GpusOn(const JobRecord& j, const std::string& node) {
+  if (j.node_gpus.size() != j.nodes.size()) return -1;
+  for (size_t i = 0; i < j.nodes.size(); ++i) {
+    if (j.nodes[i] == node) return j.node_gpus[i];
+  }
+  return -1;
+}
+
 std::string PartitionLabel(const std::string& p) { return "partition.slurm.tidal.dev/" + LabelName(p); }
 std::string FeatureLabel(const std::string& f) { return "feature.slurm.tidal.dev/" + LabelName(f); }
 
@@ -319,6 +327,10 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
     if (!on.empty()) {
       const std::string& node = on[static_cast<size_t>(i)].second;
       p.set_node_name(node);
+      // What Slurm allocated there, when it differs from node to node (--gpus=N over nodes).
+      if (stance == JobStance::kActive) {
+        if (const int64_t g = GpusOn(j, node); g >= 0) p.mutable_request()->set_gpus(g);
+      }
       // The batch script's node: Slurm never takes it from a running job, so it goes last.
       if (node == j.batch_host) (*p.mutable_annotations())["tidal.dev/gang-leader"] = "true";
     }
@@ -371,6 +383,8 @@ uint64_t MembersKey(const JobRecord& j) {
   num(j.submit_time);
   num(stance == JobStance::kActive ? j.start_time : 0);
   list(j.nodes);
+  num(j.node_gpus.size());
+  for (int64_t g : j.node_gpus) num(g);
   str(j.batch_host);
   list(j.required_nodes);
   list(j.excluded_nodes);

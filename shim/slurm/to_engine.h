@@ -2,7 +2,8 @@
 // as tidal.v1 messages. Pure functions over records (records.h) and the adapter config.
 //
 // A job "123" (or an array task "123_7") is the gang "slurm/123": members uid "slurm/123#<i>",
-// namespace "slurm", name "123#<i>", each asking for the job's per-node GPUs, CPUs and memory, one
+// namespace "slurm", name "123#<i>", each asking for the job's per-node GPUs, CPUs and memory (a
+// running job's member: the GPUs Slurm allocated on its node, JobRecord::node_gpus), one
 // member per node (self anti-affinity on the hostname; the batch host's member is the gang's leader,
 // tidal.dev/gang-leader "true": an elastic job gives it back last), tolerating every Kubernetes taint (taints
 // are Kubernetes' word, not Slurm's). Annotations carry the Tidal keys the engine reads
@@ -122,6 +123,10 @@ std::string ConstraintError(const JobRecord& j);
 v1::Node NodeOf(const NodeRecord& n, const AdapterConfig& cfg);
 // May Tidal pin a job to this node now (known, responding, not down, not drained by anyone)?
 bool Pinnable(const NodeRecord& n);
+
+// The GPUs Slurm allocated to running job `j` on `node` (JobRecord::node_gpus); -1 = not known
+// (the job's gpus_per_node then).
+int64_t GpusOn(const JobRecord& j, const std::string& node);
 
 // The label a node carries for partition p / feature f (a label key: invalid characters -> '_').
 std::string PartitionLabel(const std::string& p);
