@@ -16,6 +16,40 @@ namespace {
 
 using namespace trace_fields;  // NOLINT: the field helpers are this file's vocabulary
 
+// The generic csv format's columns.
+const std::set<std::string>& CsvColumns() {
+  static const std::set<std::string> kColumns = {"id",       "submit",   "duration", "gpus",        "members",
+                                                 "gpus_per_member", "min_members", "queue", "priority", "limit",
+                                                 "required", "preferred", "preemptible", "class"};
+  return kColumns;
+}
+
+// The format a file's content says, for --format auto: philly for a first line starting
+// timestamp,duration,num_gpus; csv for a header (the first line that is not blank or a comment)
+// of csv columns only, including submit, whatever the file's name; "" when neither.
+std::string FormatByContent(const std::string& text) {
+  std::string philly, header;
+  for (size_t pos = 0; pos < text.size() && header.empty();) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string l = text.substr(pos, nl - pos);
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    if (pos == 0) philly = l;
+    if (!Trim(l).empty() && Trim(l)[0] != '#') header = l;
+    pos = nl + 1;
+  }
+  std::vector<std::string> cols;
+  SplitCsv(philly, &cols, DetectSeparator(philly));
+  if (cols.size() >= 3 && cols[0] == "timestamp" && cols[1] == "duration" && cols[2] == "num_gpus") return "philly";
+  SplitCsv(header, &cols, DetectSeparator(header));
+  bool all = cols.size() >= 2, submit = false;
+  for (const auto& c : cols) {
+    all = all && CsvColumns().count(c) > 0;
+    submit = submit || c == "submit";
+  }
+  return all && submit ? "csv" : "";
+}
+
 struct Row {
   SimJob job;
   int64_t raw_submit = 0;  // trace time before windowing (philly: unix seconds)
@@ -154,9 +188,7 @@ Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
 }
 
 Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
-  static const std::set<std::string> kColumns = {"id",       "submit",   "duration", "gpus",        "members",
-                                                 "gpus_per_member", "min_members", "queue", "priority", "limit",
-                                                 "required", "preferred", "preemptible", "class"};
+  const std::set<std::string>& kColumns = CsvColumns();
   std::map<std::string, size_t> col;
   size_t ncols = 0;
   Status header_error;
@@ -319,7 +351,13 @@ Status Reader::Json(const std::string& text, std::vector<Row>* rows) {
     list = &doc->root.at("jobs");
     prefix = "jobs";
   }
-  if (!list->is_array()) return doc->Locate(Status::Error((prefix.empty() ? "document" : prefix) + ": must be a list of jobs"));
+  if (!list->is_array()) {
+    // A line of text read as YAML is a string: most likely a table whose header this reader does not know.
+    const std::string hint = list->is_string() ? " (read as YAML/JSON: for a table, name csv columns in its header "
+                                                 "or give --format csv or philly)"
+                                               : "";
+    return doc->Locate(Status::Error((prefix.empty() ? "document" : prefix) + ": must be a list of jobs" + hint));
+  }
   std::set<std::string> ids;
   for (size_t i = 0; i < list->size(); ++i) {
     const std::string p = prefix + "[" + std::to_string(i) + "]";
@@ -396,17 +434,8 @@ StatusOr<Trace> ParseTrace(const std::string& raw_text, const std::string& file,
   t.file = file;
   std::string fmt = opts.format;
   if (fmt == "auto") {
-    std::string head = text.substr(0, text.find('\n'));
-    if (!head.empty() && head.back() == '\r') head.pop_back();
-    std::vector<std::string> cols;
-    SplitCsv(head, &cols, DetectSeparator(head));
-    if (cols.size() >= 3 && cols[0] == "timestamp" && cols[1] == "duration" && cols[2] == "num_gpus") {
-      fmt = "philly";
-    } else if (file.size() >= 4 && file.substr(file.size() - 4) == ".csv") {
-      fmt = "csv";
-    } else {
-      fmt = "json";
-    }
+    fmt = FormatByContent(text);
+    if (fmt.empty()) fmt = file.size() >= 4 && file.substr(file.size() - 4) == ".csv" ? "csv" : "json";
   }
   t.format = fmt;
   std::vector<Row> rows;

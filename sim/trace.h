@@ -15,8 +15,9 @@
 //   json    a YAML/JSON document {jobs: [...]} (or a top-level list): each entry is a workload as
 //           in workload files (core/io/workload_file.h: name, queue, members, request, ...,
 //           submitTime, runtimeLimit) plus `duration` (required).
-// Format "auto" picks philly for a header starting "timestamp,duration,num_gpus", csv for other
-// .csv files, json otherwise. Tables are comma-separated unless their header has no comma but a
+// Format "auto" picks philly for a header starting "timestamp,duration,num_gpus", csv for a
+// header of csv columns (including submit) whatever the file's name, and for other .csv files,
+// json otherwise. Tables are comma-separated unless their header has no comma but a
 // tab, ';' or '|' (trace_fields.h, DetectSeparator); a leading UTF-8 byte order mark is ignored.
 //
 // GPU shape: a job of G total GPUs (philly, or csv with only `gpus`) becomes one member of G GPUs

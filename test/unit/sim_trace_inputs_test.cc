@@ -133,5 +133,26 @@ TEST(SimTraceInputs, TimesInEveryFormUsersWriteAndErrorsThatSayWhatIsWrong) {
   EXPECT_EQ(*w, 400 * 86400);
 }
 
+TEST(SimTraceInputs, AutoFormatReadsATableByItsHeaderWhateverTheFileName) {
+  // Before, a csv table in a file not named .csv was parsed as YAML: "document: must be a list of jobs".
+  TraceOptions o;
+  auto t = ParseTrace("# exported by our tool\nid\tsubmit\tduration\tgpus\na\t0\t100\t1\n", "jobs.tsv", o);
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  EXPECT_EQ(t->format, "csv");
+  EXPECT_EQ(t->jobs.size(), 1u) << AllBad(*t);
+  auto p = ParseTrace("timestamp,duration,num_gpus,cluster\n2017-10-01 00:00:00,100.0,1,vc1\n", "philly.txt", o);
+  ASSERT_TRUE(p.ok()) << p.status().Message();
+  EXPECT_EQ(p->format, "philly");
+  // YAML stays YAML; a table of unknown columns in a .txt is still read as YAML and refused.
+  auto j = ParseTrace("jobs:\n- {name: a, request: {gpus: 1}, duration: 10}\n", "jobs.txt", o);
+  ASSERT_TRUE(j.ok()) << j.status().Message();
+  EXPECT_EQ(j->format, "json");
+  auto sacct = ParseTrace("JobID|Submit|Elapsed\n1|2024-01-01|00:10:00\n", "sacct.txt", o);
+  ASSERT_FALSE(sacct.ok());
+  EXPECT_NE(sacct.status().Message().find("must be a list of jobs (read as YAML/JSON: for a table, name csv columns"),
+            std::string::npos)
+      << sacct.status().Message();
+}
+
 }  // namespace
 }  // namespace tidal::sim
