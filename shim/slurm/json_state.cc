@@ -210,6 +210,7 @@ JobRecord ReadJob(const json& j, uint32_t job_id) {
   f.Int("submit_time", &r.submit_time);
   f.Int("start_time", &r.start_time);
   f.Int("end_time", &r.end_time);
+  f.Int("eligible_time", &r.eligible_time);
   if (r.state == JobState::kRunning || r.state == JobState::kSuspended) f.Str("batch_host", &r.batch_host);
   f.Str("features", &r.features);
   f.Str("comment", &r.comment);
@@ -234,6 +235,10 @@ JobRecord ReadJob(const json& j, uint32_t job_id) {
     AddParseError(&r.parse_error, "heterogeneous job (het_job_id " + std::to_string(het_job_id) + ") is not supported");
   }
   DeriveJobFields(raw, &r);
+  // Every task's record carries its array's %K (the array_task_string only the pending record's).
+  uint32_t max_tasks = 0;
+  f.Int("array_max_tasks", &max_tasks);
+  if (max_tasks != 0) r.array_max_tasks = max_tasks;
   if (!r.parse_error.empty()) r.parse_error = "job " + r.id + ": " + r.parse_error;
   return r;
 }

@@ -95,6 +95,7 @@ JobRecord LibslurmConverter::Job(const slurm_job_info_t& job, const std::vector<
   r.submit_time = static_cast<int64_t>(job.submit_time);
   r.start_time = static_cast<int64_t>(job.start_time);
   r.end_time = static_cast<int64_t>(job.end_time);
+  r.eligible_time = static_cast<int64_t>(job.eligible_time);  // --begin (details->begin_time)
   r.restart_cnt = job.restart_cnt;
   r.requeueable = job.requeue != 0 && job.batch_flag != 0;
   if (r.state == JobState::kRunning || r.state == JobState::kSuspended) r.batch_host = Str(job.batch_host);
@@ -154,9 +155,10 @@ JobRecord LibslurmConverter::Job(const slurm_job_info_t& job, const std::vector<
     for (bitoff_t i = 0; i < n; ++i) {
       if (slurm_bit_test(bits, i)) r.pending_array_tasks.push_back(static_cast<uint32_t>(i));
     }
-    r.array_max_tasks = Val32(job.array_max_tasks);
     if (r.pending_array_tasks.empty()) AddParseError(&r.parse_error, "array_bitmap: no task ids");
   }
+  // The array's %K (every task's record carries it, split off or not): waiting.h.
+  if (job.array_job_id != 0) r.array_max_tasks = Val32(job.array_max_tasks);
   if (!r.parse_error.empty()) r.parse_error = "job " + r.id + ": " + r.parse_error;
   return r;
 }

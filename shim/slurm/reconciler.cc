@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "shim/slurm/to_engine.h"
+#include "shim/slurm/waiting.h"
 
 namespace tidal::slurm {
 
@@ -126,6 +128,9 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
   }
   d.send.reserve(entries_.size());
   size_t hint = 0;  // the slot the next job id is expected at
+  // Held jobs Slurm would not start now even if released (waiting.h): not sent, they wait.
+  const int64_t now = rec.read_unix > 0 ? rec.read_unix : static_cast<int64_t>(std::time(nullptr));
+  const std::unordered_map<std::string, std::string> throttled = ThrottledArrayTasks(rec.jobs);
   for (const auto& j : rec.jobs) {
     JobStance stance = StanceOf(j);
     if (stance == JobStance::kFinished) {
@@ -160,6 +165,14 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
         }
       }
     }
+    if (stance == JobStance::kReleased) {
+      // Released, but Slurm holds it back (its begin time, its array's task limit): its pinned
+      // GPUs would sit idle until then. Held again; it is sent once Slurm would start it.
+      if (std::string why = HeldBackReason(j); !why.empty()) {
+        d.rehold.push_back({&j, why, j.restart_cnt > 0 && j.state_reason == "BeginTime"});
+        stance = JobStance::kHeld;
+      }
+    }
     if (stance == JobStance::kEscaped) d.rehold.push_back({&j, "released outside Tidal (requeued, or by hand); held again", false});
     if (stance == JobStance::kHeld && TidalPin(j) && !j.required_nodes.empty()) {
       // Held again since Tidal released it (requeued for a disruption, `scontrol requeuehold`, an
@@ -187,12 +200,21 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
       JobEntry& e = entries_[slot];
       e.seen = pass_;
       e.rec = &j;
-      const uint64_t key = record_key ^ (std::hash<std::string>{}(id) * 0xff51afd7ed558ccdULL);
+      // Why Slurm would hold it back now: this changes with the time and other tasks, not with
+      // its record, so it is part of the key.
+      std::string wait;
+      if (stance == JobStance::kHeld || stance == JobStance::kEscaped) {
+        wait = BeginTimeReason(j, now);
+        if (auto it = throttled.find(id); wait.empty() && it != throttled.end()) wait = it->second;
+      }
+      const uint64_t key = record_key ^ (std::hash<std::string>{}(id) * 0xff51afd7ed558ccdULL) ^
+                           (wait.empty() ? 0 : std::hash<std::string>{}(wait) | 1);
       if (!e.built || e.key != key) {
         e.key = key;
         e.built = true;
         e.active = stance == JobStance::kActive;
         e.skip = e.active ? std::string() : SkipReason(j);
+        if (e.skip.empty() && !e.active) e.skip = wait;
         if (e.skip.empty() && !e.active) e.skip = ConstraintError(j);
         e.members.clear();
         if (e.skip.empty()) {

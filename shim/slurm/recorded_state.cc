@@ -52,6 +52,7 @@ void VisitJob(J& a, const JobRecord& d, V& v) {
   v("submit_time", a.submit_time, d.submit_time);
   v("start_time", a.start_time, d.start_time);
   v("end_time", a.end_time, d.end_time);
+  v("eligible_time", a.eligible_time, d.eligible_time);
   v("restart_cnt", a.restart_cnt, d.restart_cnt);
   v("requeueable", a.requeueable, d.requeueable);
   v("nodes", a.nodes, d.nodes);

@@ -50,6 +50,9 @@ struct JobRecord {
   int64_t memory_mb_per_node = 0;  // 0 = not stated
   int64_t time_limit_min = 0;      // 0 = none (INFINITE / NO_VAL)
   int64_t submit_time = 0, start_time = 0, end_time = 0;  // unix seconds, 0 = unknown
+  // When Slurm may start it at the earliest (--begin, `scontrol update StartTime=`, the 120 s a
+  // requeued job waits): unix seconds, 0 = unknown. Tidal does not release a job before it.
+  int64_t eligible_time = 0;
   uint32_t restart_cnt = 0;        // requeues
   // Slurm would requeue it: a batch job (batch_flag) whose requeue flag is set (--requeue, or
   // slurm.conf JobRequeue=1 without --no-requeue). One it would not (an salloc/srun allocation,

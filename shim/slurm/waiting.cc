@@ -1,0 +1,65 @@
+// Slurm's own reasons not to start a job now (see waiting.h).
+//
+// Threading: pure functions; no shared state.
+#include "shim/slurm/waiting.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/api/duration.h"
+#include "shim/slurm/to_engine.h"
+
+namespace tidal::slurm {
+
+std::string BeginTimeReason(const JobRecord& j, int64_t now_unix) {
+  if (j.state != JobState::kPending || j.completing || j.eligible_time <= now_unix) return "";
+  return "not before its begin time " + FormatUnixTime(j.eligible_time) + " (--begin or StartTime; Slurm starts it no earlier)";
+}
+
+std::unordered_map<std::string, std::string> ThrottledArrayTasks(const std::vector<JobRecord>& jobs) {
+  struct Array {
+    uint32_t limit = 0;
+    int64_t busy = 0;                                   // tasks running or released
+    std::vector<std::pair<uint32_t, std::string>> held;  // task id, job id
+  };
+  std::map<uint32_t, Array> arrays;
+  for (const JobRecord& j : jobs) {
+    if (j.array_job_id == 0) continue;
+    Array& a = arrays[j.array_job_id];
+    a.limit = std::max(a.limit, j.array_max_tasks);
+    const JobStance stance = StanceOf(j);
+    if (stance == JobStance::kActive || stance == JobStance::kReleased) {
+      ++a.busy;
+    } else if (stance == JobStance::kHeld) {
+      if (j.array_task_id) a.held.emplace_back(*j.array_task_id, j.id);  // a task split off
+      const std::vector<std::string> ids = JobIdsOf(j);  // the tasks the array's record still holds
+      for (size_t k = 0; k < j.pending_array_tasks.size() && k < ids.size(); ++k) {
+        a.held.emplace_back(j.pending_array_tasks[k], ids[k]);
+      }
+    }
+  }
+  std::unordered_map<std::string, std::string> out;
+  for (auto& [array_id, a] : arrays) {
+    if (a.limit == 0) continue;
+    std::sort(a.held.begin(), a.held.end());
+    const int64_t free = std::max<int64_t>(0, static_cast<int64_t>(a.limit) - a.busy);
+    for (size_t i = static_cast<size_t>(std::min<int64_t>(free, static_cast<int64_t>(a.held.size()))); i < a.held.size(); ++i) {
+      out[a.held[i].second] = "array " + std::to_string(array_id) + " runs at most " + std::to_string(a.limit) +
+                              " task(s) at once (--array ...%" + std::to_string(a.limit) + "): " + std::to_string(a.busy) +
+                              " running or starting; this task waits for one to end";
+    }
+  }
+  return out;
+}
+
+std::string HeldBackReason(const JobRecord& j) {
+  if (StanceOf(j) != JobStance::kReleased) return "";
+  if (j.state_reason == "BeginTime") {
+    return j.restart_cnt > 0 ? "requeued; held to be placed anew"
+                             : "released before its begin time; held again until then";
+  }
+  if (j.state_reason == "JobArrayTaskLimit") return "released past its array's task limit; held again";
+  return "";
+}
+
+}  // namespace tidal::slurm

@@ -1,0 +1,34 @@
+// Slurm's own reasons not to start a job now, which a release by Tidal does not lift: its begin
+// time (--begin, `scontrol update StartTime=`, the 120 s Slurm makes a requeued job wait) and its
+// array's task limit (--array=0-99%4: at most 4 tasks run at once). Tidal counts a released job's
+// members as bound on its pinned nodes until Slurm starts it; released early, such a job would
+// keep those GPUs idle (for Kubernetes and every other Slurm job) for as long as Slurm holds it
+// back. So a job Slurm would hold back is not sent to the engine (it waits with the reason in its
+// AdminComment), and a released job Slurm holds back is held again (reconciler.h).
+//
+// Threading: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shim/slurm/records.h"
+
+namespace tidal::slurm {
+
+// Why a pending job must wait for its begin time ("" = it may start now, or holds nodes).
+std::string BeginTimeReason(const JobRecord& j, int64_t now_unix);
+
+// The held tasks of arrays with a task limit that may not start now: job id ("123_7") -> why. Of
+// each array, K minus its tasks running or released (pending, pinned by Tidal) may start, the
+// lowest task ids first; its other held tasks wait.
+std::unordered_map<std::string, std::string> ThrottledArrayTasks(const std::vector<JobRecord>& jobs);
+
+// Why Slurm holds back a job Tidal released ("" = it does not): its reason says BeginTime or
+// JobArrayTaskLimit. The caller holds it again (a requeued job with HoldRequeued, which also
+// clears the begin time a requeue sets).
+std::string HeldBackReason(const JobRecord& j);
+
+}  // namespace tidal::slurm
