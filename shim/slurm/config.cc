@@ -8,6 +8,20 @@
 
 namespace tidal::slurm {
 
+std::string EngineAddressError(const std::string& address) {
+  if (address.rfind("unix:", 0) == 0) return address.size() > 5 ? "" : "unix: needs a socket path";
+  const std::string want = "want HOST:PORT (port 1-65535) or unix:PATH, got '" + address + "'";
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || address.find("://") != std::string::npos) return want;
+  const std::string port = address.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return want;
+  const int p = std::stoi(port);
+  if (p < 1 || p > 65535) return want;
+  const std::string host = address.substr(0, colon);
+  if (host.find(':') != std::string::npos && (host.front() != '[' || host.back() != ']')) return want;  // IPv6: [::1]:50051
+  return "";
+}
+
 StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::string& file) {
   auto doc = ParseDocument(text, file);
   if (!doc.ok()) return doc.status();
@@ -56,6 +70,9 @@ StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::s
       }
     }
     if (f.status().ok() && cfg.engine.empty()) f.FailField("engine", "must not be empty");
+    if (f.status().ok() && !cfg.engine.empty()) {
+      if (std::string why = EngineAddressError(cfg.engine); !why.empty()) f.FailField("engine", why);
+    }
     if (f.status().ok() && cfg.topology_feature_prefix.empty()) {
       f.FailField("topologyFeaturePrefix", "must not be empty (every feature would be read as topology)");
     }

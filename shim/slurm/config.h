@@ -53,6 +53,9 @@ struct AdapterConfig {
 };
 
 StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::string& file);
+// Why `address` is not an engine address ("" = it is): HOST:PORT, [IPv6]:PORT or unix:PATH. Used for
+// the config's `engine` and the --engine flag.
+std::string EngineAddressError(const std::string& address);
 StatusOr<AdapterConfig> LoadAdapterConfig(const std::string& path);
 
 // The Tidal queue of a job: the first rule matching account, partition and QOS, else

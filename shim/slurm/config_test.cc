@@ -46,5 +46,19 @@ TEST(AdapterConfigTls, PlaintextOnlyToLoopbackUnlessInsecure) {
   EXPECT_TRUE(DialGrpcEngineLink(local->engine, local->engine_tls).ok());
 }
 
+TEST(AdapterConfig, AnEngineAddressWithoutAPortIsRefusedNamingTheField) {
+  // Before: accepted, then refused at dial as "not a loopback address" (127.0.0.1), or dialled
+  // at an impossible port (99999).
+  for (const char* bad : {"127.0.0.1", "127.0.0.1:99999", "127.0.0.1:", "http://127.0.0.1:50051", "::1:50051", "unix:"}) {
+    auto cfg = ParseAdapterConfig(std::string("engine: \"") + bad + "\"\n", "a.yaml");
+    ASSERT_FALSE(cfg.ok()) << bad;
+    EXPECT_NE(cfg.status().Message().find("a.yaml:1: engine: "), std::string::npos) << cfg.status().Message();
+  }
+  for (const char* good : {"127.0.0.1:50051", "localhost:50051", "[::1]:50051", "unix:///run/tidal.sock", "unix:/run/t.sock"}) {
+    auto cfg = ParseAdapterConfig(std::string("engine: \"") + good + "\"\n", "a.yaml");
+    EXPECT_TRUE(cfg.ok()) << good << ": " << cfg.status().Message();
+  }
+}
+
 }  // namespace
 }  // namespace tidal::slurm

@@ -92,7 +92,13 @@ int main(int argc, char** argv) {
     auto c = tidal::slurm::ParseAdapterConfig("{}", "<defaults>");
     cfg = std::move(c).value();
   }
-  if (const std::string v = flags.Get("--engine"); !v.empty()) cfg.engine = v;
+  if (const std::string v = flags.Get("--engine"); !v.empty()) {
+    if (const std::string why = tidal::slurm::EngineAddressError(v); !why.empty()) {
+      std::fprintf(stderr, "tidal-slurm: --engine: %s\n", why.c_str());
+      return 2;
+    }
+    cfg.engine = v;
+  }
   if (const std::string v = flags.Get("--slurm-conf"); !v.empty()) cfg.slurm_conf = v;
   if (const std::string v = flags.Get("--metrics"); !v.empty()) cfg.metrics_address = v == "off" ? "" : v;
   if (const std::string v = flags.Get("--holder"); !v.empty()) cfg.holder = v;
