@@ -137,6 +137,15 @@ bool ApplyCheckpoint(const std::string& flag, const std::string& v, std::vector<
   return true;
 }
 
+// "FILE: 3 row(s) read: 1 malformed, 2 outside the window [1h, )": why a trace gave no job.
+std::string NoJobsWhy(const sim::Trace& t, const sim::TraceOptions& o) {
+  std::string out = t.file + ": " + std::to_string(t.rows) + " row(s) read";
+  if (t.rows == 0) return out + " (only a header, comments or blank lines?)";
+  if (!t.bad_rows.empty()) out += ", " + std::to_string(t.bad_rows.size()) + " malformed";
+  if (t.outside_window > 0) out += ", " + std::to_string(t.outside_window) + " outside the window [" + o.from + ", " + o.to + ")";
+  return out;
+}
+
 std::string Quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -261,7 +270,7 @@ int Sim(const Args& args) {
   if (!trace->bad_rows.empty()) {
     std::cerr << "tidalctl sim: " << trace->bad_rows.size() << " malformed row(s) skipped (--on-bad-row=fail refuses them)\n";
   }
-  if (trace->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << trace_file << "\n", 1;
+  if (trace->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << NoJobsWhy(*trace, to) << "\n", 1;
   std::vector<sim::SimJob> jobs = trace->jobs;
   if (!ApplyCheckpoint("--checkpoint", flags.Get("--checkpoint", "none"), jobs.begin(), jobs.end())) return 2;
   nlohmann::json pools_input;
@@ -272,7 +281,11 @@ int Sim(const Args& args) {
     auto st = sim::LoadTrace(slurm_file, so);
     if (!st.ok()) return std::cerr << st.status().Message() << "\n", 1;
     for (const auto& b : st->bad_rows) std::cerr << b.message << "\n";
-    if (st->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << slurm_file << "\n", 1;
+    if (!st->bad_rows.empty()) {
+      std::cerr << "tidalctl sim: " << st->bad_rows.size() << " malformed row(s) of " << slurm_file
+                << " skipped (--on-bad-row=fail refuses them)\n";
+    }
+    if (st->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << NoJobsWhy(*st, so) << "\n", 1;
     const size_t first_slurm = jobs.size();
     for (auto j : st->jobs) {  // the Slurm door's, with ids of their own
       j.w.front_door = FrontDoor::kSlurm;

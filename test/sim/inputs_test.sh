@@ -1,0 +1,34 @@
+#!/bin/sh
+# tidalctl sim end to end on traces as users bring them (docs/simulator.md, "Trace formats"):
+# a spreadsheet export (byte order mark, CRLF, tab-separated, a non-ASCII team name), a window that
+# leaves no job (the error says why), and a --config whose queues do not cover the trace (the
+# rejections say why). Usage: inputs_test.sh TIDALCTL SOURCE_DIR WORK_DIR
+# Threading: a plain script, one tidalctl at a time.
+set -eu
+T=$1
+S=$2
+D=$3/tidalctl_sim_inputs
+rm -rf "$D" && mkdir -p "$D"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A spreadsheet's tab-separated export, with its BOM and CRLF, not named .csv.
+printf '\357\273\277id\tsubmit\tduration\tgpus\tqueue\r\na\t0\t00:10:00\t1\t\303\211quipe\r\nb\t5\t400d\t2\t\346\227\245\346\234\254\r\n' > "$D/export.tsv"
+"$T" sim --trace "$D/export.tsv" --gpus 8 --policy fifo --on-bad-row fail > "$D/export.md" 2> "$D/export.err" ||
+  fail "export.tsv refused: $(cat "$D/export.err")"
+grep -q '^- jobs: 2$' "$D/export.md" || fail "export.tsv: not 2 jobs"
+grep -q 'queue_names: .*quipe -> equipe' "$D/export.md" || fail "Équipe not kept as equipe: $(grep queue_names "$D/export.md")"
+grep -q 'u65e5-u672c' "$D/export.md" || fail "日本 not kept"
+
+# A window that leaves nothing: the error counts what was left out, instead of "no jobs".
+if "$T" sim --trace "$S/test/sim/three_jobs.csv" --from 1h > /dev/null 2> "$D/window.err"; then fail "an empty window replayed"; fi
+grep -q 'no jobs to replay in .*three_jobs.csv: 3 row(s) read, 3 outside the window \[1h, )' "$D/window.err" ||
+  fail "empty window: $(cat "$D/window.err")"
+
+# A config whose queues the trace does not use: tidal rejects every job and says why.
+printf 'id,submit,duration,gpus,queue\na,0,10,1,vc1\nb,1,10,1,vc1\n' > "$D/vc.csv"
+"$T" sim --trace "$D/vc.csv" --gpus 8 --policy fifo,tidal --config "$S/deploy/config/tidal.yaml" > "$D/vc.md" 2> "$D/vc.err" ||
+  fail "vc.csv: $(cat "$D/vc.err")"
+grep -q 'tidalctl sim: tidal: 2 job(s) rejected:' "$D/vc.err" || fail "no rejection count on stderr: $(cat "$D/vc.err")"
+grep -q '2 x queue "vc1" is not configured' "$D/vc.err" || fail "no rejection reason on stderr: $(cat "$D/vc.err")"
+grep -q '^| tidal | 2 | a | queue "vc1" is not configured' "$D/vc.md" || fail "no rejection table in the report"
+echo "ok"
