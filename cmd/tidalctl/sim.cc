@@ -1,11 +1,15 @@
 // tidalctl sim: replays a job trace on a virtual clock through the scheduling core (policy tidal)
 // and sim-only baselines, and reports metrics per policy (sim/, docs/simulator.md).
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "cmd/tidalctl/commands.h"
 #include "engine/engine.h"
@@ -152,6 +156,28 @@ std::string Quote(const std::string& s) {
   return out + "'";
 }
 
+// Whether `path` (a file for --out, a directory for --report) can be written, checked before a
+// replay that may take minutes: "" when it can, else why not (naming the flag and the path).
+std::string CannotWrite(const std::string& flag, const std::string& path, bool dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  auto why = [&](const std::string& reason) { return "tidalctl sim: " + flag + " " + path + ": " + reason; };
+  if (fs::exists(p, ec)) {
+    if (dir != fs::is_directory(p, ec)) return why(dir ? "exists and is not a directory" : "is a directory");
+    return access(path.c_str(), W_OK) == 0 ? "" : why(std::string("cannot write: ") + std::strerror(errno));
+  }
+  // The nearest existing ancestor must be a writable directory (--report creates the levels below).
+  fs::path up = p.parent_path();
+  while (!up.empty() && !fs::exists(up, ec)) {
+    if (!dir) return why("cannot write: its directory " + up.string() + " does not exist");
+    up = up.parent_path();
+  }
+  const std::string at = up.empty() ? "." : up.string();
+  if (!fs::is_directory(at, ec)) return why("cannot write: " + at + " is not a directory");
+  return access(at.c_str(), W_OK | X_OK) == 0 ? "" : why("cannot write in " + at + ": " + std::strerror(errno));
+}
+
 }  // namespace
 
 int Sim(const Args& args) {
@@ -181,6 +207,12 @@ int Sim(const Args& args) {
   if (trace_file.empty()) {
     std::cerr << "tidalctl sim: --trace is required\n" << kSimUsage;
     return 2;
+  }
+  for (const auto& [flag, dir] : {std::pair<const char*, bool>{"--out", false}, {"--report", true}}) {
+    const std::string path = flags.Get(flag);
+    if (std::string why = path.empty() ? "" : CannotWrite(flag, path, dir); !why.empty()) {
+      return std::cerr << why << " (checked before the replay)\n", 2;
+    }
   }
   sim::TraceOptions to;
   to.format = flags.Get("--format", "auto");
@@ -398,7 +430,7 @@ int Sim(const Args& args) {
   std::cout << sim::MarkdownReport(printable);
   if (const std::string out = flags.Get("--out"); !out.empty()) {
     std::ofstream o(out);
-    if (!o) return std::cerr << "tidalctl sim: " << out << ": cannot write\n", 1;
+    if (!o) return std::cerr << "tidalctl sim: --out " << out << ": cannot write: " << std::strerror(errno) << "\n", 1;
     o << printable.dump(1) << "\n";
   }
   if (const std::string dir = flags.Get("--report"); !dir.empty()) {

@@ -2,7 +2,7 @@
 # tidalctl sim end to end on traces as users bring them (docs/simulator.md, "Trace formats"):
 # a spreadsheet export (byte order mark, CRLF, tab-separated, a non-ASCII team name), a window that
 # leaves no job (the error says why), and a --config whose queues do not cover the trace (the
-# rejections say why). Usage: inputs_test.sh TIDALCTL SOURCE_DIR WORK_DIR
+# rejections say why), and outputs that cannot be written (refused before the replay). Usage: inputs_test.sh TIDALCTL SOURCE_DIR WORK_DIR
 # Threading: a plain script, one tidalctl at a time.
 set -eu
 T=$1
@@ -31,4 +31,13 @@ printf 'id,submit,duration,gpus,queue\na,0,10,1,vc1\nb,1,10,1,vc1\n' > "$D/vc.cs
 grep -q 'tidalctl sim: tidal: 2 job(s) rejected:' "$D/vc.err" || fail "no rejection count on stderr: $(cat "$D/vc.err")"
 grep -q '2 x queue "vc1" is not configured' "$D/vc.err" || fail "no rejection reason on stderr: $(cat "$D/vc.err")"
 grep -q '^| tidal | 2 | a | queue "vc1" is not configured' "$D/vc.md" || fail "no rejection table in the report"
+# Outputs that cannot be written are refused before the replay (which may take minutes), by flag.
+if "$T" sim --trace "$S/test/sim/three_jobs.csv" --out "$D/no/such/m.json" > /dev/null 2> "$D/out.err"; then fail "--out into a missing directory accepted"; fi
+grep -q -- "--out $D/no/such/m.json: cannot write: its directory $D/no/such does not exist (checked before the replay)" "$D/out.err" ||
+  fail "--out: $(cat "$D/out.err")"
+if grep -q replaying "$D/out.err"; then fail "--out: replayed before refusing"; fi
+if "$T" sim --trace "$S/test/sim/three_jobs.csv" --report "$D/vc.csv" > /dev/null 2> "$D/rep.err"; then fail "--report onto a file accepted"; fi
+grep -q -- "--report $D/vc.csv: exists and is not a directory" "$D/rep.err" || fail "--report: $(cat "$D/rep.err")"
+"$T" sim --trace "$S/test/sim/three_jobs.csv" --policy fifo --out "$D/m.json" > /dev/null 2>&1 || fail "--out to a new file refused"
+[ -s "$D/m.json" ] || fail "--out not written"
 echo "ok"
