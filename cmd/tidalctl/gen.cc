@@ -103,6 +103,12 @@ int Gen(const Args& args) {
   }
   auto jobs = sim::Generate(*spec);
   if (!jobs.ok()) return std::cerr << "tidalctl gen: " << jobs.status().Message() << "\n", 1;
+  if (jobs->empty()) {  // a header-only trace, which tidalctl sim refuses: say so here, write nothing
+    const double expected = sim::Expected(*spec).jobs_per_day * spec->days;
+    std::fprintf(stderr, "tidalctl gen: no job drawn (%.2g expected over %.4g days at load %.3g): give more --days or a higher --load\n",
+                 expected, spec->days, spec->load);
+    return 1;
+  }
   auto text = sim::WriteGenTrace(*spec, *jobs, flags.Get("--format", "csv"));
   if (!text.ok()) return std::cerr << "tidalctl gen: --" << text.status().Message() << "\n", 2;
   if (out == "-") {
