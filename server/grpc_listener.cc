@@ -1,13 +1,16 @@
 // tidal-engine's gRPC listener (see grpc_listener.h). Threading: main thread only (umask).
 #include "server/grpc_listener.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
+#include <grpc/grpc.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
@@ -56,6 +59,23 @@ bool IsLoopbackAddress(const std::string& host_port) {
   return parts == 4;
 }
 
+namespace {
+
+// Whether a process accepts connections on the unix socket at path (connect succeeds). A socket
+// file left by a process that exited refuses the connection (ECONNREFUSED): stale.
+bool SocketHasListener(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  const bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return live;
+}
+
+}  // namespace
+
 Status CheckSocketDirectory(const std::string& socket_path) {
   namespace fs = std::filesystem;
   if (socket_path.empty()) return Status::Error("--listen: the unix socket path is empty");
@@ -83,11 +103,17 @@ Status CheckSocketDirectory(const std::string& socket_path) {
                          " is world-writable without the sticky bit: any local user could replace the socket "
                          "(use a directory of mode 0750, or 1777 like /tmp)");
   }
-  // A stale socket from an earlier run is removed; anything else there is not ours to delete.
+  // A stale socket from an earlier run is removed; anything else there is not ours to delete, and
+  // neither is a socket a live process still listens on (a second engine started by mistake would
+  // take the address from the first: new clients would reach it, the first would serve no one).
   struct stat sst {};
   if (::lstat(socket_path.c_str(), &sst) == 0) {
     if (!S_ISSOCK(sst.st_mode)) {
       return Status::Error("--listen: " + socket_path + " exists and is not a socket (refusing to remove it)");
+    }
+    if (SocketHasListener(socket_path)) {
+      return Status::Error("--listen: another process is listening on " + socket_path +
+                           " (another tidal-engine?); stop it or choose another --listen");
     }
     if (::unlink(socket_path.c_str()) != 0) {
       return Status::Error("--listen: cannot remove the stale socket " + socket_path + ": " + std::strerror(errno));
@@ -168,13 +194,17 @@ StatusOr<std::unique_ptr<grpc::Server>> StartGrpcServer(grpc::ServerBuilder& bui
   auto creds = MakeServerCredentials(opts);
   if (!creds.ok()) return creds.status();
   int port = 0;  // gRPC reports 1 for a unix socket
+  // gRPC sets SO_REUSEPORT on TCP listeners by default: a second engine on the same HOST:PORT would
+  // bind too and take half the connections. Off: the second bind fails (restarts still rebind at
+  // once: SO_REUSEADDR stays).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(opts.address, *creds, &port);
   std::unique_ptr<grpc::Server> server;
   {
     ScopedUmask mask(static_cast<mode_t>(~opts.socket_mode & 0777));
     server = builder.BuildAndStart();
   }
-  if (!server || (path.empty() && port == 0)) return Status::Error("--listen: cannot listen on " + opts.address);
+  if (!server || (path.empty() && port == 0)) return Status::Error("--listen: cannot listen on " + opts.address + " (in use, or not a local address)");
   *bound_port = path.empty() ? port : 0;
   if (!path.empty()) {
     if (Status s = SecureSocketFile(path, opts.socket_mode); !s.ok()) {

@@ -4,7 +4,8 @@
 //  - unix:///PATH: before binding, the socket's directory must not be world-writable without the
 //    sticky bit and must be owned by this user or root (another user could replace the socket and
 //    impersonate the engine); a missing directory (its parent existing) is created with mode 0750.
-//    A stale socket is removed; any other kind of file at PATH is refused, never deleted. The socket
+//    A stale socket is removed; a socket another process still listens on, or any other kind of
+//    file at PATH, is refused, never deleted. The socket
 //    is created with the requested mode (default 0660, umask set around the bind so that it never
 //    exists with a wider one) and its owner checked after the bind.
 //  - HOST:PORT: with --tls-cert, --tls-key and --tls-client-ca the listener is mutual TLS: the
@@ -14,6 +15,7 @@
 //    as Kubernetes does for Secret volumes); a key and certificate read in the middle of a
 //    non-atomic update do not match, and the previous pair stays in use until the next refresh.
 //    Without TLS a TCP listener is allowed only on a loopback address, unless insecure is set.
+//    SO_REUSEPORT is off: a HOST:PORT another process listens on is refused.
 //
 // Threading: StartGrpcServer changes the process umask for the duration of the bind: call it from
 // the main thread before other threads create files. The certificate provider reloads the files on
@@ -50,6 +52,7 @@ bool IsLoopbackAddress(const std::string& host_port);
 
 // The unix socket's directory: exists (or is created, mode 0750, when only the last component is
 // missing), is a directory, owned by this user or root, not world-writable without the sticky bit.
+// A stale socket at the path is removed; a live one (a process accepts connections on it) is refused.
 Status CheckSocketDirectory(const std::string& socket_path);
 
 // Server credentials for opts: mutual TLS with reloading files, or insecure (refused for TCP on a

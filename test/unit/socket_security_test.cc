@@ -1,5 +1,6 @@
 // tidal-engine's unix socket (server/grpc_listener.h): the socket's mode and owner after the bind,
-// and the directory checks that refuse a place where another user could replace the socket.
+// and the directory checks that refuse a place where another user could replace the socket; an
+// address (unix socket or TCP port) another engine listens on is refused, not taken over.
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -144,6 +145,47 @@ TEST_F(SocketSecurityTest, StaleSocketIsReplaced) {
   ASSERT_TRUE(s.ok()) << s.status().Message();
   server_ = std::move(*s);
   EXPECT_TRUE(Connects(sock));
+}
+
+// Regression: a second engine on the same --listen socket removed the first one's live socket
+// as "stale" and bound its own; new clients reached the second engine, the first served no one.
+TEST_F(SocketSecurityTest, LiveSocketIsRefusedAndKept) {
+  const fs::path sock = dir_ / "engine.sock";
+  auto first = Start(sock);
+  ASSERT_TRUE(first.ok()) << first.status().Message();
+  server_ = std::move(*first);
+  struct stat before {};
+  ASSERT_EQ(::lstat(sock.c_str(), &before), 0);
+  auto second = Start(sock);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().Message().find("another process is listening on " + sock.string()), std::string::npos)
+      << second.status().Message();
+  struct stat after {};
+  ASSERT_EQ(::lstat(sock.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);  // the first engine's socket, not a new one
+  EXPECT_TRUE(Connects(sock));
+}
+
+// Regression: gRPC's default SO_REUSEPORT let a second engine bind the same HOST:PORT (both
+// logged "serving gRPC on ..." and the kernel split new connections between them).
+TEST_F(SocketSecurityTest, TcpPortInUseIsRefused) {
+  auto listen = [&](const std::string& address, int* port) {
+    ListenOptions o;
+    o.address = address;
+    grpc::ServerBuilder b;
+    b.RegisterService(service_.get());
+    return StartGrpcServer(b, o, port);
+  };
+  int port = 0;
+  auto first = listen("127.0.0.1:0", &port);
+  ASSERT_TRUE(first.ok()) << first.status().Message();
+  server_ = std::move(*first);
+  ASSERT_GT(port, 0);
+  int again = 0;
+  auto second = listen("127.0.0.1:" + std::to_string(port), &again);
+  EXPECT_FALSE(second.ok()) << "a second server bound port " << port;
+  if (second.ok()) (*second)->Shutdown();
+  else EXPECT_NE(second.status().Message().find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos);
 }
 
 TEST(SocketMode, Parse) {
