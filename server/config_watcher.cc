@@ -5,6 +5,7 @@
 #include "core/io/document.h"
 #include "core/io/document_diff.h"
 #include "core/state/queues.h"
+#include "server/config_load.h"
 #include "server/dry_run_gate.h"
 
 namespace tidal {
@@ -61,7 +62,7 @@ bool ConfigWatcher::CheckOnce() {
     if (d.ok()) doc = d->root;
     version = d.ok() ? DocumentVersion(doc) : BytesVersion(*text);
   }
-  StatusOr<EngineConfig> cfg = text.ok() ? ParseEngineConfig(*text, path_) : StatusOr<EngineConfig>(text.status());
+  StatusOr<EngineConfig> cfg = text.ok() ? ParseServedConfig(*text, path_) : StatusOr<EngineConfig>(text.status());
   if (first) {  // what the engine was started with
     std::lock_guard<std::mutex> lock(mu_);
     versions_ = Versions{version, version, doc};

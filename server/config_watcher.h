@@ -1,7 +1,7 @@
 // ConfigWatcher: hot reload of the engine config file.
 //
 // Polls the file's modification time and size every `interval`; on a change it parses the file
-// with LoadEngineConfig and, if valid, applies it through Engine::Reconfigure. An invalid file is
+// with ParseServedConfig (config_load.h: ParseEngineConfig and the rollout gate's failOn) and, if valid, applies it through Engine::Reconfigure. An invalid file is
 // refused: the errors are logged and kept (LastError(), served on /config), and the last good
 // config keeps running. Counts of reload results are kept for metrics.
 //

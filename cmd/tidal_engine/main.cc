@@ -27,6 +27,7 @@
 #include "cmd/tidal_engine/listen_flags.h"
 #include "core/api/limits.h"
 #include "core/metrics/registry.h"
+#include "server/config_load.h"
 #include "server/config_watcher.h"
 #include "server/endpoints.h"
 #include "server/http_server.h"
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
   const std::string http_addr = flags.Get("--http-addr", "127.0.0.1:8081");
   tidal::EngineConfig cfg;
   if (const std::string path = flags.Get("--config"); !path.empty()) {
-    auto loaded = tidal::LoadEngineConfig(path);
+    auto loaded = tidal::LoadServedConfig(path);  // with the rollout gate's failOn (server/config_load.h)
     if (!loaded.ok()) {
       std::cerr << "tidal-engine: config: " << loaded.status().Message() << "\n";
       return 1;

@@ -11,7 +11,7 @@
 #include "core/io/document.h"
 #include "core/io/document_diff.h"
 #include "engine/engine.h"
-#include "sim/dryrun.h"
+#include "server/config_load.h"
 
 namespace tidal::cli {
 namespace {
@@ -21,12 +21,7 @@ constexpr const char* kConfigUsage =
     "       tidalctl config diff FILE [--engine http://127.0.0.1:8081] [--token-file FILE] [-o text|json]\n";
 
 int Validate(const std::string& file) {
-  auto cfg = LoadEngineConfig(file);
-  if (cfg.ok() && cfg->rollout.gate_horizon_s > 0) {  // the gate's checks are the simulator's (sim/dryrun.h)
-    if (auto checks = sim::ParseFailOn(cfg->rollout.gate_fail_on); !checks.ok()) {
-      cfg = Status::Error(file + ": rollout.dryRunGate.failOn: " + checks.status().Message());
-    }
-  }
+  auto cfg = LoadServedConfig(file);  // as tidal-engine loads it, the gate's failOn included
   if (!cfg.ok()) {
     for (const auto& r : cfg.status().reasons()) std::cerr << r << "\n";
     std::cerr << cfg.status().reasons().size() << " problem(s) in " << file << "\n";
@@ -52,7 +47,7 @@ int Diff(const Args& args) {
   // Read once, for both the check and the document compared.
   auto text = ReadFile(file);
   if (!text.ok()) return std::cerr << text.status().Message() << "\n", 2;
-  auto cfg = ParseEngineConfig(*text, file);
+  auto cfg = ParseServedConfig(*text, file);
   if (!cfg.ok()) {
     for (const auto& r : cfg.status().reasons()) std::cerr << r << "\n";
     std::cerr << "tidalctl config diff: " << file << " is not a valid engine config (" << cfg.status().reasons().size()

@@ -16,6 +16,7 @@
 
 #include "engine/engine.h"
 #include "engine/observability.h"
+#include "server/config_load.h"
 #include "server/config_watcher.h"
 #include "test/support/engine_objects.h"
 
@@ -205,6 +206,42 @@ TEST(RolloutGate, ADryRunBreachRefusesTheNewConfigBeforeItRuns) {
   write(gated + "queues:\n  - {name: default}\n  - {name: team, weight: 2}\n");
   ASSERT_TRUE(w.CheckOnce());
   EXPECT_NE(w.versions().running, good) << "a change the dry-run finds harmless is activated";
+  EXPECT_EQ(w.counts().success, 1);
+  std::filesystem::remove(path);
+}
+
+// Regression: a failOn the simulator cannot read passed at start and on reload (only tidalctl config
+// validate checked it), and broke at the next reload, when the running config's gate ran: every
+// later config was refused with the old typo. Now it is refused where the config is read, naming
+// the file, line and field, and the config that runs keeps accepting good edits.
+TEST(RolloutGate, AFailOnTypoIsRefusedWhenTheConfigIsReadNotAtTheNextReload) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("tidal-failon-" + std::to_string(::getpid()) + ".yaml")).string();
+  const std::string typo = "queues:\n  - {name: team}\nrollout: {dryRunGate: {horizonSeconds: 60, failOn: rejects-wrok}}\n";
+  auto parsed = ParseServedConfig(typo, "t.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().Message().find("t.yaml:3: rollout.dryRunGate.failOn: --fail-on: \"rejects-wrok\": unknown check"),
+            std::string::npos)
+      << parsed.status().Message();
+  EXPECT_TRUE(ParseServedConfig("rollout: {dryRunGate: {horizonSeconds: 60, failOn: rejects-work}}\n", "t.yaml").ok());
+  auto write = [&, n = 0](const std::string& text) mutable {
+    std::ofstream(path, std::ios::trunc) << text;
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() + std::chrono::seconds(++n));
+  };
+  const std::string good = "queues:\n  - {name: team}\n";
+  write(good);
+  auto e = Engine::Create(*ParseEngineConfig(good, path), [] { return int64_t{1000}; });
+  ASSERT_TRUE(e.ok());
+  ConfigWatcher w(**e, path, std::chrono::milliseconds(1000));
+  w.CheckOnce();
+  const std::string v0 = w.versions().running;
+  write(typo);
+  ASSERT_TRUE(w.CheckOnce());
+  EXPECT_EQ(w.versions().running, v0) << "the typo is refused";
+  EXPECT_EQ(w.counts().failure, 1);
+  EXPECT_NE(w.LastError().find(path + ":3: rollout.dryRunGate.failOn"), std::string::npos) << w.LastError();
+  write("queues:\n  - {name: team, weight: 2}\n");
+  ASSERT_TRUE(w.CheckOnce());
+  EXPECT_NE(w.versions().running, v0) << "the next good edit runs: " << w.LastError();
   EXPECT_EQ(w.counts().success, 1);
   std::filesystem::remove(path);
 }
