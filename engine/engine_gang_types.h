@@ -64,6 +64,9 @@ struct EngineGang {
   // capacity, and the spec of its first pod (a gang's pods share a template).
   struct Summary {
     int32_t bound = 0, pending = 0;
+    // Its pods that are no member of its run: being deleted before they succeeded, or Failed
+    // (ReindexGangLocked). Neither bound nor pending; CheckPod does not count them as present.
+    int32_t gone = 0;
     // Members of this run that already ended Succeeded, here or gone (finished_starts): bound,
     // and started no earlier than its earliest pending member was created (a gang that an earlier
     // scheduler bound in part, whose bound members finished before the rest were placed). They

@@ -86,8 +86,17 @@ void Engine::ReindexGangLocked(const std::string& key) {
   for (const auto& u : g.pods) {
     const PodInfo& p = pods_.at(u);
     if (!s.spec) s.spec = p.spec;
+    // A member being deleted (terminating) before it succeeded, or Failed, is no member of the
+    // gang's run: it is being replaced (a rigid gang that lost a member is evicted whole, and its
+    // controller creates new pods while the old ones still terminate). It keeps its GPUs charged
+    // (charged_) until it is gone, but counts neither as started nor as present, so the new run
+    // is planned whole, never bound piecemeal as the old pods go one by one.
+    if ((p.terminating && p.phase != PodPhase::kSucceeded) || p.phase == PodPhase::kFailed) {
+      ++s.gone;
+      continue;
+    }
     if (s.conflict.empty() && p.spec && p.spec->ok() &&
-        (p.UsesCapacity() || (p.node_name.empty() && !p.terminating && p.phase == PodPhase::kPending))) {
+        (p.UsesCapacity() || (p.node_name.empty() && p.phase == PodPhase::kPending))) {
       if (ref == nullptr) {
         ref = &p;
       } else if (ref->spec != p.spec) {
@@ -104,7 +113,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
       seen_free = true;
       s.exclusive = ExclusiveTopologyOf(p.ns, p.labels, p.annotations);
     }
-    if (!p.node_name.empty() || p.terminating || p.phase != PodPhase::kPending) continue;
+    if (!p.node_name.empty() || p.phase != PodPhase::kPending) continue;
     first = first == nullptr ? &p : first;
     ++s.pending;
     s.per_member.gpus = std::max(s.per_member.gpus, p.request.gpus);

@@ -153,5 +153,43 @@ TEST_F(PartialGangTest, FinishedPodsOfAnEarlierRunOfTheGangNameDoNotStartANewRun
   EXPECT_EQ(nodes.size(), 4u) << "a whole gang of 4";
 }
 
+// A rigid gang evicted whole (member-lost, preemption, a drain) whose controller creates the
+// replacements while the old members still terminate (a Job does not wait for them): the old pods
+// are no members of the new run. Before, they counted as bound: the replacements were "surplus"
+// ("already has 2 of 2 members bound") while both terminated, and then planned one by one as each
+// old pod went (a plan of 1, bound alone while the rest might never fit: a half-bound gang).
+TEST_F(PartialGangTest, ReplacementsOfAGangWhoseMembersStillTerminateArePlannedWhole) {
+  std::vector<PodInfo> old;
+  for (int i = 0; i < 2; ++i) {
+    old.push_back(RunningOn(GangPod("o" + std::to_string(i), "job", 2), "n" + std::to_string(i), t0_));
+    old.back().creation_unix = t0_;
+  }
+  ASSERT_TRUE(Add(old).ok());
+  for (auto& p : old) p.terminating = true;  // evicted: their kubelets are stopping them
+  ASSERT_TRUE(Add(old).ok());
+  std::vector<PodInfo> run;
+  for (int i = 0; i < 2; ++i) {
+    run.push_back(GangPod("r" + std::to_string(i), "job", 2));
+    run.back().creation_unix = t0_ + 5;
+  }
+  ASSERT_TRUE(Add({run[0]}).ok());
+  now_ = t0_ + 10;
+  std::string gang;
+  EXPECT_EQ(engine_->CheckPod("uid-r0", &gang).code(), StatusCode::kWait)
+      << "1 of 2 members of the new run exist; the terminating ones are not members";
+  ASSERT_TRUE(Add({run[1]}).ok());
+  ASSERT_TRUE(engine_->CheckPod("uid-r0", &gang).ok());
+  ASSERT_TRUE(Delete({"uid-o0"}).ok());  // one old pod is gone, the other still terminates
+  PlanResult r0 = engine_->PlanPod("uid-r0");
+  ASSERT_TRUE(r0.status.ok()) << r0.status.ToString();
+  EXPECT_NE(r0.node, "n1") << "the terminating member's GPUs are still in use";
+  ASSERT_TRUE(engine_->Reserve("uid-r0", r0.node).ok());
+  PermitResult p = engine_->Permit("uid-r0");
+  EXPECT_EQ(p.status.code(), StatusCode::kWait) << "the plan is for both members, not the one left over: "
+                                                << p.status.ToString();
+  EXPECT_NE(p.status.Message().find("1 of 2 members reserved"), std::string::npos) << p.status.Message();
+  EXPECT_EQ(PlaceAndPermit({"uid-r1"}), 2u) << "both replacements bind together";
+}
+
 }  // namespace
 }  // namespace tidal
