@@ -37,6 +37,22 @@ Status DecodeFrontDoors(const nlohmann::json& j, std::vector<FrontDoor>* out) {
   return Status::Ok();
 }
 
+// Profile::Build's errors name the plugin as "profile NAME: plugins[I] (PLUGIN): reason" (or
+// "profile NAME: maxCandidates: ..."), not as a field path of the file: the line is that of
+// profile.plugins[I] (else of the profile's field the error names, else of profile itself).
+std::string LocateProfileError(const Document& doc, const std::string& message) {
+  std::string field = "profile";
+  const size_t at = message.find(": plugins[");
+  if (at != std::string::npos) {
+    const size_t close = message.find(']', at);
+    if (close != std::string::npos) field = "profile." + message.substr(at + 2, close - at - 1);
+  } else if (message.find(": maxCandidates:") != std::string::npos) {
+    field = "profile.maxCandidates";
+  }
+  const int line = doc.LineOf(field);
+  return doc.file + (line > 0 ? ":" + std::to_string(line) : "") + ": " + message;
+}
+
 }  // namespace
 
 StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::string& file) {
@@ -149,14 +165,16 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
       errors.push_back(file + ": " + tree.status().Message());
     } else {
       for (const auto& pol : cfg.pools) {  // a named pool's owners are configured queues
-        for (const auto& q : pol.queues) {
-          if ((*tree)->Find(q) < 0) errors.push_back(file + ": pools." + pol.pool + ".queues: unknown queue " + q);
+        for (size_t i = 0; i < pol.queues.size(); ++i) {
+          if ((*tree)->Find(pol.queues[i]) >= 0) continue;
+          const std::string at = "pools." + pol.pool + ".queues[" + std::to_string(i) + "]";
+          errors.push_back(doc->Locate(Status::Error(at + ": unknown queue " + pol.queues[i])).Message());
         }
       }
       QuotaLedger ledger(*tree);
       const Registry registry = plugins::DefaultRegistry();
       auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels, &ledger});
-      if (!profile.ok()) errors.push_back(file + ": " + profile.status().Message());
+      if (!profile.ok()) errors.push_back(LocateProfileError(*doc, profile.status().Message()));
     }
   }
   if (!errors.empty()) {

@@ -155,5 +155,31 @@ TEST(EngineConfigFields, ReservationsRefreshInBackgroundIsReadAndChecked) {
   }
 }
 
+// Regression: the profile's errors (Profile::Build: an unknown plugin, one listed twice, a bad
+// weight or maxCandidates, no QueueSort) had no line ("e.yaml: profile default: plugins[2] ...");
+// now each names the line of the plugin, or of the field, it is about.
+TEST(EngineConfigFields, ProfileErrorsNameTheirLine) {
+  const std::string head = "queues:\n  - {name: a}\nprofile:\n  maxCandidates: 65\n  plugins:\n";
+  for (const auto& [plugins, want] : std::vector<std::pair<std::string, std::string>>{
+           {"    - fairshare\n    - quota\n    - nosuch\n", "e.yaml:8: profile default: plugins[2] (nosuch): unknown plugin"},
+           {"    - fairshare\n    - gang\n    - gang\n", "e.yaml:8: profile default: plugins[2] (gang): listed twice"},
+           {"    - fairshare\n    - {name: topology, weight: 500}\n", "e.yaml:7: profile default: plugins[1] (topology): weight"},
+           {"    - fairshare\n    - {name: gang, args: {x: 1}}\n", "e.yaml:7: profile default: plugins[1] (gang): args: x: unknown argument"}}) {
+    std::string text = head + plugins;
+    text.replace(text.find("  maxCandidates: 65\n"), 20, "  maxCandidates: 4\n");
+    auto bad = ParseEngineConfig(text, "e.yaml");
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().ToString().find(want), std::string::npos) << bad.status().ToString();
+  }
+  auto candidates = ParseEngineConfig(head + "    - fairshare\n", "e.yaml");
+  ASSERT_FALSE(candidates.ok());
+  EXPECT_NE(candidates.status().ToString().find("e.yaml:4: profile default: maxCandidates: must be 1..64"), std::string::npos)
+      << candidates.status().ToString();
+  auto no_sort = ParseEngineConfig("profile:\n  plugins: [quota, gang]\n", "e.yaml");
+  ASSERT_FALSE(no_sort.ok());
+  EXPECT_NE(no_sort.status().ToString().find("e.yaml:1: profile default: plugins: no QueueSort plugin"), std::string::npos)
+      << no_sort.status().ToString();
+}
+
 }  // namespace
 }  // namespace tidal

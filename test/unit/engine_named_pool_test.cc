@@ -4,6 +4,8 @@
 // them back (notice capped at graceCapSeconds, cause reclaim); a node returns only once its
 // borrowers are gone; config errors name the field.
 // Threading: single-threaded; the engine's clock is now_.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
@@ -213,9 +215,13 @@ TEST_F(EngineNamedPoolTest, WithoutPoolsTheLabelIsOnlyALabel) {
 }
 
 TEST(EngineNamedPoolConfig, AnUnknownOwnerQueueIsNamed) {
-  auto cfg = ParseEngineConfig(std::string(kQueues) + "pools:\n  inference: {queues: [serve]}\n", "t.yaml");
+  const std::string text = std::string(kQueues) + "pools:\n  inference:\n    queues: [inference, serve]\n";
+  auto cfg = ParseEngineConfig(text, "t.yaml");
   ASSERT_FALSE(cfg.ok());
-  EXPECT_NE(cfg.status().ToString().find("pools.inference.queues: unknown queue serve"), std::string::npos)
+  // With the file's line (before: "t.yaml: pools.inference.queues: ..." with none).
+  const int line = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  EXPECT_NE(cfg.status().ToString().find("t.yaml:" + std::to_string(line) + ": pools.inference.queues[1]: unknown queue serve"),
+            std::string::npos)
       << cfg.status().ToString();
 }
 
