@@ -4,9 +4,48 @@
 // mu_; the *Locked functions run under it.
 #include <algorithm>
 
+#include "core/api/node.h"
 #include "engine/engine.h"
 
 namespace tidal {
+namespace {
+
+// A node's domain at `level` as text: its labels of every configured level down to `level`, or
+// its name once one is missing or invalid (such a node is its own domain there and below; ToNode).
+std::string DomainPath(const TopologyLevels& levels, int level, const NodeInfo& n) {
+  if (level >= levels.node_level()) return "node/" + n.name;
+  std::string path;
+  for (int i = 0; i <= level; ++i) {
+    auto v = n.labels.find(levels.levels[static_cast<size_t>(i)].label_key);
+    if (v == n.labels.end() || !IsValidLabelValue(v->second)) return "node/" + n.name;
+    path += v->second + "/";
+  }
+  return path;
+}
+
+// Narrows w's members to `node`'s domain at `level`: the labels of every configured level down to
+// it (ToNode's, an unlabeled node's own value included), and at the node level the node by name.
+void PinToDomain(const TopologyLevels& levels, int level, const Node& node, Workload& w) {
+  auto c = w.constraints ? std::make_shared<NodeConstraints>(*w.constraints) : std::make_shared<NodeConstraints>();
+  for (int i = 0; i <= level && i < levels.node_level(); ++i) {
+    const std::string& key = levels.levels[static_cast<size_t>(i)].label_key;
+    if (auto v = node.labels.find(key); v != node.labels.end()) c->node_selector[key] = v->second;
+  }
+  if (level >= levels.node_level()) {
+    const SelectorRequirement name{"metadata.name", SelectorOp::kIn, {node.name}};
+    if (c->required.empty()) {
+      c->required.push_back(SelectorTerm{{}, {name}});
+    } else {
+      for (auto& t : c->required) {
+        if (!t.expressions.empty() || !t.fields.empty()) t.fields.push_back(name);  // an empty term matches nothing
+      }
+    }
+  }
+  w.constraints_sig = c->Signature();
+  w.constraints = std::move(c);
+}
+
+}  // namespace
 
 void Engine::DropPlanLocked(Gang& g) {
   if (!g.plan) return;
@@ -198,6 +237,24 @@ std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSched
   w.front_door = g.door;
   AttachConstraintsLocked(g, w);
   PinExclusiveDomainLocked(g, w);  // exclusive topology (engine_exclusive.cc)
+  // The rest of a gang that runs in part (an elastic gang growing, a lost member's replacement, a
+  // gang an earlier scheduler bound in part) goes into the required domain its running members
+  // are in: the level is the whole gang's, not each plan's. The domain of most of them.
+  if (const int level = cfg_.levels.Find(spec.required_level); level >= 0 && s.bound > 0) {
+    std::map<std::string, std::pair<int32_t, const NodeInfo*>> domains;  // path -> members there, a node
+    for (const auto& u : g.pods) {
+      const PodInfo& p = pods_.at(u);
+      if (!p.UsesCapacity() || p.terminating) continue;
+      if (auto n = nodes_.find(p.node_name); n != nodes_.end()) {
+        auto& d = domains[DomainPath(cfg_.levels, level, n->second)];
+        d.first += 1;
+        if (d.second == nullptr) d.second = &n->second;
+      }
+    }
+    const std::pair<int32_t, const NodeInfo*>* home = nullptr;
+    for (const auto& [path, d] : domains) home = home == nullptr || d.first > home->first ? &d : home;
+    if (home != nullptr) PinToDomain(cfg_.levels, level, ToNode(*home->second), w);
+  }
   return w;
 }
 

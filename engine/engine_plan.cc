@@ -390,6 +390,10 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   if (d.outcome != Outcome::kPlaced) {
     r.status = d.status;
     if (r.status.ok()) r.status = Status::Unschedulable(d.explanation, "engine");
+    if (!spec.required_level.empty() && g.summary.bound > 0) {  // pinned to them (GangWorkloadLocked)
+      r.status.AddReason("gang " + key + " has " + std::to_string(g.summary.bound) + " member(s) running: the rest goes only into their " +
+                         spec.required_level + " domain (" + kLabelTopologyRequired + ")");
+    }
     if (!ahead.empty()) r.status.AddReason(ahead);
     return r;
   }

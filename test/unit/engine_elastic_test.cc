@@ -145,6 +145,40 @@ TEST_F(ElasticGrowTest, AGangDeletedDuringItsWaitLeavesNothingBehind) {
   EXPECT_TRUE(Activated().empty());
 }
 
+// An elastic gang with tidal.dev/topology-required grows only inside the domain its running
+// members are in: the level is the whole gang's. Before, the members it grew by were planned as a
+// workload of their own and went to whichever NVLink domain had room (on the e2e cluster a gang
+// "required nvlink" ran on nvlink-0 and nvlink-2, in two leaves).
+TEST_F(ElasticGrowTest, AGangWithARequiredLevelGrowsOnlyInsideItsRunningMembersDomain) {
+  EngineConfig cfg;
+  cfg.elastic_grow_after_s = 0;  // grows as soon as there is room: only where is tested here
+  Make(cfg);
+  std::vector<PodInfo> pods;
+  for (int i = 0; i < 4; ++i) {
+    PodInfo p = GangPod("tr" + std::to_string(i), "tr", 4, 4);
+    p.labels[kLabelGangMin] = "2";
+    p.annotations[kLabelTopologyRequired] = "nvlink";
+    if (i < 2) p = testing::RunningOn(p, "n" + std::to_string(i), 9000);  // NVLink domain v0 (n0, n1)
+    pods.push_back(p);
+  }
+  for (int i = 0; i < 6; ++i) {  // 4 GPUs taken beside each member in v0, and the whole of v1, v2
+    PodInfo b = GangPod("b" + std::to_string(i), "", 1, i < 2 ? 4 : 8);
+    b.scheduler_name = "default-scheduler";
+    pods.push_back(testing::RunningOn(b, "n" + std::to_string(i), 9000));
+  }
+  ASSERT_TRUE(Add(pods).ok());  // v3 (n6, n7) is empty
+  PlanResult r = engine_->PlanPod("uid-tr2");
+  EXPECT_FALSE(r.status.ok()) << "v3 has room, but the gang runs in v0: planned on " << r.node;
+  EXPECT_NE(r.status.ToString().find("has 2 member(s) running: the rest goes only into their nvlink domain"), std::string::npos)
+      << r.status.ToString();
+  ASSERT_TRUE(Delete({"uid-b0", "uid-b1"}).ok());  // room beside the running members
+  r = engine_->PlanPod("uid-tr2");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  PlanResult r3 = engine_->PlanPod("uid-tr3");
+  ASSERT_TRUE(r3.status.ok()) << r3.status.ToString();
+  EXPECT_TRUE((r.node == "n0" || r.node == "n1") && (r3.node == "n0" || r3.node == "n1")) << r.node << " " << r3.node;
+}
+
 TEST(ElasticConfig, FieldsAreReadAndErrorsNameThem) {
   auto ok = ParseEngineConfig("elastic: {growAfterSeconds: 45, growMinMembers: 4}\n", "tidal.yaml");
   ASSERT_TRUE(ok.ok()) << ok.status().Message();
