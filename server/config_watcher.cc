@@ -39,14 +39,11 @@ bool ConfigWatcher::CheckOnce() {
   const auto mtime = std::filesystem::last_write_time(path_, ec);
   const auto size = ec ? 0 : std::filesystem::file_size(path_, ec);
   bool first = false;
-  {
+  if (!ec) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (ec) {
-      last_error_ = path_ + ": cannot read: " + ec.message();
-      versions_.file.clear();
-      return false;
-    }
-    const bool changed = !seen_ || mtime != last_mtime_ || size != last_size_;
+    // A file that could not be read is read again at every poll: it may come back with the
+    // modification time and size it had (a restored copy, a permission fixed).
+    const bool changed = !seen_ || unreadable_ || mtime != last_mtime_ || size != last_size_;
     first = !seen_;
     seen_ = true;
     last_mtime_ = mtime;
@@ -54,7 +51,8 @@ bool ConfigWatcher::CheckOnce() {
     if (!changed) return false;
   }
   // One read of the file for both its version and the reload.
-  auto text = ReadFile(path_);
+  auto text = ec ? StatusOr<std::string>(Status::Error(path_ + ": cannot read: " + ec.message())) : ReadFile(path_);
+  if (!text.ok() && !first) return RefuseUnreadable(text.status());
   nlohmann::json doc;
   std::string version;
   if (text.ok()) {
@@ -90,6 +88,7 @@ bool ConfigWatcher::CheckOnce() {
                    : !gated.ok()  ? gated
                                   : engine_.Reconfigure(*cfg);
   std::lock_guard<std::mutex> lock(mu_);
+  unreadable_ = false;
   versions_.file = version;
   if (DecisionLog* log = decision_log_.load(); log != nullptr) {
     nlohmann::json line{{"outcome", applied.ok() ? "config-activated" : "config-refused"},
@@ -117,6 +116,22 @@ bool ConfigWatcher::CheckOnce() {
     spdlog::error("config {} refused, keeping the last good config (version {}; the file is {}):\n{}", path_,
                   versions_.running, version, last_error_);
   }
+  return true;
+}
+
+bool ConfigWatcher::RefuseUnreadable(const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  versions_.file.clear();
+  if (unreadable_) return false;  // reported when it became unreadable; nothing new
+  unreadable_ = true;
+  counts_.failure++;
+  last_error_ = why.Message() + "\n";
+  if (DecisionLog* log = decision_log_.load(); log != nullptr) {
+    log->Write({{"outcome", "config-refused"}, {"file", path_}, {"version", ""}, {"previous", versions_.running},
+                {"reason", why.reasons()}});
+  }
+  spdlog::error("config {} cannot be read, keeping the last good config (version {}): {}", path_, versions_.running,
+                why.Message());
   return true;
 }
 

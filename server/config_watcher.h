@@ -3,7 +3,9 @@
 // Polls the file's modification time and size every `interval`; on a change it parses the file
 // with ParseServedConfig (config_load.h: ParseEngineConfig and the rollout gate's failOn) and, if valid, applies it through Engine::Reconfigure. An invalid file is
 // refused: the errors are logged and kept (LastError(), served on /config), and the last good
-// config keeps running. Counts of reload results are kept for metrics.
+// config keeps running. Counts of reload results are kept for metrics. A file that cannot be read
+// (deleted, no permission) is refused the same way, once when it becomes unreadable (logged,
+// counted, decision log config-refused), and read again at every poll until it can be.
 //
 // Versions (GitOps drift, core/io/document_diff.h): the version of the config the engine runs (the
 // file as it was at the start or at the last good reload) and of the file now. They differ (drift)
@@ -75,6 +77,7 @@ class ConfigWatcher {
   std::filesystem::file_time_type last_mtime_{};
   uintmax_t last_size_ = 0;
   bool seen_ = false;
+  bool unreadable_ = false;  // the last read failed (RefuseUnreadable reported it)
   std::string last_error_;
   Counts counts_;
   Versions versions_;
@@ -87,6 +90,8 @@ class ConfigWatcher {
   std::optional<Running> running_, previous_;
   std::optional<RolloutWatch> watch_;
   std::string rolled_back_;  // the version last rolled back: not activated again as it is
+  // The file could not be read: refused (counted, logged) once per time it becomes unreadable.
+  bool RefuseUnreadable(const Status& why);
   void OpenWatchLocked(const RolloutSignals& before, const nlohmann::json& doc);
   void CheckRollout();
   std::atomic<DecisionLog*> decision_log_{nullptr};
