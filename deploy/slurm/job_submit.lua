@@ -13,10 +13,28 @@ What it does, and nothing else:
      Tidal writes why a job waits in its AdminComment (only admins can set that; `squeue -O
      admincomment`, `scontrol show job`). The user's own --comment is kept: it carries the user's
      Tidal keys (docs/slurm.md), e.g. --comment="tidal.dev/topology-required=leaf".
-  2. slurm_job_modify: only an adapter uid (TIDAL_ADAPTER_UIDS below; root by default) may change a
+  2. slurm_job_submit: a job submitted held (`sbatch --hold` / `-H`: 22.05 hands this file
+     job_desc.priority == 0; NO_VAL otherwise) gets the word "tidal.dev/hold=true" added to its
+     Comment (the rest of the comment is kept). Tidal does not place a pending job with that key:
+     it stays held, its AdminComment says why, until the key goes.
+  3. slurm_job_modify: only an adapter uid (TIDAL_ADAPTER_UIDS below; root by default) may change a
      job's priority, which is what `scontrol release|hold|uhold` and `Priority=` do. Without this rule
      the job's owner could `scontrol release` their own job and Slurm would start it by itself.
-  3. slurm_job_modify: only an adapter uid may set a Comment that starts with "tidal:" (Tidal's word
+     Except the owner's holds, which become the key (the update succeeds):
+       - `scontrol hold|uhold J` of a PENDING job: "tidal.dev/hold=true" added to its Comment; the
+         priority 0 goes through too (a hold never starts anything; a job Tidal released but Slurm
+         has not started yet stops at once).
+       - `scontrol release J` of a PENDING job whose Comment has the key: the priority change is
+         dropped (Slurm never starts it by itself: it stays at priority 0) and the key is removed;
+         Tidal then places it like any waiting job.
+     Any other priority change by another uid (a release of a job without the key, Priority=N, a
+     hold of a running job) is refused as before.
+  4. slurm_job_modify, adapter uids: Tidal's own holds and releases always set its AdminComment
+     ("tidal: ...") in the same update; an operator's plain `scontrol hold|release J` does not, and
+     is treated as in 3 (a hold becomes the key, a release of a job with the key removes it).
+     Other priority changes by adapter uids pass. An operator may also set or remove the key with
+     `scontrol update JobId=J Comment="... tidal.dev/hold=true"`.
+  5. slurm_job_modify: only an adapter uid may set a Comment that starts with "tidal:" (Tidal's word
      on the job; a user must not forge it).
   Everything else (scancel, the owner's other updates) is Slurm's normal behaviour.
 
@@ -28,6 +46,9 @@ Known limits (Slurm, not this file):
   - Fail closed: if this file does not load, slurmctld refuses to start ("failed to initialize
     job_submit plugin"); if it is broken while slurmctld runs, slurmctld keeps the previous version.
   - Interactive jobs (srun, salloc) are held as well: they wait until Tidal releases them.
+  - 22.05's job_desc setters read an empty string as "unchanged": a Comment that held only the key
+    becomes a single space when the key is removed.
+  - job_ptr.job_state is a number here (slurm.JOB_PENDING is not defined): pending is base state 0.
 ]]
 
 -- uids allowed to release, reprioritise and write "tidal:" comments: the account tidal-slurm runs as.
@@ -35,6 +56,11 @@ Known limits (Slurm, not this file):
 local TIDAL_ADAPTER_UIDS = { [0] = true }
 local TIDAL_PREFIX = "tidal:"
 local WAITING = "tidal: waiting for Tidal"
+-- The word that keeps a pending job from Tidal (shim/slurm: the same word, value "true" in any case).
+local HOLD_KEY = "tidal.dev/hold="
+local HOLD_WORD = HOLD_KEY .. "true"
+-- Comment words are separated by blanks, commas or semicolons (as tidal-slurm reads them).
+local WORD = "[^%s,;]+"
 
 local function is_adapter(uid)
 	return TIDAL_ADAPTER_UIDS[tonumber(uid)] == true
@@ -44,28 +70,95 @@ local function tidal_comment(s)
 	return s ~= nil and string.sub(s, 1, #TIDAL_PREFIX) == TIDAL_PREFIX
 end
 
+local function hold_word(w)
+	return string.sub(w, 1, #HOLD_KEY) == HOLD_KEY
+end
+
+-- Does the comment hold the job? The last tidal.dev/hold= word wins.
+local function has_hold(comment)
+	local held = false
+	for w in string.gmatch(comment or "", WORD) do
+		if hold_word(w) then
+			held = string.lower(string.sub(w, #HOLD_KEY + 1)) == "true"
+		end
+	end
+	return held
+end
+
+-- The comment without any tidal.dev/hold= word ("" when nothing else is left).
+local function without_hold(comment)
+	local c = string.gsub(comment or "", WORD, function(w)
+		if hold_word(w) then return "" end
+	end)
+	c = string.gsub(c, "(%s)%s+", "%1")
+	c = string.gsub(c, "^[%s,;]+", "")
+	return (string.gsub(c, "[%s,;]+$", ""))
+end
+
+local function with_hold(comment)
+	local c = without_hold(comment)
+	if c == "" then return HOLD_WORD end
+	return c .. " " .. HOLD_WORD
+end
+
+-- job_ptr.job_state: the base state in the low 8 bits (JOB_PENDING = 0), flags above.
+local function pending(job_ptr)
+	return job_ptr.job_state ~= nil and job_ptr.job_state % 256 == 0
+end
+
+-- A hold or release of a pending job as the hold key (3. and 4. above). Returns true when the
+-- update was rewritten and may go on.
+local function hold_as_key(job_desc, job_ptr, uid)
+	if not pending(job_ptr) then return false end
+	local base = job_desc.comment or job_ptr.comment
+	if job_desc.priority == 0 then
+		job_desc.comment = with_hold(base)
+		slurm.log_info("tidal gate: hold of job %s by uid %s kept as %s in its comment",
+			tostring(job_ptr.job_id), tostring(uid), HOLD_WORD)
+		return true
+	end
+	if job_desc.priority == slurm.INFINITE and has_hold(base) then
+		job_desc.priority = slurm.NO_VAL
+		local c = without_hold(base)
+		if c == "" then c = " " end  -- an empty string would leave the comment as it was
+		job_desc.comment = c
+		slurm.log_info("tidal gate: release of job %s by uid %s: %s removed, Tidal places it",
+			tostring(job_ptr.job_id), tostring(uid), HOLD_WORD)
+		return true
+	end
+	return false
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
+	if job_desc.priority == 0 then  -- sbatch --hold / -H
+		job_desc.comment = with_hold(job_desc.comment)
+	end
 	job_desc.priority = 0
 	job_desc.admin_comment = WAITING
-	slurm.log_info("tidal gate: job %s of uid %s held for Tidal",
-		tostring(job_desc.name), tostring(submit_uid))
+	slurm.log_info("tidal gate: job %s of uid %s held for Tidal%s",
+		tostring(job_desc.name), tostring(submit_uid), has_hold(job_desc.comment) and " (and by its " .. HOLD_WORD .. ")" or "")
 	return slurm.SUCCESS
 end
 
 function slurm_job_modify(job_desc, job_ptr, part_list, modify_uid)
+	local priority = job_desc.priority ~= nil and job_desc.priority ~= slurm.NO_VAL
 	if is_adapter(modify_uid) then
+		-- Tidal's own holds and releases carry its AdminComment; an operator's plain one does not.
+		if priority and not tidal_comment(job_desc.admin_comment) then
+			hold_as_key(job_desc, job_ptr, modify_uid)
+		end
 		return slurm.SUCCESS
-	end
-	if job_desc.priority ~= nil and job_desc.priority ~= slurm.NO_VAL then
-		slurm.log_info("tidal gate: refused priority change (release/hold/Priority=) of job %s by uid %s",
-			tostring(job_ptr.job_id), tostring(modify_uid))
-		slurm.log_user("Tidal schedules this job: only Tidal can release, hold or reprioritise it (see its Comment)")
-		return slurm.ERROR
 	end
 	if tidal_comment(job_desc.comment) then
 		slurm.log_info("tidal gate: refused a \"tidal:\" comment on job %s by uid %s",
 			tostring(job_ptr.job_id), tostring(modify_uid))
 		slurm.log_user("comments starting with \"tidal:\" are reserved for Tidal")
+		return slurm.ERROR
+	end
+	if priority and not hold_as_key(job_desc, job_ptr, modify_uid) then
+		slurm.log_info("tidal gate: refused priority change (release/hold/Priority=) of job %s by uid %s",
+			tostring(job_ptr.job_id), tostring(modify_uid))
+		slurm.log_user("Tidal schedules this job: only Tidal can release or reprioritise it (see its Comment)")
 		return slurm.ERROR
 	end
 	return slurm.SUCCESS

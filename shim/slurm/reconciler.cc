@@ -179,9 +179,12 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
       // admin's hold): Slurm keeps ReqNodeList, and once a waiting reason replaces the AdminComment
       // that old pin would read as the user's --nodelist. It goes now; a job that ran (requeued)
       // also loses the 120 s BeginTime Slurm gives a requeued job (HoldRequeued).
+      // Held by its owner (`scontrol hold` goes through the gate as priority 0 and the hold key):
+      // the comment says so at once.
       const bool requeued = j.restart_cnt > 0;
-      d.rehold.push_back({&j, requeued ? "requeued; held to be placed anew" : "held again; Tidal's pin cleared, to be placed anew",
-                          requeued});
+      std::string why = UserHoldReason(j);
+      if (why.empty()) why = requeued ? "requeued; held to be placed anew" : "held again; Tidal's pin cleared, to be placed anew";
+      d.rehold.push_back({&j, why, requeued});
     }
     // A re-held job's members are pending, not on its old pin.
     const bool view_held = stance == JobStance::kEscaped || (stance == JobStance::kHeld && StanceOf(j) == JobStance::kReleased);

@@ -11,6 +11,7 @@
 #include "core/api/limits.h"
 #include "shim/slurm/hostlist.h"
 #include "shim/slurm/job_fields.h"
+#include "shim/slurm/waiting.h"
 
 namespace tidal::slurm {
 
@@ -193,6 +194,7 @@ JobStance StanceOf(const JobRecord& j) {
 std::string SkipReason(const JobRecord& j) {
   if (!j.parse_error.empty()) return "cannot schedule: " + j.parse_error;
   if (j.state != JobState::kPending) return "";
+  if (std::string held = UserHoldReason(j); !held.empty()) return held;  // its owner's hold (waiting.h)
   if (j.state_reason == "DependencyNeverSatisfied") return "dependency never satisfied (" + j.dependency + ")";
   if (j.state_reason == "Dependency" || (!j.dependency.empty() && j.state_reason != "JobHeldUser" && j.state_reason != "JobHeldAdmin")) {
     return "waiting on dependency " + (j.dependency.empty() ? std::string("(see squeue)") : j.dependency);

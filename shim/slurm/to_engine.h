@@ -22,10 +22,11 @@
 // Job states: held or otherwise pending -> pending members; pending and released by Tidal (its
 // AdminComment starts "tidal: released") -> members bound to its ReqNodeList (the capacity is
 // Slurm's to start on); running, suspended or completing -> members bound to its nodes; finished ->
-// absent. A job waiting on a dependency, whose fields could not be read, or over Tidal's bounds
-// (BoundsError) is not sent: SkipReason() says why (shown to its owner). A time limit over 365
-// days is sent as 365 days (Slurm enforces its own limit); a node's capacity at most the engine's
-// per-node caps (core/api/limits.h).
+// absent. A job held by its hold key (tidal.dev/hold=true: waiting.h UserHoldReason), waiting on a
+// dependency, whose fields could not be read, or over Tidal's bounds (BoundsError) is not sent:
+// SkipReason() says why (shown to its owner). A time limit over 365 days is sent as 365 days
+// (Slurm enforces its own limit); a node's capacity at most the engine's per-node caps
+// (core/api/limits.h).
 //
 // Threading: pure functions.
 #pragma once
@@ -92,7 +93,8 @@ enum class JobStance {
 };
 JobStance StanceOf(const JobRecord& j);
 
-// Why a pending job is not sent to the engine ("" = it is sent); includes BoundsError.
+// Why a pending job is not sent to the engine ("" = it is sent); includes UserHoldReason and
+// BoundsError.
 std::string SkipReason(const JobRecord& j);
 // Why the job is over core/api/limits.h's bounds ("" = it is not): more than 10000 nodes, a
 // node's worth over the per-node caps, nodes x GPUs over the workload cap, a --comment tidal.dev/

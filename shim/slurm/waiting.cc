@@ -4,12 +4,26 @@
 #include "shim/slurm/waiting.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "core/api/duration.h"
+#include "shim/slurm/job_fields.h"
 #include "shim/slurm/to_engine.h"
 
 namespace tidal::slurm {
+
+std::string UserHoldReason(const JobRecord& j) {
+  if (j.state != JobState::kPending || j.completing) return "";
+  const auto keys = CommentKeys(j.comment);
+  const auto it = keys.find(kHoldKey);
+  if (it == keys.end() || it->second.size() != 4) return "";
+  for (size_t i = 0; i < 4; ++i) {
+    if (std::tolower(static_cast<unsigned char>(it->second[i])) != "true"[i]) return "";
+  }
+  return "held: " + std::string(kHoldKey) + "=true in its comment (sbatch --hold or scontrol hold); `scontrol release " +
+         j.id + "`, or removing the key, hands it to Tidal";
+}
 
 std::string BeginTimeReason(const JobRecord& j, int64_t now_unix) {
   if (j.state != JobState::kPending || j.completing || j.eligible_time <= now_unix) return "";
@@ -31,6 +45,7 @@ std::unordered_map<std::string, std::string> ThrottledArrayTasks(const std::vect
     if (stance == JobStance::kActive || stance == JobStance::kReleased) {
       ++a.busy;
     } else if (stance == JobStance::kHeld) {
+      if (!UserHoldReason(j).empty()) continue;  // held by its owner: takes no slot of the limit
       if (j.array_task_id) a.held.emplace_back(*j.array_task_id, j.id);  // a task split off
       const std::vector<std::string> ids = JobIdsOf(j);  // the tasks the array's record still holds
       for (size_t k = 0; k < j.pending_array_tasks.size() && k < ids.size(); ++k) {
@@ -54,6 +69,7 @@ std::unordered_map<std::string, std::string> ThrottledArrayTasks(const std::vect
 
 std::string HeldBackReason(const JobRecord& j) {
   if (StanceOf(j) != JobStance::kReleased) return "";
+  if (std::string why = UserHoldReason(j); !why.empty()) return why;
   if (j.state_reason == "BeginTime") {
     return j.restart_cnt > 0 ? "requeued; held to be placed anew"
                              : "released before its begin time; held again until then";

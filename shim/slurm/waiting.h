@@ -6,6 +6,13 @@
 // back. So a job Slurm would hold back is not sent to the engine (it waits with the reason in its
 // AdminComment), and a released job Slurm holds back is held again (reconciler.h).
 //
+// The same goes for a job its owner or an admin holds: the comment key tidal.dev/hold=true (the
+// submit gate, deploy/slurm/job_submit.lua, writes it for `sbatch --hold` and turns the owner's
+// `scontrol hold` into it, and `scontrol release` removes it). The gate holds every job itself, so
+// the key is the only way Tidal can tell such a hold from its own. A pending job with the key is
+// not sent (it holds no capacity, reservation or quota), and one Tidal released that gets the key
+// before Slurm starts it is held again; a running job with the key is left alone.
+//
 // Threading: pure functions.
 #pragma once
 
@@ -18,6 +25,11 @@
 
 namespace tidal::slurm {
 
+// The comment key of a user's or admin's hold; held when its value is "true" (any case).
+inline constexpr const char* kHoldKey = "tidal.dev/hold";
+// Why a pending job waits for its hold key ("" = not held, or not pending).
+std::string UserHoldReason(const JobRecord& j);
+
 // Why a pending job must wait for its begin time ("" = it may start now, or holds nodes).
 std::string BeginTimeReason(const JobRecord& j, int64_t now_unix);
 
@@ -27,7 +39,7 @@ std::string BeginTimeReason(const JobRecord& j, int64_t now_unix);
 std::unordered_map<std::string, std::string> ThrottledArrayTasks(const std::vector<JobRecord>& jobs);
 
 // Why Slurm holds back a job Tidal released ("" = it does not): its reason says BeginTime or
-// JobArrayTaskLimit. The caller holds it again (a requeued job with HoldRequeued, which also
+// JobArrayTaskLimit; or why its hold key (UserHoldReason) keeps it now. The caller holds it again (a requeued job with HoldRequeued, which also
 // clears the begin time a requeue sets).
 std::string HeldBackReason(const JobRecord& j);
 

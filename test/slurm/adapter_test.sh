@@ -4,7 +4,8 @@
 # never double-booked under load, and convergence after an adapter kill -9, an engine restart and a
 # slurmctld restart, the door lease against a second adapter, bad input, and the disruption path
 # (a drain: notice with the job's --signal, checkpoint report, requeue, run again), and jobs Slurm
-# holds back once released (an array's %K, --begin, a requeue) or spreads unevenly (--gpus=N). Cases live in
+# holds back once released (an array's %K, --begin, a requeue) or spreads unevenly (--gpus=N), and
+# holds by a job's owner or an admin (sbatch --hold, scontrol hold/release, the tidal.dev/hold key). Cases live in
 # test/slurm/cases/adapter_*.sh; helpers in cases/adapter_common.sh. Exit 77 (skipped) without
 # Slurm, without root, or without the binaries (BUILD_DIR/bin/tidal-engine and tidal-slurm; the
 # disruption case also needs tidalctl; usage: adapter_test.sh [BUILD_DIR], default build/).
@@ -34,7 +35,7 @@ done
 source "$HERE/lib.sh"
 # shellcheck source=cases/adapter_common.sh
 source "$HERE/cases/adapter_common.sh"
-for f in basic placement faults disruption elastic waiting; do
+for f in basic placement faults disruption elastic waiting hold; do
   # shellcheck disable=SC1090
   source "$HERE/cases/adapter_$f.sh"
 done
@@ -57,7 +58,7 @@ SLURM_NODE_FEATURES=$(for i in 1 2 3 4; do echo "gpu0$i=tidal-block-b0,tidal-lea
                       for i in 5 6 7 8; do echo "gpu0$i=tidal-block-b0,tidal-leaf-l1"; done)
 export SLURM_NODE_FEATURES
 USER_=tidaltest
-CASES=${TIDAL_SLURM_CASES:-gate door badinput topology quota disruption elastic waiting load adapter_kill engine_restart ctld_restart}
+CASES=${TIDAL_SLURM_CASES:-gate door badinput topology quota disruption elastic waiting hold load adapter_kill engine_restart ctld_restart}
 ok=0
 
 for p in "$ENGINE_PORT" "$ENGINE_HTTP" "$AD_METRICS" "$AD2_METRICS"; do

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The Tidal submit gate (deploy/slurm/job_submit.lua) on a REAL Slurm 22.05: munged, slurmctld and
 # two slurmd on loopback (test/slurm/lib.sh). Checks that every job is held at submit, that the
-# job's owner cannot release it, that root (the tidal-slurm adapter) can, and that pinning a held job
-# with ReqNodeList= and releasing it runs it on that node. Exit 77 (skipped) without Slurm.
+# job's owner cannot release it, that holds (sbatch --hold, scontrol hold/release by the owner or
+# root) become the comment key tidal.dev/hold=true, that root (the tidal-slurm adapter) can release
+# it, and that pinning a held job with ReqNodeList= and releasing it runs it on that node.
+# Exit 77 (skipped) without Slurm.
 # Ports: TIDAL_SLURM_GATE_CTLD_PORT (16837), TIDAL_SLURM_GATE_NODE_PORT0 (17301, 17302).
 # TIDAL_SLURM_KEEP=1 keeps BASE (logs, slurm.conf) after a passing run; a failing run always keeps it.
 set -euo pipefail
@@ -67,6 +69,31 @@ if slurm_as "$USER_" scontrol update JobId="$j1" Comment="tidal: released" 2>/de
 held_for_tidal "$j1" || fail "job $j1 not held"
 [ "$(slurm_job_field "$j1" AdminComment)" = "tidal: waiting for Tidal" ] || fail "job $j1 AdminComment changed to '$(slurm_job_field "$j1" AdminComment)'"
 check "$USER_ cannot set Priority= or a 'tidal:' Comment on $j1"
+
+# 2b. holds become the comment key tidal.dev/hold=true (the update succeeds; the job stays held):
+#     sbatch --hold adds it (the user's comment kept), the owner's scontrol release removes it, the
+#     owner's scontrol hold adds it, root's plain scontrol hold adds it and root's release removes it
+#     (Tidal's own holds carry a "tidal:" AdminComment: they pass untouched)
+comment_of() { scontrol show job "$1" | sed -n 's/^   Comment=//p' | sed 's/ *$//'; }
+jh=$(slurm_submit_as "$USER_" --hold --comment="mine tidal.dev/class=x" -o /dev/null --wrap 'sleep 300') || fail "sbatch --hold as $USER_"
+held_for_tidal "$jh" || fail "job $jh (--hold) not held"
+[ "$(comment_of "$jh")" = "mine tidal.dev/class=x tidal.dev/hold=true" ] || fail "job $jh (--hold) Comment is '$(comment_of "$jh")'"
+slurm_as "$USER_" scontrol release "$jh" || fail "$USER_'s release of its --hold job $jh refused"
+held_for_tidal "$jh" || fail "job $jh left the hold after its owner's release (Slurm must not start it by itself)"
+[ "$(comment_of "$jh")" = "mine tidal.dev/class=x" ] || fail "job $jh Comment after the release is '$(comment_of "$jh")'"
+slurm_as "$USER_" scontrol hold "$jh" || fail "$USER_'s scontrol hold of its pending job $jh refused"
+[ "$(comment_of "$jh")" = "mine tidal.dev/class=x tidal.dev/hold=true" ] || fail "job $jh Comment after the hold is '$(comment_of "$jh")'"
+if slurm_as "$USER_" scontrol update JobId="$jh" Priority=5 2>/dev/null; then fail "$USER_ could set Priority= of $jh"; fi
+scontrol release "$jh" || fail "root's plain release of $jh"
+held_for_tidal "$jh" || fail "job $jh left the hold after root's plain release of a held-by-key job"
+[ "$(comment_of "$jh")" = "mine tidal.dev/class=x" ] || fail "job $jh Comment after root's release is '$(comment_of "$jh")'"
+scontrol hold "$jh" || fail "root's plain hold of $jh"
+[ "$(comment_of "$jh")" = "mine tidal.dev/class=x tidal.dev/hold=true" ] || fail "job $jh Comment after root's hold is '$(comment_of "$jh")'"
+scontrol update JobId="$jh" AdminComment="tidal: held again" Priority=0 || fail "Tidal-like hold of $jh"
+[ "$(comment_of "$jh")" = "mine tidal.dev/class=x tidal.dev/hold=true" ] || fail "a Tidal-like hold changed the Comment of $jh"
+held_for_tidal "$jh" || fail "job $jh not held"
+scancel "$jh"
+check "holds as the key: sbatch --hold, owner's release/hold, root's plain release/hold on $jh (the job stays held throughout)"
 
 # 3. root (the adapter) releases it: it runs
 t1=$SECONDS
