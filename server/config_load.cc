@@ -22,4 +22,11 @@ StatusOr<EngineConfig> LoadServedConfig(const std::string& path) {
   return ParseServedConfig(*text, path);
 }
 
+std::vector<std::string> StartOnlyChanges(const EngineConfig& started, const EngineConfig& next) {
+  std::vector<std::string> out;
+  if (started.refresh_in_background != next.refresh_in_background) out.push_back("reservations.refreshInBackground");
+  if (started.front_doors != next.front_doors) out.push_back("frontDoors");
+  return out;
+}
+
 }  // namespace tidal

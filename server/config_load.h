@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/api/status.h"
 #include "engine/engine.h"
@@ -17,5 +18,10 @@ namespace tidal {
 
 StatusOr<EngineConfig> ParseServedConfig(const std::string& text, const std::string& file);
 StatusOr<EngineConfig> LoadServedConfig(const std::string& path);
+
+// The fields tidal-engine reads at start only (reservations.refreshInBackground, frontDoors) that
+// differ between the config it started with and `next`: a reload applies everything else, these
+// wait for a restart (ConfigWatcher reports them: log, decision log, /config).
+std::vector<std::string> StartOnlyChanges(const EngineConfig& started, const EngineConfig& next);
 
 }  // namespace tidal

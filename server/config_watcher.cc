@@ -64,7 +64,7 @@ bool ConfigWatcher::CheckOnce() {
   if (first) {  // what the engine was started with
     std::lock_guard<std::mutex> lock(mu_);
     versions_ = Versions{version, version, doc};
-    if (cfg.ok()) running_ = Running{*cfg, version, doc};
+    if (cfg.ok()) running_ = Running{*cfg, version, doc}, started_ = *cfg;
     return false;
   }
   std::string again;
@@ -97,6 +97,9 @@ bool ConfigWatcher::CheckOnce() {
                         {"previous", versions_.running}};
     if (!applied.ok()) line["reason"] = applied.reasons();
     if (!gate.is_null()) line["dry_run"] = gate;
+    if (applied.ok() && started_) {
+      if (auto r = StartOnlyChanges(*started_, *cfg); !r.empty()) line["restart_needed"] = r;
+    }
     log->Write(std::move(line));
   }
   if (applied.ok()) {
@@ -105,6 +108,7 @@ bool ConfigWatcher::CheckOnce() {
     rolled_back_.clear();
     previous_ = running_;
     running_ = Running{*cfg, version, doc};
+    NoteRestartNeededLocked();
     OpenWatchLocked(before, doc);
     versions_.running = version;
     versions_.running_doc = std::move(doc);
@@ -117,6 +121,23 @@ bool ConfigWatcher::CheckOnce() {
                   versions_.running, version, last_error_);
   }
   return true;
+}
+
+void ConfigWatcher::NoteRestartNeededLocked() {
+  std::vector<std::string> now = started_ && running_ ? StartOnlyChanges(*started_, running_->cfg) : std::vector<std::string>{};
+  if (!now.empty() && now != restart_needed_) {
+    std::string fields;
+    for (const auto& f : now) fields += (fields.empty() ? "" : ", ") + f;
+    spdlog::warn("config {} (version {}): {} changed; read at start only, so the engine keeps the value it started "
+                 "with until it restarts",
+                 path_, running_->version, fields);
+  }
+  restart_needed_ = std::move(now);
+}
+
+std::vector<std::string> ConfigWatcher::RestartNeeded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return restart_needed_;
 }
 
 bool ConfigWatcher::RefuseUnreadable(const Status& why) {
@@ -203,6 +224,7 @@ void ConfigWatcher::CheckRollout() {
   counts_.rollbacks++;
   rolled_back_ = bad;
   running_ = back;
+  NoteRestartNeededLocked();
   previous_.reset();
   versions_.running = back->version;
   versions_.running_doc = back->doc;

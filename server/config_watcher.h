@@ -17,6 +17,9 @@
 // back to the previous config and version (the file keeps the bad one: drift), counted in
 // tidal_config_rollbacks_total and written to the decision log (config-rolled-back, with both
 // versions and why). The rolled-back version is not activated again until the file changes.
+// Settings read at start only (config_load.h, StartOnlyChanges): a reload that changes one is
+// activated for the rest, and the change is reported (a warning, restart_needed in the decision
+// log line and on /config) until the engine restarts or a config puts the value back.
 // Threading: one polling thread owned by the watcher; LastError/Counts are safe from any thread.
 #pragma once
 
@@ -28,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +63,9 @@ class ConfigWatcher {
   Counts counts() const;
   Versions versions() const;
   const std::string& path() const { return path_; }
+  // The start-only fields whose value in the running config the engine does not apply yet (it
+  // started with another; config_load.h StartOnlyChanges). Empty when nothing waits for a restart.
+  std::vector<std::string> RestartNeeded() const;
   // A new config is being watched (its window is open).
   bool Watching() const;
   // Where every reload goes in the decision log (outcome config-activated or config-refused, with
@@ -88,6 +95,9 @@ class ConfigWatcher {
     nlohmann::json doc;
   };
   std::optional<Running> running_, previous_;
+  std::optional<EngineConfig> started_;     // the config the engine was started with (the baseline's)
+  std::vector<std::string> restart_needed_;  // StartOnlyChanges(started_, running_)
+  void NoteRestartNeededLocked();            // recomputes restart_needed_ after running_ changed
   std::optional<RolloutWatch> watch_;
   std::string rolled_back_;  // the version last rolled back: not activated again as it is
   // The file could not be read: refused (counted, logged) once per time it becomes unreadable.

@@ -132,6 +132,7 @@ std::string ConfigJson(const ConfigWatcher* watcher) {
                    {"reloads", {{"success", c.success}, {"failure", c.failure}, {"rollbacks", c.rollbacks}}},
                    {"watching", watcher->Watching()},
                    {"last_error", err.empty() ? nlohmann::json(nullptr) : nlohmann::json(err)},
+                   {"restart_needed", watcher->RestartNeeded()},
                    {"config", v.running_doc}};
   return j.dump(2) + "\n";
 }
@@ -174,9 +175,12 @@ void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& 
         const std::string err = watcher->LastError();
         const auto c = watcher->counts();
         const auto v = watcher->versions();
+        std::string restart;
+        for (const auto& f : watcher->RestartNeeded()) restart += (restart.empty() ? "" : ", ") + f;
+        if (!restart.empty()) restart = "restart needed: " + restart + " (read at start only; the engine runs the value it started with)\n";
         return Text(200, "version: " + v.running + (v.drift() ? " (the file is " + (v.file.empty() ? std::string("unreadable") : v.file) + ": drift)" : "") +
                              "\nreloads: " + std::to_string(c.success) + " ok, " + std::to_string(c.failure) + " refused\n" +
-                             (err.empty() ? "last: ok\n" : "last refused:\n" + err));
+                             restart + (err.empty() ? "last: ok\n" : "last refused:\n" + err));
       },
       Access::kPrivate);
   http.Handle(

@@ -1,7 +1,7 @@
 // ConfigWatcher (server/config_watcher.h) when the watched file cannot be read: the edit is refused
 // once, like an invalid file (counted, in the decision log as config-refused, drift), the running
 // config stays, and the file is read again at every poll until it can be, even when it comes back
-// with the modification time and size it had.
+// with the modification time and size it had. A reload changing a start-only setting names it.
 // Threading: single-threaded; the watcher is driven by CheckOnce.
 #include <unistd.h>
 
@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -88,6 +89,26 @@ TEST_F(ConfigWatcherTest, AFileThatCannotBeReadIsRefusedOnceAndReadAgainWhenItIs
   fs::remove(path_);  // unreadable again: reported again
   EXPECT_TRUE(watcher_->CheckOnce());
   EXPECT_EQ(watcher_->counts().failure, 2);
+}
+
+// Regression: a reload that changed a start-only setting (reservations.refreshInBackground,
+// frontDoors) was activated and served on /config as the running config, while the engine went on
+// with the value it started with, and nothing said so. Now the change is named (RestartNeeded,
+// restart_needed in the decision log line) until a config puts the value back.
+TEST_F(ConfigWatcherTest, AStartOnlySettingChangedByAReloadIsReportedAsNeedingARestart) {
+  EXPECT_TRUE(watcher_->RestartNeeded().empty());
+  auto write = [&](const std::string& text, int n) {
+    std::ofstream(path_, std::ios::trunc) << text;
+    fs::last_write_time(path_, fs::file_time_type::clock::now() + std::chrono::seconds(n));
+  };
+  write(std::string(kConfig) + "reservations: {refreshInBackground: true}\nfrontDoors: [kubernetes]\n", 1);
+  ASSERT_TRUE(watcher_->CheckOnce());
+  EXPECT_EQ(watcher_->counts().success, 1) << watcher_->LastError();
+  EXPECT_EQ(watcher_->RestartNeeded(), (std::vector<std::string>{"reservations.refreshInBackground", "frontDoors"}));
+  EXPECT_NE(Log().find("\"restart_needed\":[\"reservations.refreshInBackground\",\"frontDoors\"]"), std::string::npos) << Log();
+  write(std::string(kConfig) + "usageHalfLife: 2d\n", 2);  // back to the values it started with
+  ASSERT_TRUE(watcher_->CheckOnce());
+  EXPECT_TRUE(watcher_->RestartNeeded().empty());
 }
 
 }  // namespace
