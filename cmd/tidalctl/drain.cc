@@ -32,7 +32,11 @@ StatusOr<int64_t> ParseBy(const std::string& text) {
     if (!d.ok()) return d.status();
     return now + *d;
   }
-  return ParseUnixTime(text, "--by");
+  auto t = ParseUnixTime(text, "--by");
+  if (t.ok()) return t;
+  return Status::Error("--by: invalid value \"" + text.substr(0, 64) +
+                       "\" (accepted: now, +DURATION such as +30m or +2h, an RFC 3339 time such as "
+                       "2026-12-02T10:00:00Z, or unix seconds)");
 }
 
 void Print(const v1::DrainResponse& resp) {

@@ -54,6 +54,9 @@ int Explain(const Args& args) {
     return 2;
   }
   const std::string output = flags.Get("-o", flags.Get("--output", "text"));
+  if (output != "text" && output != "json") {
+    return std::cerr << "tidalctl explain: -o: unknown format \"" << output << "\" (accepted: text, json)\n", 2;
+  }
   int code = 0;
   std::string body, err;
   if (!HttpGet(flags.Get("--engine", "http://127.0.0.1:8081"), TokenFile(flags),
@@ -105,6 +108,10 @@ int Queues(const Args& args) {
     std::cerr << "usage: tidalctl queues [--engine http://127.0.0.1:8081] [--token-file FILE] [-o table|json]\n";
     return 2;
   }
+  const std::string output = flags.Get("-o", flags.Get("--output", "table"));
+  if (output != "table" && output != "json") {
+    return std::cerr << "tidalctl queues: -o: unknown format \"" << output << "\" (accepted: table, json)\n", 2;
+  }
   int code = 0;
   std::string body, err;
   if (!HttpGet(flags.Get("--engine", "http://127.0.0.1:8081"), TokenFile(flags), "/queues?format=json", &code, &body,
@@ -123,7 +130,7 @@ int Queues(const Args& args) {
     std::cerr << "tidalctl queues: engine answered non-JSON: " << e.what() << "\n";
     return 1;
   }
-  if (flags.Get("-o", flags.Get("--output", "table")) == "json") {
+  if (output == "json") {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
