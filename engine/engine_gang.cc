@@ -259,8 +259,8 @@ std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSched
 }
 
 void Engine::AttachConstraintsLocked(const Gang& g, Workload& w) const {
-  // The members' node constraints: those of its first pod not using capacity (a gang's pods
-  // share a template; Gang::Summary), plus the nodes the front door refused for the gang.
+  // The members' node constraints: the nodes every pending member may use (Gang::Summary,
+  // engine_gang_constraints.h), less the nodes the front door refused for the gang.
   std::shared_ptr<const NodeConstraints> base = g.summary.constraints;
   const int64_t now = clock_();
   const bool excluding = std::any_of(g.excluded.begin(), g.excluded.end(), [now](const auto& e) { return e.second > now; });

@@ -60,8 +60,9 @@ struct EngineGang {
   std::string head_queue;
   // What its pods make, kept by ReindexGangLocked on every change to them, so planning walks no
   // member: counts, the pending members' largest request, highest priority and earliest
-  // submit, the node constraints and exclusive topology of its first member not using
-  // capacity, and the spec of its first pod (a gang's pods share a template).
+  // submit, the nodes every pending member may use (their node constraints ANDed:
+  // engine_gang_constraints.h), the exclusive topology of its first member not using capacity,
+  // and the spec of its first pod (a gang's pods share a template).
   struct Summary {
     int32_t bound = 0, pending = 0;
     // Its pods that are no member of its run: being deleted before they succeeded, or Failed

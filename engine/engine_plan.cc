@@ -19,12 +19,14 @@
 #include <set>
 
 #include "engine/engine.h"
+#include "engine/engine_gang_constraints.h"
 
 namespace tidal {
 
 namespace {
 constexpr int kMaxAhead = 16;      // gangs planned ahead per PlanPod
 constexpr int kHeadLookahead = 4;  // unplanned gangs of a queue looked at to find its head
+constexpr size_t kMaxDistinctConstraints = 8;  // different node constraints among a gang's members
 
 // Whether two members of gang `key` (both with valid specs) disagree on what makes the gang: its
 // size, its minimum or its queue; the field and both values, or "" when they agree.
@@ -83,6 +85,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
   bool seen_free = false;          // its first pod not using capacity was seen
   std::vector<int64_t> succeeded;  // start times of bound members that ended Succeeded (Summary::finished)
   const PodInfo* ref = nullptr;    // its first running or pending member with a valid spec (Summary::conflict)
+  std::vector<std::shared_ptr<const NodeConstraints>> distinct;  // its pending members' node constraints
   for (const auto& u : g.pods) {
     const PodInfo& p = pods_.at(u);
     if (!s.spec) s.spec = p.spec;
@@ -108,7 +111,6 @@ void Engine::ReindexGangLocked(const std::string& key) {
       continue;
     }
     if (p.phase == PodPhase::kSucceeded && !p.node_name.empty()) succeeded.push_back(p.start_unix);
-    if (!s.constraints && p.constraints) s.constraints = p.constraints;
     if (!seen_free) {
       seen_free = true;
       s.exclusive = ExclusiveTopologyOf(p.ns, p.labels, p.annotations);
@@ -116,6 +118,13 @@ void Engine::ReindexGangLocked(const std::string& key) {
     if (!p.node_name.empty() || p.phase != PodPhase::kPending) continue;
     first = first == nullptr ? &p : first;
     ++s.pending;
+    // The node constraints of every pending member, each different one once (members of one
+    // template share them; a launcher beside its workers does not): planned with all of them.
+    if (distinct.size() < kMaxDistinctConstraints &&
+        std::none_of(distinct.begin(), distinct.end(),
+                     [&](const auto& c) { return SameNodeConstraints(c.get(), p.constraints.get()); })) {
+      distinct.push_back(p.constraints);
+    }
     s.per_member.gpus = std::max(s.per_member.gpus, p.request.gpus);
     s.per_member.cpu_milli = std::max(s.per_member.cpu_milli, p.request.cpu_milli);
     s.per_member.memory_bytes = std::max(s.per_member.memory_bytes, p.request.memory_bytes);
@@ -127,6 +136,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
   std::erase_if(g.finished_starts, [&](const auto& f) { return not_of_this_run(f.second); });
   std::erase_if(succeeded, not_of_this_run);
   s.finished = static_cast<int32_t>(g.finished_starts.size() + succeeded.size());
+  for (size_t i = 0; i < distinct.size(); ++i) s.constraints = i == 0 ? distinct[0] : AllOf(s.constraints, distinct[i]);
   if (s.constraints) s.constraints_sig = s.constraints->Signature();
   g.summary = std::move(s);
   if (!g.summary.conflict.empty()) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
+#include "engine/engine_gang_constraints.h"
 #include "test/support/engine_fixture.h"
 
 namespace tidal {
@@ -72,6 +73,91 @@ TEST_F(GangConflictTest, FinishedMembersOfAnEarlierRunDoNotConflict) {
   std::string gang;
   EXPECT_TRUE(engine_->CheckPod("uid-a", &gang).ok());
   EXPECT_TRUE(engine_->PlanPod("uid-a").status.ok());
+}
+
+// Members whose node constraints differ (a launcher beside its workers in one Kueue pod group,
+// pods made by hand) are no conflict: the gang is planned on the nodes every pending member may
+// use. Before, it was planned with the constraints of one member: on the e2e cluster a 3-pod gang
+// whose third pod's nodeSelector matched no node had its nodes refused by kube-scheduler's
+// NodeAffinity one by one (14 TidalPlannedNodeRefused, 14 plans), each excluded for 120 s, the
+// wait said "refused by the front door's own filters", and it all began again once they expired.
+class GangConstraintsTest : public GangConflictTest {
+ protected:
+  // A pod as the API server makes it: the DefaultTolerationSeconds tolerations on every pod, so
+  // every member has constraints; with a node selector when key is not empty.
+  static PodInfo Selecting(PodInfo p, const std::string& key = "", const std::string& value = "") {
+    auto c = std::make_shared<NodeConstraints>();
+    c->tolerations = {Toleration{"node.kubernetes.io/not-ready", "", true, TaintEffect::kNoExecute},
+                      Toleration{"node.kubernetes.io/unreachable", "", true, TaintEffect::kNoExecute}};
+    if (!key.empty()) c->node_selector[key] = value;
+    p.constraints = std::move(c);
+    return p;
+  }
+};
+
+TEST_F(GangConstraintsTest, MembersWithDifferentNodeConstraintsArePlannedWhereEachMayGo) {
+  // m0 (first by uid) may go anywhere; m1 only into NVLink domain v2 (n4, n5).
+  ASSERT_TRUE(Add({Selecting(Member("m0", 2)), Selecting(Member("m1", 2), "topology.tidal.dev/nvlink", "v2")}).ok());
+  for (const std::string uid : {"uid-m0", "uid-m1"}) {
+    const PlanResult r = engine_->PlanPod(uid);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_TRUE(r.node == "n4" || r.node == "n5") << uid << " planned on " << r.node;
+    ASSERT_TRUE(engine_->Reserve(uid, r.node).ok());
+  }
+  EXPECT_EQ(engine_->Permit("uid-m1").allow.size(), 2u);
+}
+
+TEST_F(GangConstraintsTest, AMemberNoNodeAdmitsKeepsTheGangWaitingAndTheReasonNamesIt) {
+  ASSERT_TRUE(Add({Selecting(Member("m0", 2)), Selecting(Member("m1", 2), "zone", "nowhere")}).ok());
+  const PlanResult r = engine_->PlanPod("uid-m0");
+  EXPECT_FALSE(r.status.ok()) << "planned on " << r.node << " where m1 may not go";
+  EXPECT_NE(r.status.ToString().find("node selector zone=nowhere does not match"), std::string::npos)
+      << r.status.ToString();
+  EXPECT_EQ(engine_->Stats().plans, 0);
+}
+
+TEST(GangConstraints, AllOfAdmitsANodeExactlyWhenBothDo) {
+  Node n;
+  n.name = "n";
+  n.labels = {{"zone", "a"}, {"gpu", "h100"}};
+  n.taints = {Taint{"dedicated", "infer", TaintEffect::kNoSchedule}};
+  Node plain = n;
+  plain.taints.clear();
+  plain.labels["gpu"] = "a100";
+  auto make = [](auto fill) {
+    auto c = std::make_shared<NodeConstraints>();
+    fill(*c);
+    return std::shared_ptr<const NodeConstraints>(c);
+  };
+  auto any_dedicated = make([](NodeConstraints& c) { c.tolerations = {Toleration{"dedicated", "", true, std::nullopt}}; });
+  auto infer = make([](NodeConstraints& c) { c.tolerations = {Toleration{"dedicated", "infer", false, TaintEffect::kNoSchedule}}; });
+  auto train = make([](NodeConstraints& c) { c.tolerations = {Toleration{"dedicated", "train", false, std::nullopt}}; });
+  EXPECT_EQ(AllOf(any_dedicated, infer)->Refusal(n), "") << "both tolerate dedicated=infer";
+  EXPECT_NE(AllOf(any_dedicated, train)->Refusal(n), "") << "only one tolerates dedicated=infer";
+  EXPECT_NE(AllOf(infer, nullptr)->Refusal(n), "") << "a member without tolerations keeps the gang off tainted nodes";
+  EXPECT_EQ(AllOf(infer, nullptr)->Refusal(plain), "");
+
+  auto zone_a = make([](NodeConstraints& c) { c.node_selector = {{"zone", "a"}}; });
+  auto zone_b = make([](NodeConstraints& c) { c.node_selector = {{"zone", "b"}}; });
+  EXPECT_NE(AllOf(zone_a, zone_b)->Refusal(plain), "") << "zone a and zone b: no node";
+  EXPECT_EQ(AllOf(zone_a, zone_a), zone_a) << "the same constraints are shared, not copied";
+
+  auto in_zones = make([](NodeConstraints& c) {
+    c.required = {SelectorTerm{{SelectorRequirement{"zone", SelectorOp::kIn, {"a", "b"}}}, {}}};
+  });
+  auto h100 = make([](NodeConstraints& c) {
+    c.required = {SelectorTerm{{SelectorRequirement{"gpu", SelectorOp::kIn, {"h100"}}}, {}}};
+    c.tolerations = {Toleration{"", "", true, std::nullopt}};
+  });
+  auto both = AllOf(in_zones, h100);
+  Node untainted = n;
+  untainted.taints.clear();
+  EXPECT_EQ(both->Refusal(untainted), "") << "zone a, h100: both members' affinity holds";
+  EXPECT_NE(both->Refusal(plain), "") << "an a100 node fails the second member's affinity";
+  EXPECT_NE(both->Refusal(n), "") << "the first member tolerates no taint, though the second tolerates every one";
+  auto nothing = make([](NodeConstraints& c) { c.required = {SelectorTerm{}}; });  // a term that matches nothing
+  EXPECT_NE(AllOf(nothing, h100)->Refusal(n), "");
+  EXPECT_TRUE(SameNodeConstraints(nullptr, make([](NodeConstraints&) {}).get()));
 }
 
 }  // namespace
