@@ -178,6 +178,22 @@ Status ResolveSwitches(const std::vector<Switch>& sw, const TopologyLevels& leve
   return Status::Ok();
 }
 
+// A node's allocated resources fit its capacity: more would read as a full node (or negative free
+// room) and hide the typo. field: the node's entry (nodes[3], overrides[0]).
+Status CheckAllocated(const Node& n, const std::string& field) {
+  auto over = [&](const char* r, int64_t used, int64_t cap, std::string (*fmt)(int64_t)) {
+    return Status::Error(field + ".allocated." + r + ": " + fmt(used) + " is above node " + n.name + "'s capacity (" +
+                         fmt(cap) + ")");
+  };
+  auto plain = [](int64_t v) { return std::to_string(v); };
+  if (n.allocated.gpus > n.capacity.gpus) return over("gpus", n.allocated.gpus, n.capacity.gpus, plain);
+  if (n.allocated.cpu_milli > n.capacity.cpu_milli) return over("cpu", n.allocated.cpu_milli, n.capacity.cpu_milli, FormatMilli);
+  if (n.allocated.memory_bytes > n.capacity.memory_bytes) {
+    return over("memory", n.allocated.memory_bytes, n.capacity.memory_bytes, FormatBytes);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ClusterSpec> DecodeClusterSpec(const Document& doc, const std::string& field) {
@@ -230,6 +246,7 @@ StatusOr<ClusterSpec> DecodeClusterSpec(const Document& doc, const std::string& 
       if (Status s = nf.Done(); !s.ok()) return doc.Locate(s);
       if (Status s = limits::CheckSize(n.name, limits::kMaxNameBytes, nf.Sub("name")); !s.ok()) return doc.Locate(s);
       if (Status s = limits::CheckResources(n.capacity, nf.Sub("capacity")); !s.ok()) return doc.Locate(s);
+      if (Status s = CheckAllocated(n, f.Sub("nodes") + "[" + std::to_string(i) + "]"); !s.ok()) return doc.Locate(s);
       auto h = ParseNodeHealth(health, nf.Sub("health"));
       if (!h.ok()) return doc.Locate(h.status());
       n.health = *h;
@@ -268,6 +285,7 @@ StatusOr<ClusterSpec> DecodeClusterSpec(const Document& doc, const std::string& 
       of.Str("health", &health);
       of.Str("pool", &pool);
       if (Status s = of.Done(); !s.ok()) return doc.Locate(s);
+      if (Status s = CheckAllocated(n, f.Sub("overrides") + "[" + std::to_string(i) + "]"); !s.ok()) return doc.Locate(s);
       if (!health.empty()) {
         auto h = ParseNodeHealth(health, of.Sub("health"));
         if (!h.ok()) return doc.Locate(h.status());

@@ -540,6 +540,13 @@ INSTANTIATE_TEST_SUITE_P(
         ClusterErrorCase{"OverrideBadPool",
                          "fabric: {block: 1, leaf: 1, nvlink: 1, node: 2}\noverrides:\n  - node: node-1\n    pool: pbs\n",
                          "pool: pbs", "overrides[0].pool: unknown pool \"pbs\" (accepted: kubernetes, slurm, shared)"},
+        // Regression: allocated above capacity was accepted (the node read as full, the typo hidden).
+        ClusterErrorCase{"OverrideAllocatedAboveCapacity",
+                         "fabric: {block: 1, leaf: 1, nvlink: 1, node: 2, capacity: {gpus: 8}}\noverrides:\n  - node: node-1\n    allocated: {gpus: 20}\n",
+                         "allocated: {gpus: 20}", "overrides[0].allocated.gpus: 20 is above node node-1's capacity (8)"},
+        ClusterErrorCase{"NodeAllocatedAboveCapacity",
+                         "nodes:\n  - name: gpu-0\n    capacity: {gpus: 8, cpu: 4}\n    allocated: {cpu: 6}\n",
+                         "allocated: {cpu: 6}", "nodes[0].allocated.cpu: 6 is above node gpu-0's capacity (4)"},
         ClusterErrorCase{"OverrideUnknownField",
                          "fabric: {block: 1, leaf: 1, nvlink: 1, node: 2}\noverrides:\n  - node: node-1\n    gpus: 4\n",
                          "gpus: 4", "overrides[0].gpus: unknown field"},
