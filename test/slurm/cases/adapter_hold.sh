@@ -21,8 +21,8 @@ _all_held_by_key() { local j; for j in "$@"; do held_by_key "$j" || return 1; do
 case_hold() {
   local h o b w1 w2 w3 c j
   ensure_adapter
-  h=$(submit team-a --hold --comment="mine tidal.dev/class=batch" --gres=gpu:1 -- 1)
-  o=$(submit team-a --gres=gpu:1 -- 1)
+  h=$(submit team-a --hold --comment="mine tidal.dev/class=batch" --gres=gpu:1 -- 5)
+  o=$(submit team-a --gres=gpu:1 -- 5)
   wait_for 10 "job $h (sbatch --hold) says it is held by its key" held_by_key "$h"
   wait_for 20 "job $o beside the held one runs" is_state "$o" RUNNING
   holds_for 4 "job $h (sbatch --hold) left its hold" held_by_key "$h"
@@ -48,7 +48,7 @@ case_hold() {
   wait_for 10 "jobs $w1 $w2 $w3 held by their key" _all_held_by_key "$w1" "$w2" "$w3"
   check "owner's scontrol hold ($w1), admin's Comment key ($w2), admin's scontrol hold ($w3): each held, '$(slurm_job_field "$w1" AdminComment)'"
   scancel "$b"
-  c=$(submit capped -N 4 --gres=gpu:4 -- 2)
+  c=$(submit capped -N 4 --gres=gpu:4 -- 4)
   wait_for 20 "job $c (capped's whole 16 GPUs) RUNNING past the held ones" is_state "$c" RUNNING
   holds_for 3 "a held job left its hold once capacity freed" _all_held_by_key "$w1" "$w2" "$w3"
   check "capacity freed: job $c (16 GPUs, capped's whole quota) runs; $w1 $w2 $w3 stay held, holding no quota"
