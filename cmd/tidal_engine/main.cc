@@ -12,7 +12,9 @@
 // scheduling state is owned by one Engine object, which serialises access with its own mutex.
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -103,6 +105,25 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string state_file = flags.Get("--state-file");
+  // The state file is written where it will be (its own temporary file, renamed over it): a
+  // directory that is missing or not writable is refused now, not found out at the first save,
+  // 30 s later, as a warning while the usage history is lost.
+  const auto state_tmp = [&state_file] {
+    char host[256] = {0};
+    if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+    return state_file + ".tmp." + host + "." + std::to_string(getpid());
+  };
+  if (!state_file.empty()) {
+    const std::string probe = state_tmp();
+    FILE* f = std::fopen(probe.c_str(), "w");
+    if (f == nullptr) {
+      std::cerr << "tidal-engine: --state-file: cannot write " << probe << ": " << std::strerror(errno)
+                << " (the file's directory must exist and be writable)\n";
+      return 1;
+    }
+    std::fclose(f);
+    std::remove(probe.c_str());
+  }
   if (!state_file.empty() && std::filesystem::exists(state_file)) {
     std::ifstream in(state_file);
     std::stringstream ss;
@@ -114,9 +135,7 @@ int main(int argc, char** argv) {
   auto save_state = [&] {
     if (state_file.empty()) return;
     // A temporary file of this process's own: replicas may share the state volume (deploy/base).
-    char host[256] = {0};
-    if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-    const std::string tmp = state_file + ".tmp." + host + "." + std::to_string(getpid());
+    const std::string tmp = state_tmp();
     {
       std::ofstream out(tmp);
       out << (*engine)->SaveLedger();
