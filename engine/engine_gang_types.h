@@ -68,6 +68,10 @@ struct EngineGang {
     // Its pods that are no member of its run: being deleted before they succeeded, or Failed
     // (ReindexGangLocked). Neither bound nor pending; CheckPod does not count them as present.
     int32_t gone = 0;
+    // Its pending pods held back by spec.schedulingGates (kSchedulingGates): not placeable yet,
+    // neither pending nor present to CheckPod; the first one's name and gate, for its message.
+    int32_t gated = 0;
+    std::string gated_example;
     // Members of this run that already ended Succeeded, here or gone (finished_starts): bound,
     // and started no earlier than its earliest pending member was created (a gang that an earlier
     // scheduler bound in part, whose bound members finished before the rest were placed). They

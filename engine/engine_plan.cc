@@ -116,6 +116,10 @@ void Engine::ReindexGangLocked(const std::string& key) {
       s.exclusive = ExclusiveTopologyOf(p.ns, p.labels, p.annotations);
     }
     if (!p.node_name.empty() || p.phase != PodPhase::kPending) continue;
+    if (auto gate = p.annotations.find(kSchedulingGates); gate != p.annotations.end()) {
+      if (s.gated++ == 0) s.gated_example = "pod " + p.name + " waits for " + gate->second;
+      continue;  // not placeable until its gates are removed (a member, but not one to place yet)
+    }
     first = first == nullptr ? &p : first;
     ++s.pending;
     // The node constraints of every pending member, each different one once (members of one

@@ -64,6 +64,11 @@ inline constexpr const char* kPodGroupName = "podgroup.internal.tidal.dev/name";
 inline constexpr const char* kPodGroupState = "podgroup.internal.tidal.dev/state";
 inline constexpr const char* kPodGroupMinCount = "podgroup.internal.tidal.dev/min-count";
 inline constexpr const char* kPodGroupTopologyKey = "podgroup.internal.tidal.dev/topology-key";
+// An unbound pod that carries spec.schedulingGates, as the shim writes it into the converted pod's
+// annotations: its first gate's name (and how many more). No scheduler places it until its gates
+// are removed, so it is not yet a gang member that can be placed: the gang waits for it as for a
+// member not created yet, and says so (Engine::CheckPod).
+inline constexpr const char* kSchedulingGates = "sync.internal.tidal.dev/scheduling-gates";
 
 inline constexpr const char* kJobSetExclusiveTopology = "alpha.jobset.sigs.k8s.io/exclusive-topology";
 inline constexpr const char* kLwsExclusiveTopology = "leaderworkerset.sigs.k8s.io/exclusive-topology";

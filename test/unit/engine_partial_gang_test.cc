@@ -191,5 +191,30 @@ TEST_F(PartialGangTest, ReplacementsOfAGangWhoseMembersStillTerminateArePlannedW
   EXPECT_EQ(PlaceAndPermit({"uid-r1"}), 2u) << "both replacements bind together";
 }
 
+// A member held back by spec.schedulingGates (the shim marks the converted pod: kSchedulingGates)
+// cannot be placed: its gang waits for it in PreEnqueue as for a member not created yet, and the
+// reason names it. Before, it counted as present: the other members were planned and reserved and
+// waited in Permit for it until permitTimeoutSeconds, were released and planned again, over and
+// over, holding their nodes, with only "rejected due to timeout after waiting 20s at plugin Tidal".
+TEST_F(PartialGangTest, AMemberHeldBackBySchedulingGatesIsWaitedForAndNamed) {
+  std::vector<PodInfo> g;
+  for (int i = 0; i < 3; ++i) g.push_back(GangPod("g" + std::to_string(i), "gated", 3));
+  g[2].annotations[kSchedulingGates] = "example.com/wait";
+  ASSERT_TRUE(Add(g).ok());
+  std::string gang;
+  const Status st = engine_->CheckPod("uid-g0", &gang);
+  EXPECT_EQ(st.code(), StatusCode::kWait) << st.ToString();
+  EXPECT_NE(st.Message().find("2 of 3 members exist, 1 more held back by spec.schedulingGates (pod g2 waits for "
+                              "example.com/wait"),
+            std::string::npos)
+      << st.Message();
+  EXPECT_FALSE(engine_->PlanPod("uid-g0").status.ok()) << "no plan waits in Permit for a gated member";
+  EXPECT_EQ(engine_->Stats().plans, 0);
+  g[2].annotations.erase(kSchedulingGates);  // its gate removed
+  ASSERT_TRUE(Add({g[2]}).ok());
+  ASSERT_TRUE(engine_->CheckPod("uid-g0", &gang).ok());
+  EXPECT_EQ(PlaceAndPermit({"uid-g0", "uid-g1", "uid-g2"}), 3u);
+}
+
 }  // namespace
 }  // namespace tidal

@@ -13,7 +13,14 @@
 # tidal.dev/gang-size, both values and both pods, and neither is bound (before, one was planned and
 # waited in Permit for the other, held as incomplete, with nothing saying why). Once the annotation
 # is fixed on the second pod, both run. About 4 s.
-MORE_CASES+=(gang-incomplete gang-conflict)
+#
+# gang-gated: a gang of 3 whose third pod carries a scheduling gate (as Kueue gates pods until it
+# admits them). The two others wait in PreEnqueue, none bound, and get TidalGangIncomplete naming
+# the gated pod and its gate (before, they were planned and reserved and waited in Permit for it,
+# were released after permitTimeoutSeconds and planned again, over and over, holding their nodes,
+# with only "rejected due to timeout after waiting 20s at plugin Tidal"). Once the gate is
+# removed, all three run. About 5 s.
+MORE_CASES+=(gang-incomplete gang-conflict gang-gated)
 
 case_gang-incomplete() {
   local ns=e2e-gang-incomplete t0
@@ -43,5 +50,25 @@ case_gang-conflict() {
   k annotate pod -n $ns three-0 --overwrite tidal.dev/gang-size=2 >/dev/null
   check "once both say 2, both run" until_true "$TIDAL_E2E_TIMEOUT" all_running $ns 2 tidal.dev/gang=mix
   timings+=("gang-conflict-fixed-running=$(ms_since "$t0")ms")
+  cleanup_ns $ns
+}
+
+case_gang-gated() {
+  local ns=e2e-gang-gated t0
+  new_ns $ns
+  e2e_pods $ns gated 3 8 tidal-scheduler '{"tidal.dev/gang": "gated"}' '{"tidal.dev/gang-size": "3"}' | python3 -c '
+import json, sys
+pods = json.load(sys.stdin)
+pods["items"][2]["spec"]["schedulingGates"] = [{"name": "e2e.tidal.dev/admit"}]
+print(json.dumps(pods))' | k create -f - >/dev/null
+  check "the two others get TidalGangIncomplete naming the gated pod and its gate" until_true 20 \
+    eval "has_event $ns TidalGangIncomplete gated-0 'held back by spec.schedulingGates (pod gated-2 waits for e2e.tidal.dev/admit' && has_event $ns TidalGangIncomplete gated-1 'gated-2'"
+  check "none is bound" test "$(bound $ns)" -eq 0
+  check "the engine holds no plan for it (no member reserved, waiting in Permit)" \
+    eval "! curl -sf 'http://127.0.0.1:$TIDAL_E2E_ENGINE_HTTP_PORT/explain?workload=$ns/gated' | grep -q '^plan:'"
+  t0=$(e2e_now_ms)
+  k patch pod -n $ns gated-2 --type=json -p '[{"op": "remove", "path": "/spec/schedulingGates"}]' >/dev/null
+  check "once the gate is removed, all three run" until_true "$TIDAL_E2E_TIMEOUT" all_running $ns 3 tidal.dev/gang=gated
+  timings+=("gang-gated-ungated-running=$(ms_since "$t0")ms")
   cleanup_ns $ns
 }

@@ -17,12 +17,15 @@
 //     Sync message is sent without them, marked (limits.go).
 //   - The PodGroup a pod names (upstream: podgroup.go; Volcano's, KAI's: peergroup.go) adds what
 //     it says (gang size, topology, queue) to the converted pod's annotations.
+//   - An unbound pod with spec.schedulingGates gets SchedulingGatesAnnotation (its first gate):
+//     its gang waits for it, and says so, instead of planning around a member that cannot bind.
 //
 // Threading: pure functions; inputs are not modified (informer objects are shared).
 package convert
 
 import (
 	"sort"
+	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -75,6 +78,7 @@ func Pod(p *v1.Pod) *tidalv1.Pod {
 	}
 	applyPodGroup(p, out)   // the upstream PodGroup (podgroup.go)
 	applyPeerGroups(p, out) // Volcano's and KAI's PodGroups (peergroup.go)
+	applySchedulingGates(p, out)
 	if p.CreationTimestamp.IsZero() {
 		out.CreationUnix = 0
 	}
@@ -86,6 +90,28 @@ func Pod(p *v1.Pod) *tidalv1.Pod {
 	}
 	podConstraints(p, out)
 	return boundPod(out) // over MaxObjectBytes: without its keys, marked (limits.go)
+}
+
+// SchedulingGatesAnnotation marks an unbound pod that carries spec.schedulingGates (kept in sync
+// with engine/pod_spec.h kSchedulingGates): its first gate's name, cut to MaxNameBytes, and
+// " (+N more)". No scheduler places such a pod until its gates are removed, so the engine does not
+// count it as a gang member that can be placed: the others wait in PreEnqueue, and their
+// TidalGangIncomplete names the gate. Removing the gates changes the converted pod, and the Sync
+// batch that carries the change requeues the gang's held members.
+const SchedulingGatesAnnotation = "sync.internal.tidal.dev/scheduling-gates"
+
+func applySchedulingGates(p *v1.Pod, out *tidalv1.Pod) {
+	if p.Spec.NodeName != "" || len(p.Spec.SchedulingGates) == 0 {
+		return
+	}
+	v := cutUTF8(p.Spec.SchedulingGates[0].Name, MaxNameBytes)
+	if more := len(p.Spec.SchedulingGates) - 1; more > 0 {
+		v += " (+" + strconv.Itoa(more) + " more)"
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[SchedulingGatesAnnotation] = v
 }
 
 // Phase maps a pod phase ("" and unknown values count as PENDING / UNKNOWN).

@@ -108,6 +108,31 @@ func TestPodFields(t *testing.T) {
 	}
 }
 
+// An unbound pod held back by scheduling gates is marked for the engine (its gang waits for it);
+// a user's value under the reserved key is never taken; a bound pod is not marked.
+func TestPodSchedulingGates(t *testing.T) {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "g-2", Annotations: map[string]string{SchedulingGatesAnnotation: "forged"}},
+		Spec:       v1.PodSpec{SchedulingGates: []v1.PodSchedulingGate{{Name: "example.com/wait"}, {Name: "kueue.x-k8s.io/admission"}}},
+	}
+	if got := Pod(p).Annotations[SchedulingGatesAnnotation]; got != "example.com/wait (+1 more)" {
+		t.Errorf("gated pod: %s = %q", SchedulingGatesAnnotation, got)
+	}
+	p.Spec.SchedulingGates = p.Spec.SchedulingGates[1:]
+	if got := Pod(p).Annotations[SchedulingGatesAnnotation]; got != "kueue.x-k8s.io/admission" {
+		t.Errorf("one gate: %q", got)
+	}
+	p.Spec.SchedulingGates = nil
+	if got, ok := Pod(p).Annotations[SchedulingGatesAnnotation]; ok {
+		t.Errorf("gates removed: still marked %q", got)
+	}
+	p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "x"}}
+	p.Spec.NodeName = "node-1"
+	if got, ok := Pod(p).Annotations[SchedulingGatesAnnotation]; ok {
+		t.Errorf("bound pod: marked %q", got)
+	}
+}
+
 func TestPhase(t *testing.T) {
 	for in, want := range map[v1.PodPhase]tidalv1.Pod_Phase{
 		"": tidalv1.Pod_PENDING, v1.PodPending: tidalv1.Pod_PENDING, v1.PodRunning: tidalv1.Pod_RUNNING,

@@ -17,6 +17,7 @@ package tidal
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -76,9 +77,14 @@ func (p *Plugin) sweepIncomplete(now time.Time, after time.Duration) int {
 	}
 	p.mu.Unlock()
 	for _, d := range out {
+		hint := "the gang is placed once all its members exist (tidal.dev/gang-size, or its PodGroup's minMember); " +
+			"check that its controller creates that many pods"
+		if strings.Contains(d.msg, "spec.schedulingGates") { // the engine counts a gated member apart (engine_gang.cc)
+			hint = "the gang is placed once all its members exist and none is held back by a scheduling gate; " +
+				"whoever added the gate (a queueing controller such as Kueue, or a person) removes it"
+		}
 		p.handle.EventRecorder().Eventf(d.pod, nil, v1.EventTypeNormal, ReasonGangIncomplete, "Scheduling",
-			"%s (waiting %s): the gang is placed once all its members exist (tidal.dev/gang-size, or its PodGroup's minMember); "+
-				"check that its controller creates that many pods", d.msg, d.wait)
+			"%s (waiting %s): %s", d.msg, d.wait, hint)
 	}
 	return len(out)
 }

@@ -55,6 +55,27 @@ func TestAMemberWaitingLongForItsGangGetsOneEvent(t *testing.T) {
 	}
 }
 
+// A member waiting for a gated one (the engine names the gate) is told to have the gate removed,
+// not to check its controller's pod count.
+func TestAMemberWaitingForAGatedMemberIsToldAboutTheGate(t *testing.T) {
+	e := newEnv(t)
+	p := gpuPod("ml", "w-0", map[string]string{"tidal.dev/gang": "llm", "tidal.dev/gang-size": "2"})
+	e.eng.CheckPodFn = func(*tidalv1.PodRef) *tidalv1.CheckPodResponse {
+		return &tidalv1.CheckPodResponse{Status: ok(tidalv1.Status_WAIT, "gang ml/llm: 1 of 2 members exist, 1 more held back by "+
+			"spec.schedulingGates (pod w-1 waits for example.com/wait: placed once its gates are removed)"), Gang: "ml/llm"}
+	}
+	t0 := time.Now()
+	e.plugin.PreEnqueue(context.Background(), p)
+	if n := e.plugin.sweepIncomplete(t0.Add(31*time.Second), 30*time.Second); n != 1 {
+		t.Fatalf("%d events, want 1", n)
+	}
+	got := gangEvents(e)
+	if len(got) != 1 || !strings.Contains(got[0], "pod w-1 waits for example.com/wait") ||
+		!strings.Contains(got[0], "removes it") || strings.Contains(got[0], "creates that many pods") {
+		t.Fatalf("events %q, want the gate named and what to do about it", got)
+	}
+}
+
 func TestAMemberWhoseGangCompletesGetsNoEvent(t *testing.T) {
 	e := newEnv(t)
 	p := gpuPod("ml", "w-0", map[string]string{"tidal.dev/gang": "llm", "tidal.dev/gang-size": "4"})
