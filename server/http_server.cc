@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <algorithm>
+#include <cctype>
 #include <httplib.h>
 
 #include <sys/socket.h>
@@ -71,8 +73,13 @@ Status HttpServer::LoadToken() {
 int HttpServer::Authorize(const std::string& remote_addr, const std::string& authorization) {
   if (options_.trust_loopback && IsLoopback(remote_addr)) return 0;
   if (options_.token_file.empty()) return 403;
-  constexpr std::string_view kBearer = "Bearer ";
-  if (authorization.rfind(kBearer, 0) != 0) return 401;
+  // The scheme is case-insensitive (RFC 9110 section 11.1): "Bearer", "bearer", "BEARER".
+  constexpr std::string_view kBearer = "bearer ";
+  if (authorization.size() < kBearer.size() ||
+      !std::equal(kBearer.begin(), kBearer.end(), authorization.begin(),
+                  [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
+    return 401;
+  }
   std::lock_guard<std::mutex> lock(token_mu_);
   // A token file being rewritten (rotation) keeps the last good token until the new one reads.
   (void)LoadToken();

@@ -1,5 +1,6 @@
 #include "core/io/queue_config.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -165,7 +166,7 @@ QueueConfig DecodeQueueConfig(const Document& doc, const nlohmann::json& root, s
       } else if (k == "parent") {
         if (!v.is_string()) err(f, "must be a queue name"); else q.parent = v.get<std::string>();
       } else if (k == "weight") {
-        if (!v.is_number() || v.get<double>() <= 0) err(f, "must be a number > 0"); else q.weight = v.get<double>();
+        if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>())) err(f, "must be a finite number > 0"); else q.weight = v.get<double>();
       } else if (k == "nominal") {
         ReadResVec(doc, v, f, cfg, kUnlimited, &q.nominal, errors);
       } else if (k == "borrowingLimit") {

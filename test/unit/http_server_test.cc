@@ -160,6 +160,16 @@ TEST_F(HttpServerTest, PrivateRoutesAcceptTheBearerTokenAndFollowItsRotation) {
   EXPECT_EQ(get(""), 401);
   EXPECT_EQ(get("wrong-token-0123456789"), 401);
   EXPECT_EQ(get("first-token-0123456789"), 200);
+  {  // the scheme is case-insensitive; another scheme is not a bearer token
+    for (const char* scheme : {"bearer ", "BEARER "}) {
+      auto r = c.Get("/explain", httplib::Headers{{"Authorization", std::string(scheme) + "first-token-0123456789"}});
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 200) << scheme;
+    }
+    auto r = c.Get("/explain", httplib::Headers{{"Authorization", "Basic first-token-0123456789"}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401);
+  }
   // Rotate: a new file content (and mtime) replaces the token for the next request.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   std::ofstream(o.token_file) << "second-token-0123456789\n";
