@@ -2,7 +2,8 @@
 # deploy/gitops: the Argo CD Application and the Flux GitRepository + Kustomization name the fields
 # their controllers need and a path of this repository that kustomize renders (kubectl kustomize,
 # with the e2e kubectl when built), with the engine ConfigMap under its hashed name; config-ci.sh
-# passes a valid config and refuses an invalid one (exit 2).
+# passes a valid config and refuses an invalid one (exit 2); the example config and the installed
+# one run the same scheduling profile.
 #   gitops_examples_test.sh BUILD_DIR
 set -euo pipefail
 BUILD=${1:?usage: gitops_examples_test.sh BUILD_DIR}
@@ -60,4 +61,15 @@ rc=$?
 set -e
 [ "$rc" = 2 ] || fail "config-ci.sh on an invalid config: exit $rc, want 2: $(cat "$WORK/ci.out")"
 grep -q "weight" "$WORK/ci.out" || fail "config-ci.sh does not name the bad field: $(cat "$WORK/ci.out")"
+# The example config (deploy/config/tidal.yaml: make demo, the docs) runs the same scheduling profile
+# as the one kustomize installs (deploy/base/engine.yaml): a plugin missing from one (it once lacked
+# preemption, so the demo's queues never got borrowed quota back) is a difference users do not expect.
+python3 - "$ROOT" <<'PY' || fail "deploy/config/tidal.yaml and deploy/base/engine.yaml run different profiles"
+import sys, yaml
+root = sys.argv[1]
+example = yaml.safe_load(open(f"{root}/deploy/config/tidal.yaml"))["profile"]
+base = yaml.safe_load(open(f"{root}/deploy/base/engine.yaml"))["profile"]
+if example != base:
+    sys.exit(f"profile: deploy/config/tidal.yaml {example} != deploy/base/engine.yaml {base}")
+PY
 echo "gitops examples: ok"
