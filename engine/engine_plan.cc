@@ -118,7 +118,10 @@ void Engine::ReindexGangLocked(const std::string& key) {
     if (!p.node_name.empty() || p.phase != PodPhase::kPending) continue;
     if (auto gate = p.annotations.find(kSchedulingGates); gate != p.annotations.end()) {
       if (s.gated++ == 0) s.gated_example = "pod " + p.name + " waits for " + gate->second;
-      continue;  // not placeable until its gates are removed (a member, but not one to place yet)
+      // A member of this run all the same (its finished members are kept for it, below), but not
+      // one to place until its gates are removed.
+      s.submitted = std::min(s.submitted, p.creation_unix);
+      continue;
     }
     first = first == nullptr ? &p : first;
     ++s.pending;
@@ -136,7 +139,7 @@ void Engine::ReindexGangLocked(const std::string& key) {
     s.submitted = std::min(s.submitted, p.creation_unix);
   }
   // Finished members of this run, here or gone; with nothing pending none is of a run to complete.
-  auto not_of_this_run = [&](int64_t start) { return s.pending == 0 || start <= 0 || start < s.submitted; };
+  auto not_of_this_run = [&](int64_t start) { return s.pending + s.gated == 0 || start <= 0 || start < s.submitted; };
   std::erase_if(g.finished_starts, [&](const auto& f) { return not_of_this_run(f.second); });
   std::erase_if(succeeded, not_of_this_run);
   s.finished = static_cast<int32_t>(g.finished_starts.size() + succeeded.size());

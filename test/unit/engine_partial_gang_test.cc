@@ -216,5 +216,25 @@ TEST_F(PartialGangTest, AMemberHeldBackBySchedulingGatesIsWaitedForAndNamed) {
   EXPECT_EQ(PlaceAndPermit({"uid-g0", "uid-g1", "uid-g2"}), 3u);
 }
 
+// The e2e partial-gang case: the members left are gated while the bound ones run and finish (and
+// are deleted). They are members of the run all the same: once ungated, the two are placed as the
+// rest of the gang, not held for a gang of 4 (the finished members were forgotten while nothing
+// but gated pods was pending).
+TEST_F(PartialGangTest, TheGatedRestOfAGangWhoseBoundMembersFinishedIsPlacedOnceUngated) {
+  std::vector<PodInfo> g = Half(2);
+  g[2].annotations[kSchedulingGates] = "e2e.tidal.dev/hold";
+  g[3].annotations[kSchedulingGates] = "e2e.tidal.dev/hold";
+  ASSERT_TRUE(Add(g).ok());
+  ASSERT_TRUE(Add({Succeeded(g[0]), Succeeded(g[1])}).ok());
+  ASSERT_TRUE(Delete({"uid-h0", "uid-h1"}).ok());
+  now_ = t0_ + 10;
+  g[2].annotations.clear();
+  g[3].annotations.clear();
+  ASSERT_TRUE(Add({g[2], g[3]}).ok());
+  std::string gang;
+  ASSERT_TRUE(engine_->CheckPod("uid-h2", &gang).ok()) << "its finished members still count";
+  EXPECT_EQ(PlaceAndPermit({"uid-h2", "uid-h3"}), 2u);
+}
+
 }  // namespace
 }  // namespace tidal
