@@ -416,9 +416,14 @@ std::string QuotaLedger::Describe(int q) const {
     if (!out.empty()) out += "; ";
     out += "queue " + t.Name(q) + " uses " + Amount(cfg, r, alloc_[static_cast<size_t>(q)][static_cast<size_t>(r)]) +
            "/" + Amount(cfg, r, n) + " " + rn;
+    // Over nominal now (what the borrowing limit caps), and, apart, the work admitted while over it:
+    // all of such a workload is "on borrowed quota" (reclaim may take it), not only the part above.
     const int64_t b = t.Spec(q).borrowing_limit[static_cast<size_t>(r)];
-    out += " (borrowing limit " + Amount(cfg, r, b) + ", borrowed " +
-           Amount(cfg, r, borrowed_[static_cast<size_t>(q)][static_cast<size_t>(r)]) + ")";
+    const int64_t over = std::max<int64_t>(0, alloc_[static_cast<size_t>(q)][static_cast<size_t>(r)] - n);
+    const int64_t on_borrowed = borrowed_[static_cast<size_t>(q)][static_cast<size_t>(r)];
+    out += " (" + (over > 0 ? Amount(cfg, r, over) + " over nominal, " : std::string()) + "borrowing limit " + Amount(cfg, r, b);
+    if (on_borrowed > 0) out += "; " + Amount(cfg, r, on_borrowed) + " " + rn + " in work admitted on borrowed quota, which reclaim may take";
+    out += ")";
     const int p = t.Parent(q);
     out += "; cohort " + (p == 0 ? std::string("cluster") : t.Name(p)) + " has " + Amount(cfg, r, Lendable(q, r)) +
            " " + rn + " lendable";

@@ -3,7 +3,7 @@
 // Admit: the workload's queue must be a configured leaf (error naming the queue and listing the
 //   leaves otherwise) and at least min_members members must be admissible under the rules of
 //   core/state/queues.h; otherwise Unschedulable with the quota state that holds it, e.g.
-//   "queue team-a uses 48/48 gpus (borrowing limit 0, borrowed 0); cohort org has 0 gpus lendable".
+//   "queue team-a uses 48/48 gpus (borrowing limit 0); cohort org has 0 gpus lendable".
 // PreFilter: caps the members to place at what quota admits (elastic gangs shrink to fit quota);
 //   for a workload that takes any GPU model, also the members per model that the queue's
 //   gpus.<model> quotas admit (PlacementConstraints::model_caps, enforced by the search).

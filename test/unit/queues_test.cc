@@ -76,6 +76,22 @@ INSTANTIATE_TEST_SUITE_P(
         AdmitCase{"FullOwnNominal", 32, 32, 1, false, false, "queue a uses 32/32 gpus"}),
     [](const ::testing::TestParamInfo<AdmitCase>& i) { return i.param.name; });
 
+// Regression: Describe said "uses 48/32 gpus (borrowing limit 16, borrowed 48)", as if the queue
+// were over its limit: "borrowed" counted every GPU of work admitted while over nominal.
+TEST(QuotaLedger, DescribeSaysHowFarOverNominalApartFromWorkOnBorrowedQuota) {
+  QuotaLedger l = MakeLedger({Q("org", "", 64), Q("a", "org", 32, 16), Q("b", "org", 32)}, 64);
+  const int a = l.tree().Find("a");
+  ASSERT_TRUE(l.Charge("in", a, G(24), false).ok());
+  EXPECT_EQ(l.Describe(a).substr(0, l.Describe(a).find(';')), "queue a uses 24/32 gpus (borrowing limit 16)");
+  ASSERT_TRUE(l.Charge("over", a, G(24), true).ok());
+  const std::string d = l.Describe(a);
+  EXPECT_NE(d.find("queue a uses 48/32 gpus (16 over nominal, borrowing limit 16; 24 gpus in work admitted on borrowed "
+                   "quota, which reclaim may take); cohort org"),
+            std::string::npos)
+      << d;
+  EXPECT_EQ(d.find("borrowed 24"), std::string::npos) << d;
+}
+
 TEST(QuotaLedger, DecayHalvesUsageAfterOneHalfLife) {
   QuotaLedger l = MakeLedger({Q("a", "", 8)}, 8);
   const int a = l.tree().Find("a");
