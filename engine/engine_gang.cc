@@ -101,21 +101,23 @@ Status Engine::CheckPod(const std::string& uid, std::string* gang) {
   auto g = gangs_.find(key);
   // Members that disagree on its size, minimum or queue: refused until they agree (a spec error).
   if (g != gangs_.end() && !g->second.summary.conflict.empty()) return Status::Unresolvable(g->second.summary.conflict, "podspec");
+  std::string why = GangIncompleteWhy(key, g == gangs_.end() ? nullptr : &g->second, spec.gang_min);
+  return why.empty() ? Status::Ok() : Status::Wait(why, "gang");
+}
+
+std::string GangIncompleteWhy(const std::string& key, const EngineGang* g, int32_t gang_min) {
   // Its pods, less those being replaced (Summary::gone) and those held back by scheduling gates
   // (Summary::gated), and the members of this run that finished and left (finished_starts).
-  const int32_t gated = g == gangs_.end() ? 0 : g->second.summary.gated;
-  const int32_t have = g == gangs_.end() ? 0
-                                         : static_cast<int32_t>(g->second.pods.size() + g->second.finished_starts.size()) -
-                                               g->second.summary.gone - gated;
-  if (have < spec.gang_min) {
-    std::string why = "gang " + key + ": " + std::to_string(have) + " of " + std::to_string(spec.gang_min) + " members exist";
-    if (gated > 0) {
-      why += ", " + std::to_string(gated) + " more held back by spec.schedulingGates (" + g->second.summary.gated_example +
-             ": placed once its gates are removed)";
-    }
-    return Status::Wait(why, "gang");
+  const int32_t gated = g == nullptr ? 0 : g->summary.gated;
+  const int32_t have =
+      g == nullptr ? 0 : static_cast<int32_t>(g->pods.size() + g->finished_starts.size()) - g->summary.gone - gated;
+  if (have >= gang_min) return {};
+  std::string why = "gang " + key + ": " + std::to_string(have) + " of " + std::to_string(gang_min) + " members exist";
+  if (gated > 0) {
+    why += ", " + std::to_string(gated) + " more held back by spec.schedulingGates (" + g->summary.gated_example +
+           ": placed once its gates are removed)";
   }
-  return Status::Ok();
+  return why;
 }
 
 Status Engine::Reserve(const std::string& uid, const std::string& node) {

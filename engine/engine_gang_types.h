@@ -99,4 +99,9 @@ struct EngineGang {
   } summary;
 };
 
+// Why gang `key` (of `gang_min` members) is not complete yet: "gang KEY: N of MIN members exist",
+// with the members held back by scheduling gates; "" once enough exist. For CheckPod's Wait and
+// explain's last line while the gang has no other. g: nullptr when no pod of it is known.
+std::string GangIncompleteWhy(const std::string& key, const EngineGang* g, int32_t gang_min);
+
 }  // namespace tidal

@@ -185,7 +185,7 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
     j["queue"] = spec->queue;
     j["class"] = std::string(WorkloadClassName(spec->workload_class));
     j["members"] = {{"size", spec->gang_size}, {"min", spec->gang_min}, {"pending", pending}, {"bound", bound}};
-    j["last"] = gang.last_reason;
+    j["last"] = gang.last_reason.empty() ? GangIncompleteWhy(key, &gang, spec->gang_min) : gang.last_reason;
     if (std::string r = RuntimeNoteLocked(gang); !r.empty()) j["runtime"] = r;  // engine_runtime.cc
     if (auto r = book_->find(PlanId(gang)); r != book_->end()) {
       j["reservation"] = {{"start_unix", r->second.start_s}, {"nodes", r->second.assignments.size()}};
@@ -294,7 +294,12 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
     t += "plan: " + pl.domain + ", " + std::to_string(pl.slots.size()) + " slots, " + std::to_string(reserved) +
          " reserved: " + pl.explanation + "\n";
   }
-  t += "last: " + g->second.last_reason + "\n";
+  std::string last = g->second.last_reason;
+  if (last.empty() && !g->second.pods.empty()) {  // never tried: an incomplete gang says so (CheckPod holds its pods)
+    const auto& spec = SpecLocked(pods_.at(*g->second.pods.begin()));
+    if (spec.ok()) last = GangIncompleteWhy(key, &g->second, spec->gang_min);
+  }
+  t += "last: " + last + "\n";
   if (bound > 0) {
     EnsureStateLocked();  // closes_
     if (std::string b = BorrowedTimeLocked(g->second, nullptr); !b.empty()) t += "window: " + b + "\n";

@@ -211,5 +211,20 @@ TEST_F(EngineExplainTest, PlannedRunningAndUnknownAnswersAreUnchanged) {
   EXPECT_FALSE(engine_->ExplainJson("team/nothing").ok());
 }
 
+// Regression: a gang waiting for members (held by CheckPod before any plan) explained with an
+// empty "last:" line; now it says how many members exist, as the pods' event does.
+TEST_F(EngineExplainTest, AnIncompleteGangSaysHowManyMembersExist) {
+  ASSERT_TRUE(AddPods({GangPod("w0", "four", 4), GangPod("w1", "four", 4)}).ok());
+  const nlohmann::json j = Explain("team/four", 5);
+  EXPECT_EQ(j["last"], "gang team/four: 2 of 4 members exist") << j.dump();
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/four", &text).ok());
+  EXPECT_NE(text.find("last: gang team/four: 2 of 4 members exist\n"), std::string::npos) << text;
+  // Once complete it is planned, and "last" is the planner's word again.
+  ASSERT_TRUE(AddPods({GangPod("w2", "four", 4), GangPod("w3", "four", 4)}).ok());
+  ASSERT_TRUE(engine_->PlanPod("uid-w0").status.ok());
+  EXPECT_EQ(Explain("team/four", 5)["last"].get<std::string>().rfind("planned: ", 0), 0u);
+}
+
 }  // namespace
 }  // namespace tidal
