@@ -41,10 +41,10 @@
 #       is refused (FailedScheduling naming queue qq and its nominal 16); after the jobs end the pod
 #       runs (planned by the Slurm adapter's Admit, activated in kube-scheduler), a second one too, and
 #       a third sbatch job stays held with AdminComment naming the quota. Then a qq pod behind a
-#       scheduling gate (kube-scheduler cannot take it) is planned ahead by Admit (qq's ledger: 8) and
-#       deleted: the charge must go with it, and two 8-GPU qq jobs run again. Engine issue seen here
-#       (Dec 2026): it does not (qq=8 stays; DeletePodLocked erases a gang whose plan no member had
-#       claimed yet without dropping the plan).
+#       scheduling gate is not planned ahead by Admit while gated (qq's ledger: 0; a gated pod is no
+#       member yet), runs once ungated (8), and is deleted: the charge must go with it, and two 8-GPU
+#       qq jobs run again. (A plan made ahead and dropped with its pod, an engine issue first seen
+#       here in Dec 2026, is DoorTest.APlanMadeAheadIsDroppedWithItsPodsGang.)
 #   slurm-4node-leaf  pods hold 4 of leaf-2's and 5 of leaf-3's shared nodes (4 + 3 free); a 4-node
 #       sbatch job with --comment=tidal.dev/topology-required=leaf runs on the 4 free leaf-2 nodes
 #       (slurmctld's NodeList, the API server's leaf labels); a second one (no leaf has 4 free) stays
@@ -468,19 +468,23 @@ case_slurm-quota() {
   sleep 2
   check "it stays PENDING, not released (priority $(sl_field "$j3" Priority)), while 14 shared nodes are free" \
     eval "sl_state_is $j3 PENDING && [ \"\$(sl_field $j3 Priority)\" = 0 ]"
-  # A charge planned ahead is given back with its pod: a qq pod kube-scheduler cannot take yet (a
-  # scheduling gate) is planned by the adapter's Admit (fair-share heads of both doors) and deleted
-  # before it binds; qq's quota must come back whole.
+  # A pod held by a scheduling gate (Kueue's admission gate, say) is no member yet: the adapter's
+  # Admit (fair-share heads of both doors) does not plan it ahead, so it charges qq nothing until its
+  # gate goes; then it runs, and its charge goes with it. (A plan made ahead and dropped with its
+  # pod: DoorTest.APlanMadeAheadIsDroppedWithItsPodsGang.)
   scancel "$j3"
   k delete pods -n $ns --all --wait=false >/dev/null
   check "qq holds nothing once its jobs and pods are gone" until_true 20 sl_idle
   pods $ns gated 1 8 tidal-scheduler '{"tidal.dev/queue": "qq"}' '{}' "$SL_SEL" |
     sed 's/"schedulerName":/"schedulingGates": [{"name": "e2e.tidal.dev\/gate"}], "schedulerName":/' | k create -f - >/dev/null
-  check "a gated qq pod is planned ahead by Admit: qq's ledger holds its 8 GPUs" until_true 10 \
-    eval '[ "$(sl_engine_metric "tidal_queue_usage{queue=\"qq\",resource=\"gpus\"}")" = 8 ]'
+  sleep 3
+  check "a gated qq pod is not planned ahead while its gate holds it (engine holds: $(sl_held))" sl_idle
+  k patch pod -n $ns gated-0 --type=json -p '[{"op": "remove", "path": "/spec/schedulingGates"}]' >/dev/null
+  check "ungated, it runs and qq's ledger holds its 8 GPUs" until_true 10 \
+    eval '[ "$(sl_engine_metric "tidal_queue_usage{queue=\"qq\",resource=\"gpus\"}")" = 8 ] && all_running '"$ns"' 1'
   k delete pod -n $ns gated-0 --wait=false >/dev/null
   until_true 10 sl_idle
-  check "deleted before it binds, its planned charge goes with it (engine holds: $(sl_held))" sl_idle
+  check "deleted, its charge goes with it (engine holds: $(sl_held))" sl_idle
   j1=$(sl_sbatch quota q8 8 300) j2=$(sl_sbatch quota q8 8 300)
   check "qq's quota is whole again: two 8-GPU jobs run" until_true 10 \
     eval "sl_state_is $j1 RUNNING && sl_state_is $j2 RUNNING"
