@@ -388,7 +388,8 @@ void Reconciler::Comment(const JobRecord& j, const std::string& id, const std::s
   if (j.admin_comment == text || (!j.admin_comment.empty() && j.admin_comment.rfind(kTidalPrefix, 0) != 0)) return;
   if (*budget <= 0) return;
   --*budget;
-  if (Status s = slurm_->SetComment(id, text); !s.ok()) {
+  // An unsplit array record in place, never by one of its task ids (PendingArrayId).
+  if (Status s = slurm_->SetComment(j.pending_array_tasks.empty() ? id : PendingArrayId(j), text); !s.ok()) {
     ++st.apply_errors;
     st.status.AddReason(s.ToString());
     return;
@@ -429,6 +430,31 @@ void Reconciler::Apply(const ClusterRecords& rec, const Desired& d, const v1::Ad
       ++st.held;
     }
   }
+  // Why the held jobs wait. An unsplit array record gets one comment, the reason of its lowest
+  // waiting task (the next to start), before this pass releases any of its tasks: it still holds
+  // every task the read saw, so Comment updates it in place (PendingArrayId). One comment per task
+  // split the record into a job record per task (up to 200 a pass), until MaxJobCount refused
+  // every sbatch. The other jobs' comments follow the releases.
+  int budget = kMaxCommentsPerPass;
+  auto each_waiting = [&](auto&& f) {
+    for (const auto& w : admit.waiting()) {
+      const std::string id = w.gang().rfind("slurm/", 0) == 0 ? w.gang().substr(6) : std::string();
+      const JobEntry* e = Read(id);
+      if (e != nullptr && StanceOf(*e->rec) == JobStance::kHeld) f(*e->rec, id, w.reason());
+    }
+    for (uint32_t slot : d.skipped) {
+      const JobEntry& e = entries_[slot];
+      if (StanceOf(*e.rec) == JobStance::kHeld) f(*e.rec, e.id, e.skip);
+    }
+  };
+  std::map<const JobRecord*, std::pair<uint32_t, std::string>> arrays;  // record -> lowest task, why
+  each_waiting([&](const JobRecord& j, const std::string& id, const std::string& why) {
+    if (j.pending_array_tasks.empty()) return;
+    const uint32_t task = static_cast<uint32_t>(std::strtoul(id.c_str() + id.rfind('_') + 1, nullptr, 10));  // "123_7"
+    auto [it, fresh] = arrays.try_emplace(&j, task, why);
+    if (!fresh && task < it->second.first) it->second = {task, why};
+  });
+  for (const auto& [j, why] : arrays) Comment(*j, j->id, why.second, &budget, st);
   for (const auto& a : admit.admitted()) {
     const std::string id = a.gang().rfind("slurm/", 0) == 0 ? a.gang().substr(6) : std::string();
     const JobEntry* e = id.empty() ? nullptr : Read(id);
@@ -458,17 +484,9 @@ void Reconciler::Apply(const ClusterRecords& rec, const Desired& d, const v1::Ad
     }
     ++st.released;
   }
-  int budget = kMaxCommentsPerPass;
-  for (const auto& w : admit.waiting()) {
-    const std::string id = w.gang().rfind("slurm/", 0) == 0 ? w.gang().substr(6) : std::string();
-    const JobEntry* e = Read(id);
-    if (e == nullptr || StanceOf(*e->rec) != JobStance::kHeld) continue;
-    Comment(*e->rec, id, w.reason(), &budget, st);
-  }
-  for (uint32_t slot : d.skipped) {
-    const JobEntry& e = entries_[slot];
-    if (StanceOf(*e.rec) == JobStance::kHeld) Comment(*e.rec, e.id, e.skip, &budget, st);
-  }
+  each_waiting([&](const JobRecord& j, const std::string& id, const std::string& why) {
+    if (j.pending_array_tasks.empty()) Comment(j, id, why, &budget, st);
+  });
 }
 
 ReconcileStats Reconciler::ReconcileOnce() {

@@ -152,6 +152,8 @@ class SlurmApi {
   // the job goes on on the rest. Refused for a job that is not running.
   virtual Status Shrink(const std::string& job_id, const std::vector<std::string>& nodes) = 0;
   // Sets a job's AdminComment (why Tidal holds it; the caller never overwrites an admin's own).
+  // job id "123", "123_7", or "123_[7-99]" for an unsplit array record (to_engine.h PendingArrayId:
+  // a task id of that record would split the task off into a job record of its own).
   virtual Status SetComment(const std::string& job_id, const std::string& comment) = 0;
   // Preempts a running job: requeue-hold it (batch) or cancel it with SIGTERM first.
   virtual Status Requeue(const std::string& job_id) = 0;

@@ -258,6 +258,21 @@ std::vector<std::string> JobIdsOf(const JobRecord& j) {
   return out;
 }
 
+std::string PendingArrayId(const JobRecord& j) {
+  if (j.pending_array_tasks.empty()) return "";
+  std::vector<uint32_t> t = j.pending_array_tasks;
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  std::string out = std::to_string(j.array_job_id != 0 ? j.array_job_id : j.job_id) + "_[";
+  for (size_t i = 0; i < t.size();) {
+    size_t k = i;
+    while (k + 1 < t.size() && t[k + 1] == t[k] + 1) ++k;
+    out += (i == 0 ? "" : ",") + std::to_string(t[i]) + (k == i ? "" : "-" + std::to_string(t[k]));
+    i = k + 1;
+  }
+  return out + "]";
+}
+
 std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const AdapterConfig& cfg) {
   const JobStance stance = StanceOf(j);
   if (stance == JobStance::kFinished) return {};

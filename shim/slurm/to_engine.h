@@ -104,6 +104,15 @@ std::string BoundsError(const JobRecord& j);
 // The job ids a record stands for: itself, or each pending task of an unsplit array record.
 std::vector<std::string> JobIdsOf(const JobRecord& j);
 
+// The id that updates an unsplit array record in place: "123_[7-9,11-99]", exactly the tasks it
+// holds ("" when it holds none). An update naming one of its tasks ("123_7", or a range short of
+// all of them) makes slurmctld split each named task off into a job record of its own (and counts
+// it against MaxJobCount); "123" updates the array's split tasks too, running ones included.
+// Checked on Slurm 22.05: a range equal to the record's tasks updates the record in place; a
+// range of more tasks (say, one split off since the read) updates it in place as well, plus the
+// split tasks it names, and splits nothing.
+std::string PendingArrayId(const JobRecord& j);
+
 // The members of job `id` (one of JobIdsOf(j)); empty when the job is not sent.
 std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const AdapterConfig& cfg);
 

@@ -107,7 +107,8 @@ ran_where_pinned() {
 leaf_of() { scontrol -o show node "$1" | grep -o 'ActiveFeatures=[^ ]*' | tr ',=' '\n\n' | sed -n 's/^tidal-leaf-//p'; }
 cancel_all() {
   local ids
-  ids=$(squeue -h -o %i 2>/dev/null | paste -sd' ' -)
+  # an array's pending record reads 12_[4-49%2]: scancel refuses the %2
+  ids=$(squeue -h -o %i 2>/dev/null | sed 's/%[0-9]*]$/]/' | paste -sd' ' -)
   # shellcheck disable=SC2086
   [ -z "$ids" ] || scancel $ids
   wait_for 30 "every job gone from squeue" _queue_empty
