@@ -11,7 +11,7 @@ What it does, and nothing else:
      Tidal (the tidal-slurm adapter) decides when and where it runs: it pins the held job
      (scontrol update JobId=J ReqNodeList=...) and releases it; slurmctld then starts it at once.
      Tidal writes why a job waits in its AdminComment (only admins can set that; `squeue -O
-     admincomment`, `scontrol show job`). The user's own --comment is kept: it carries the user's
+     admin_comment`, `scontrol show job`). The user's own --comment is kept: it carries the user's
      Tidal keys (docs/slurm.md), e.g. --comment="tidal.dev/topology-required=leaf".
   2. slurm_job_submit: a job submitted held (`sbatch --hold` / `-H`: 22.05 hands this file
      job_desc.priority == 0; NO_VAL otherwise) gets the word "tidal.dev/hold=true" added to its
