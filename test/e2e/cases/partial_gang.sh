@@ -24,7 +24,11 @@ partial_gang() {
   local ns=$1 restart=${2:-} node=${TIDAL_E2E_NODE_PREFIX:-node-} t0 i wait_s=15
   new_ns $ns
   local labels='{"tidal.dev/gang": "half"}' ann='{"tidal.dev/gang-size": "4", "sim.tidal.dev/runtime": "2s"}'
-  # Four pods in one list: the first two bound to node-24/25, the last two gated.
+  # Four pods in one list: half-0/1 bound to node-24/25, half-2/3 gated. The gated ones are created
+  # first: the members an earlier scheduler bound started after every member of the gang existed
+  # (the engine counts finished members of this run only: started no earlier than its pending
+  # members were created). Created the other way round, half-0 could start in the second before
+  # half-2 was created, and its finished record would rightly not count (a flaky failure once).
   e2e_pods $ns half 4 8 tidal-scheduler "$labels" "$ann" | python3 -c '
 import json, sys
 pods = json.load(sys.stdin)
@@ -33,6 +37,7 @@ for i, p in enumerate(pods["items"]):
         p["spec"]["nodeName"] = sys.argv[1] + str(24 + i)
     else:
         p["spec"]["schedulingGates"] = [{"name": "e2e.tidal.dev/hold"}]
+pods["items"] = pods["items"][2:] + pods["items"][:2]
 print(json.dumps(pods))' "$node" | k create -f - >/dev/null
   partial_done() { [ "$(pod_field $ns half-0 '{.status.phase}')" = Succeeded ] && [ "$(pod_field $ns half-1 '{.status.phase}')" = Succeeded ]; }
   check "the two members bound before ran and finished (Succeeded)" until_true 20 partial_done
