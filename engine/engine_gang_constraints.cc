@@ -11,31 +11,6 @@ namespace {
 
 constexpr size_t kMaxTerms = 64;  // affinity terms or tolerations of a combination
 
-bool SameRequirement(const SelectorRequirement& a, const SelectorRequirement& b) {
-  return a.key == b.key && a.op == b.op && a.values == b.values;
-}
-bool SameRequirements(const std::vector<SelectorRequirement>& a, const std::vector<SelectorRequirement>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!SameRequirement(a[i], b[i])) return false;
-  }
-  return true;
-}
-bool SameTerm(const SelectorTerm& a, const SelectorTerm& b) {
-  return SameRequirements(a.expressions, b.expressions) && SameRequirements(a.fields, b.fields);
-}
-bool SameToleration(const Toleration& a, const Toleration& b) {
-  return a.key == b.key && a.value == b.value && a.exists == b.exists && a.effect == b.effect;
-}
-template <typename T, typename Eq>
-bool SameList(const std::vector<T>& a, const std::vector<T>& b, Eq eq) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!eq(a[i], b[i])) return false;
-  }
-  return true;
-}
-
 bool MatchesNothing(const SelectorTerm& t) { return t.expressions.empty() && t.fields.empty(); }
 
 // The taints both s and t tolerate, as one toleration; nullopt when there are none.
@@ -72,14 +47,7 @@ std::optional<Toleration> BothTolerate(const Toleration& s, const Toleration& t)
 bool SameNodeConstraints(const NodeConstraints* a, const NodeConstraints* b) {
   if (a == b) return true;
   static const NodeConstraints kNone;
-  const NodeConstraints& x = a != nullptr ? *a : kNone;
-  const NodeConstraints& y = b != nullptr ? *b : kNone;
-  return x.node_selector == y.node_selector && x.max_members_per_node == y.max_members_per_node &&
-         x.excluded_nodes == y.excluded_nodes && SameList(x.required, y.required, SameTerm) &&
-         SameList(x.tolerations, y.tolerations, SameToleration) &&
-         SameList(x.preferred, y.preferred, [](const PreferredTerm& p, const PreferredTerm& q) {
-           return p.weight == q.weight && SameTerm(p.term, q.term);
-         });
+  return (a != nullptr ? *a : kNone) == (b != nullptr ? *b : kNone);
 }
 
 std::shared_ptr<const NodeConstraints> AllOf(const std::shared_ptr<const NodeConstraints>& a,

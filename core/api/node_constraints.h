@@ -54,6 +54,7 @@ struct Toleration {
   std::string value;
   bool exists = false;                // operator Exists (else Equal)
   std::optional<TaintEffect> effect;  // nullopt = every effect
+  bool operator==(const Toleration&) const = default;
   bool Tolerates(const Taint& t) const;
 };
 
@@ -64,18 +65,21 @@ struct SelectorRequirement {
   std::string key;
   SelectorOp op = SelectorOp::kIn;
   std::vector<std::string> values;
+  bool operator==(const SelectorRequirement&) const = default;
   bool Matches(const std::map<std::string, std::string>& labels) const;
 };
 
 struct SelectorTerm {
   std::vector<SelectorRequirement> expressions;  // on node labels
   std::vector<SelectorRequirement> fields;       // on node fields (metadata.name)
+  bool operator==(const SelectorTerm&) const = default;
   bool Matches(const Node& n) const;
 };
 
 struct PreferredTerm {
   int32_t weight = 0;
   SelectorTerm term;
+  bool operator==(const PreferredTerm&) const = default;
 };
 
 struct NodeConstraints {
@@ -85,6 +89,7 @@ struct NodeConstraints {
   std::vector<Toleration> tolerations;
   int32_t max_members_per_node = 0;       // 0 = no cap
   std::set<std::string> excluded_nodes;   // refused by the front door's own filters
+  bool operator==(const NodeConstraints&) const = default;  // every field above
 
   // Canonical text of everything above: equal signatures admit the same nodes (memo keys).
   std::string Signature() const;
