@@ -165,7 +165,7 @@ std::vector<PodRefInfo> Engine::TakeActivations(FrontDoor door) {
   std::vector<PodRefInfo> out;
   if (door == FrontDoor::kKubernetes) {
     DueGrowthsLocked(clock_());  // elastic gangs whose wait ended
-    ActivateHeldLocked();        // preemptors whose Slurm victims were requeued
+    ActivateHeldLocked();        // preemptors whose victims have all gone
   }
   out.swap(activations_[static_cast<int>(door)]);
   // Only pods still pending and known (a pod may have bound or gone since it was queued).

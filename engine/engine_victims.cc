@@ -2,9 +2,12 @@
 //   Evicted              a front door's report: the Kubernetes shim's PostFilter (evictions, or
 //                        victims PodDisruptionBudgets protect), its disruption poller, or
 //                        tidal-slurm having requeued a Slurm victim (by the disruption's id);
-//   ActivateHeldLocked   a hold handed to tidal-slurm whose victims have all gone: the
-//                        preemptor's pending pods go to TakeActivations, since a Slurm job's
-//                        requeue gives kube-scheduler no event to retry them on.
+//   ActivateHeldLocked   a hold whose victims have all gone: the preemptor's pending pods go to
+//                        TakeActivations. A Slurm job's requeue gives kube-scheduler no event
+//                        to retry them on; a Kubernetes victim's deletion does, but a preemptor
+//                        retried while its victims had notice sits out kube-scheduler's backoff
+//                        (1 s doubling per attempt, up to 10 s) after they are gone, and an
+//                        activation moves it past that.
 // tidal_preemptions_total counts each victim workload once, when its first eviction is reported.
 //
 // Threading and ownership: as engine.cc: every public method takes mu_, the *Locked ones run
@@ -19,7 +22,7 @@ namespace tidal {
 
 void Engine::ActivateHeldLocked() {
   for (auto& [plan_id, h] : holds_) {
-    if (!h.handed_off || h.activated) continue;
+    if (h.activated) continue;
     const bool gone = std::all_of(h.victims.begin(), h.victims.end(), [&](const PreemptHold::Victim& v) {
       return std::none_of(v.uids.begin(), v.uids.end(), [&](const std::string& u) {
         auto p = pods_.find(u);

@@ -28,8 +28,9 @@ struct PreemptHold {
   // Some victims are Slurm jobs: tidal-slurm requeues them from its Disruptions poll, not the
   // preemptor's PostFilter, so the gang waits for them even before any eviction is reported.
   bool handed_off = false;
-  // The preemptor's pending pods were handed to TakeActivations once every victim had gone
-  // (a Slurm job's requeue gives kube-scheduler no event to retry them on).
+  // The preemptor's pending pods were handed to TakeActivations once every victim had gone (a
+  // Slurm job's requeue gives kube-scheduler no event to retry them on, and a pod retried while
+  // its victims had notice may sit in kube-scheduler's backoff for up to 10 s after they left).
   bool activated = false;
 };
 

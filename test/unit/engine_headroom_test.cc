@@ -67,6 +67,30 @@ TEST_F(HeadroomTest, TheQueuesNewPodsTakeTheRoomBackFromPreemptibleWorkWithinThe
   EXPECT_EQ(r.victim_notice[0].first, 20) << "600 s asked, the headroom's grace cap is 20 s";
 }
 
+// The e2e case headroom once took 10 s to start a replica whose victim left after its 5 s notice:
+// kube-scheduler had retried the replica while the victim had notice and kept it in backoff (1 s
+// doubling per attempt, up to 10 s) after the victim's deletion event. Once every victim of a hold
+// is gone, the preemptor's pending pods are handed to TakeActivations, which moves them past that.
+TEST_F(HeadroomTest, APreemptorWhoseVictimsHaveAllGoneIsActivatedOnce) {
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Run(Pod("rigid" + std::to_string(i), "batch", false)).ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Run(Pod("filler" + std::to_string(i), "batch", true)).ok());
+  PodInfo serve = Pod("serve0", "inference", false);
+  ASSERT_FALSE(Run(serve).ok()) << "full";
+  PreemptResult r = engine_->Preempt(serve.uid);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.victim_gangs.size(), 1u);
+  ASSERT_EQ(r.victim_gangs[0].second.size(), 1u);
+  const std::string victim = r.victim_gangs[0].second[0].uid;
+  EXPECT_TRUE(engine_->TakeActivations(FrontDoor::kKubernetes).empty()) << "the victim still runs (on notice)";
+  now_ += 20;
+  ASSERT_TRUE(Delete({victim}).ok());
+  auto act = engine_->TakeActivations(FrontDoor::kKubernetes);
+  ASSERT_EQ(act.size(), 1u);
+  EXPECT_EQ(act[0].name, "serve0");
+  EXPECT_TRUE(engine_->TakeActivations(FrontDoor::kKubernetes).empty()) << "once";
+  EXPECT_TRUE(engine_->PlanPod(serve.uid).status.ok()) << "the freed room is the replica's";
+}
+
 TEST_F(HeadroomTest, TheRoomKeptShrinksAsTheQueueGrowsAndRigidWorkIsNeverItsVictim) {
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(Run(Pod("serve" + std::to_string(i), "inference", false)).ok());
   // The queue uses its 32: nothing more is kept, other work may take the rest.

@@ -33,7 +33,9 @@ package tidal
 // scheduler of its first live pod), else by the first profile.
 //
 // Threading: one goroutine per engine client, started by the first instance's New and ended with
-// that instance's context; instances register under mu, the fallback's state is guarded by mu.
+// that instance's context; instances register under mu, the fallback's state is guarded by mu. A
+// poll's actions (one workload each) run in up to actionWorkers goroutines, joined before the poll
+// ends; what they share (events, notice bookkeeping) has its own lock.
 
 import (
 	"context"
@@ -51,6 +53,9 @@ import (
 	"github.com/tidal-sched/tidal/shim/kube/pkg/engineclient"
 	"github.com/tidal-sched/tidal/shim/kube/pkg/leader"
 )
+
+// actionWorkers: how many of one poll's actions (notices, evictions) run at once.
+const actionWorkers = 8
 
 // Event reasons of the disruption path (see also ReasonDisruptionNotice, ReasonRuntimeLimit).
 const (
@@ -138,8 +143,13 @@ func (dp *disruptionPoller) once(ctx context.Context) []string {
 	}
 	dp.nodeEvents(resp.GetNodeEvents())
 	dp.nextDeadline = time.Time{}
-	var out []string
-	for _, d := range resp.GetDisruptions() {
+	// Each action is one workload's: they run side by side (at most actionWorkers at once), so a
+	// reclaim of many victims whose notices end together frees their room together, not one
+	// Eviction API round trip after another. out keeps the engine's order.
+	done := make([][]string, len(resp.GetDisruptions()))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, actionWorkers)
+	for i, d := range resp.GetDisruptions() {
 		if dl := time.Unix(d.GetDeadlineUnix(), 0); d.GetAction() == tidalv1.Disruption_NOTICE && dl.After(asked) &&
 			(dp.nextDeadline.IsZero() || dl.Before(dp.nextDeadline)) {
 			dp.nextDeadline = dl
@@ -149,13 +159,26 @@ func (dp *disruptionPoller) once(ctx context.Context) []string {
 			break
 		}
 		switch d.GetAction() {
-		case tidalv1.Disruption_NOTICE:
-			out = append(out, p.notice(ctx, d.GetPods(), d.GetCause(), d.GetReason(), time.Unix(d.GetDeadlineUnix(), 0))...)
-		case tidalv1.Disruption_EVICT:
-			out = append(out, p.evictDisruption(ctx, d)...)
+		case tidalv1.Disruption_NOTICE, tidalv1.Disruption_EVICT:
 		default:
 			dp.logger.V(2).Info("disruptions: unknown action ignored", "id", d.GetId(), "action", d.GetAction())
+			continue
 		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, d *tidalv1.Disruption) {
+			defer func() { <-sem; wg.Done() }()
+			if d.GetAction() == tidalv1.Disruption_NOTICE {
+				done[i] = p.notice(ctx, d.GetPods(), d.GetCause(), d.GetReason(), time.Unix(d.GetDeadlineUnix(), 0))
+			} else {
+				done[i] = p.evictDisruption(ctx, d)
+			}
+		}(i, d)
+	}
+	wg.Wait()
+	var out []string
+	for _, o := range done {
+		out = append(out, o...)
 	}
 	// The answer is the whole current set only if it came from the engine this stream synced with
 	// (an engine that restarted under the call knows nothing yet): else nothing is withdrawn.

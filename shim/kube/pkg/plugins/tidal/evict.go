@@ -13,8 +13,12 @@ package tidal
 // precondition, so a pod replaced under the same name is never evicted in its predecessor's place.
 //
 // Threading: called from the scheduling cycle (PostFilter) and from the disruption poller's
-// goroutine; no state of its own. PDBs are listed live through the clientset (evictions are rare,
-// and disruptionsAllowed must be current); pods come from the shared pod lister.
+// goroutine; no state of its own. A namespace's PDBs are listed live through the clientset when it
+// has any (disruptionsAllowed must be current); whether it has any is asked of the shared PDB
+// lister first, so the usual victim, in a namespace without PDBs, costs no API call: a live list
+// is a consistent read, about 85 ms on an idle cluster and seconds under load, and PostFilter runs
+// in the scheduling cycle, where it held up every pending pod (8 preemptors took 5 s more than
+// their victims' notice in the e2e case headroom). Pods come from the shared pod lister.
 
 import (
 	"context"
@@ -85,7 +89,9 @@ func (p *Plugin) pdbBlocked(ctx context.Context, gangs []victimGang) (map[string
 		var pods []*v1.Pod
 		for _, r := range g.pods {
 			ns := r.GetNamespace()
-			if _, ok := pdbs[ns]; !ok {
+			if _, ok := pdbs[ns]; !ok && !p.mayHavePDBs(ns) {
+				pdbs[ns] = nil
+			} else if !ok {
 				list, err := p.handle.ClientSet().PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return nil, fmt.Errorf("list PodDisruptionBudgets in %s: %w", ns, err)
@@ -119,6 +125,16 @@ func (p *Plugin) pdbBlocked(ctx context.Context, gangs []victimGang) (map[string
 		}
 	}
 	return out, nil
+}
+
+// mayHavePDBs: the namespace has a PodDisruptionBudget by the shared lister, or there is no lister
+// (or it failed) to say it has none.
+func (p *Plugin) mayHavePDBs(ns string) bool {
+	if p.pdbs == nil {
+		return true
+	}
+	l, err := p.pdbs.PodDisruptionBudgets(ns).List(labels.Everything())
+	return err != nil || len(l) > 0
 }
 
 // victimPod is the victim's Pod (lister first, then the API); nil when it is gone or replaced.

@@ -158,6 +158,45 @@ func TestPostFilterSkipsAGangPDBsProtectAndEvictsTheNextChoiceWhole(t *testing.T
 	}
 }
 
+// PostFilter runs in the scheduling cycle: a live PDB list (a consistent read, ~85 ms idle, seconds
+// under load) there held up every pending pod. A victim in a namespace without PDBs (by the shared
+// lister) costs no API call; one whose namespace has a PDB is still checked on a live list.
+func TestPostFilterListsPDBsLiveOnlyWhereTheNamespaceHasOne(t *testing.T) {
+	a, b := gangPods("batch", "a", 1), gangPods("serve", "b", 1)
+	e := newEnv(t, a[0], b[0], pdb("serve", "keep-b", gangSel("b"), 1))
+	victim := func(p *v1.Pod) func(*tidalv1.PodRef) *tidalv1.PreemptResponse {
+		ref := &tidalv1.PodRef{Uid: string(p.UID), Namespace: p.Namespace, Name: p.Name}
+		return func(*tidalv1.PodRef) *tidalv1.PreemptResponse {
+			return &tidalv1.PreemptResponse{Status: &tidalv1.Status{}, Victims: []*tidalv1.PodRef{ref}, Reason: "priority",
+				VictimGangs: []*tidalv1.VictimGang{{Id: p.Namespace + "/" + p.Name, Pods: []*tidalv1.PodRef{ref}}}}
+		}
+	}
+	pdbLists := func() (n int) {
+		for _, act := range e.cs.Actions() {
+			if act.GetVerb() == "list" && act.GetResource().Resource == "poddisruptionbudgets" && act.GetNamespace() != "" {
+				n++
+			}
+		}
+		return n
+	}
+	e.cs.ClearActions()
+	e.eng.PreemptFn = victim(a[0])
+	if _, st := e.plugin.PostFilter(context.Background(), framework.NewCycleState(), gpuPod("ml", "w-0", nil), nil); !st.IsSuccess() {
+		t.Fatalf("PostFilter = %v", st)
+	}
+	if n := pdbLists(); n != 0 {
+		t.Errorf("%d live PDB list(s) for a victim in a namespace without PDBs, want 0", n)
+	}
+	e.cs.ClearActions()
+	e.eng.PreemptFn = victim(b[0])
+	if _, st := e.plugin.PostFilter(context.Background(), framework.NewCycleState(), gpuPod("ml", "w-1", nil), nil); !st.IsSuccess() {
+		t.Fatalf("PostFilter = %v", st)
+	}
+	if n := pdbLists(); n != 1 {
+		t.Errorf("%d live PDB list(s) for a victim whose namespace has a PDB, want 1", n)
+	}
+}
+
 // A Slurm job among the victims is tidal-slurm's: no PDB lookup or eviction for it, a PostFilter
 // that succeeds when it is the only victim, and the event names it.
 func TestPostFilterLeavesSlurmVictimsToTidalSlurm(t *testing.T) {

@@ -53,6 +53,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -103,6 +104,7 @@ type Plugin struct {
 	logger  klog.Logger
 	pods    corelisters.PodLister
 	nodes   corelisters.NodeLister
+	pdbs    policylisters.PodDisruptionBudgetLister // whether a victim's namespace has PDBs (evict.go)
 
 	disruptions *disruptionPoller // shared by the client's profiles (disruptions.go)
 
@@ -157,6 +159,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			podInf := f.Core().V1().Pods()
 			p.pods = podInf.Lister()
 			p.nodes = f.Core().V1().Nodes().Lister()
+			p.pdbs = f.Policy().V1().PodDisruptionBudgets().Lister()
 			if cs := h.ClientSet(); cs != nil {
 				// kube-scheduler's informer hides finished pods: a finish looks like a delete of a
 				// running pod, which the client looks up (engineclient/ended.go).
