@@ -260,6 +260,12 @@ INSTANTIATE_TEST_SUITE_P(
                       "tidal.yaml:3: queues[0].nominal.tpus: unknown resource (accepted: gpus, cpu, memory)"},
         BadConfigCase{"UnknownModel", "resources: {gpuModels: [h100]}\nqueues:\n  - name: a\n    nominal: {gpus.a100: 4}\n",
                       "tidal.yaml:4: queues[0].nominal.gpus.a100: unknown resource (accepted: gpus, cpu, memory, gpus.h100)"},
+        BadConfigCase{"ModelTwice", "resources: {gpuModels: [h100, a100, h100]}\n",
+                      "tidal.yaml:1: resources.gpuModels[2]: \"h100\" is listed already (resources.gpuModels[0])"},
+        BadConfigCase{"ModelNoLabelCarries", "resources: {gpuModels: [\"A100 80GB\"]}\n",
+                      "tidal.yaml:1: resources.gpuModels[0]: \"A100 80GB\" is no GPU model a node label could carry "
+                      "(nvidia.com/gpu.product: at most 63 characters, letters, digits, '-', '_' and '.', beginning and "
+                      "ending with a letter or digit)"},
         BadConfigCase{"Weight", "queues:\n  - name: a\n    weight: 0\n", "tidal.yaml:3: queues[0].weight: must be a finite number > 0"},
         BadConfigCase{"WeightInfinite", "queues:\n  - name: a\n    weight: 1e400\n", "tidal.yaml:3: queues[0].weight: must be a finite number > 0"},
         BadConfigCase{"UnknownTopField", "queus: []\n", "tidal.yaml:1: queus: unknown field"},
