@@ -1,6 +1,7 @@
 #include "server/endpoints.h"
 
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,15 @@ metrics::Collector Rows(std::vector<EngineGauges::Row> EngineGauges::*field, Eng
 }
 
 HttpResponse Text(int code, std::string body) { return {code, "text/plain; charset=utf-8", std::move(body)}; }
+
+// ?format=: json, text or absent (text). Anything else is refused naming the parameter, rather than
+// answered as text a script would then fail to parse.
+bool WantsJson(const std::string& query, std::optional<HttpResponse>* bad) {
+  const std::string f = HttpServer::QueryParam(query, "format");
+  if (f == "json") return true;
+  if (!f.empty() && f != "text") *bad = Text(400, "format: unknown value \"" + f + "\" (accepted: json, text)\n");
+  return false;
+}
 
 // /queues?format=json: one object per queue with usage, nominal, borrowed, share, headroom, pending, door GPUs.
 std::string QueuesJson(Engine& engine) {
@@ -144,7 +154,9 @@ void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& 
   http.Handle("/readyz", [&e](const std::string&, const std::string& query) {
     const auto st = e.Stats();
     const int code = st.synced ? 200 : 503;
-    if (HttpServer::QueryParam(query, "format") == "json") return HttpResponse{code, "application/json", ReadyJson(st)};
+    std::optional<HttpResponse> bad;
+    if (WantsJson(query, &bad)) return HttpResponse{code, "application/json", ReadyJson(st)};
+    if (bad) return *bad;
     std::string awaiting;
     for (const auto& d : st.awaiting_doors) awaiting += (awaiting.empty() ? "" : ",") + d;
     return Text(code, std::string(st.synced ? "ok" : "not ready: no full sync from a front door yet") +
@@ -161,16 +173,21 @@ void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& 
       [&e](const std::string&, const std::string& query) {
         const std::string name = HttpServer::QueryParam(query, "workload");
         if (name.empty()) return Text(400, "usage: /explain?workload=NAMESPACE/NAME[&format=json]\n");
+        std::optional<HttpResponse> bad;
+        const bool json = WantsJson(query, &bad);
+        if (bad) return *bad;
         auto j = e.ExplainJson(name);
         if (!j.ok()) return Text(404, j.status().Message() + "\n");
-        if (HttpServer::QueryParam(query, "format") == "json") return HttpResponse{200, "application/json", j->dump(2) + "\n"};
+        if (json) return HttpResponse{200, "application/json", j->dump(2) + "\n"};
         return Text(200, (*j)["text"].get<std::string>());
       },
       Access::kPrivate);
   http.Handle(
       "/config",
       [watcher](const std::string&, const std::string& query) {
-        if (HttpServer::QueryParam(query, "format") == "json") return HttpResponse{200, "application/json", ConfigJson(watcher)};
+        std::optional<HttpResponse> bad;
+        if (WantsJson(query, &bad)) return HttpResponse{200, "application/json", ConfigJson(watcher)};
+        if (bad) return *bad;
         if (watcher == nullptr) return Text(200, "no --config file; built-in defaults\n");
         const std::string err = watcher->LastError();
         const auto c = watcher->counts();
@@ -186,7 +203,8 @@ void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& 
   http.Handle(
       "/queues",
       [&e](const std::string&, const std::string& query) {
-        if (HttpServer::QueryParam(query, "format") != "json") return Text(200, e.DescribeQueues());
+        std::optional<HttpResponse> bad;
+        if (!WantsJson(query, &bad)) return bad ? *bad : Text(200, e.DescribeQueues());
         return HttpResponse{200, "application/json", QueuesJson(e)};
       },
       Access::kPrivate);

@@ -160,6 +160,22 @@ TEST_F(EndpointsTest, ExplainQueuesAndConfigAreServed) {
   EXPECT_THAT(r->body, HasSubstr("built-in defaults"));
 }
 
+// ?format= takes json or text; anything else (a typo, yaml) was answered as text, which a script
+// asking for JSON then failed to parse far from the cause. Now a 400 naming the parameter.
+TEST_F(EndpointsTest, AnUnknownFormatIsRefusedNamingTheParameter) {
+  ASSERT_TRUE(FullSync({}).ok());
+  for (const std::string path : {"/queues", "/config", "/readyz", "/explain?workload=team%2Fnothing&"}) {
+    const std::string sep = path.back() == '&' ? "" : "?";
+    auto r = Get(path + sep + "format=yaml");
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 400) << path;
+    EXPECT_THAT(r->body, HasSubstr("format: unknown value \"yaml\" (accepted: json, text)")) << path;
+    r = Get(path + sep + "format=text");
+    ASSERT_TRUE(r) << path;
+    EXPECT_NE(r->status, 400) << path << ": text is a format";
+  }
+}
+
 // GET /snapshot (Engine::Snapshot, docs/simulator.md "Snapshots"): the live state for a policy
 // dry-run, with the config (built-in here), and nothing of the pods beyond what the dry-run uses.
 TEST_F(EndpointsTest, SnapshotServesTheLiveStateWithoutPodSpecs) {
