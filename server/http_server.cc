@@ -82,7 +82,15 @@ int HttpServer::Authorize(const std::string& remote_addr, const std::string& aut
   }
   std::lock_guard<std::mutex> lock(token_mu_);
   // A token file being rewritten (rotation) keeps the last good token until the new one reads.
-  (void)LoadToken();
+  if (Status s = LoadToken(); s.ok()) {
+    token_error_.clear();
+  } else if (s.Message() != token_error_) {
+    token_error_ = s.Message();
+    if (options_.on_token_error) {
+      options_.on_token_error(token_error_ + (token_.empty() ? "; private routes refuse every token until it loads"
+                                                             : "; the last good token stays in force"));
+    }
+  }
   if (token_.empty()) return 401;
   return SecretsEqual(authorization.substr(kBearer.size()), token_) ? 0 : 401;
 }

@@ -52,6 +52,9 @@ class HttpServer {
     std::chrono::milliseconds keep_alive_timeout{5000};
     size_t max_body_bytes = 4096;  // GET requests carry no body; anything bigger is refused (413)
     std::string token_file;        // bearer token for kPrivate routes from other hosts ("" = loopback only)
+    // Told (once per distinct error) when a changed token file cannot be loaded: the last good
+    // token stays in force, and without this an empty or short rotated file went unnoticed.
+    std::function<void(const std::string&)> on_token_error;
     // Loopback clients reach kPrivate routes without a token. Turn off when a proxy on the same
     // host forwards outside traffic (then every client needs the token).
     bool trust_loopback = true;
@@ -90,6 +93,7 @@ class HttpServer {
   std::mutex token_mu_;  // guards the token cache below
   std::string token_;
   std::filesystem::file_time_type token_mtime_{};
+  std::string token_error_;  // the last load error reported (on_token_error), "" after a good load
 };
 
 }  // namespace tidal

@@ -190,6 +190,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<grpc::Server> server = std::move(*started);
   tidal::HttpServer::Options http_options;
   http_options.token_file = flags.Get("--http-token-file");
+  http_options.on_token_error = [](const std::string& why) { spdlog::warn("{}", why); };
   tidal::HttpServer http(http_options);
   tidal::RegisterEngineRoutes(http, *eng, metrics, watcher.get());
   if (auto s = http.Start(http_addr); !s.ok()) {

@@ -179,6 +179,40 @@ TEST_F(HttpServerTest, PrivateRoutesAcceptTheBearerTokenAndFollowItsRotation) {
   std::filesystem::remove(o.token_file);
 }
 
+// A rotation that leaves the file empty (or short) keeps the last good token, and says so once: it
+// went unnoticed before (no log line, every other host's requests still answered with the old token).
+TEST_F(HttpServerTest, ATokenFileThatNoLongerLoadsIsReportedOnceAndTheLastGoodTokenStays) {
+  HttpServer::Options o;
+  o.trust_loopback = false;
+  o.token_file = WriteToken("first-token-0123456789");
+  std::vector<std::string> told;
+  std::mutex told_mu;
+  o.on_token_error = [&](const std::string& why) {
+    std::lock_guard<std::mutex> lock(told_mu);
+    told.push_back(why);
+  };
+  Start(o);
+  auto c = Client();
+  auto get = [&](const std::string& token) {
+    auto r = c.Get("/explain", httplib::Headers{{"Authorization", "Bearer " + token}});
+    return r ? r->status : -1;
+  };
+  EXPECT_EQ(get("first-token-0123456789"), 200);
+  std::ofstream(o.token_file) << "\n";
+  std::filesystem::last_write_time(o.token_file, std::filesystem::file_time_type::clock::now() + std::chrono::seconds(1));
+  EXPECT_EQ(get("first-token-0123456789"), 200) << "the last good token stays";
+  EXPECT_EQ(get("first-token-0123456789"), 200);
+  {
+    std::lock_guard<std::mutex> lock(told_mu);
+    ASSERT_EQ(told.size(), 1u) << "once, not per request";
+    EXPECT_THAT(told[0], HasSubstr("token shorter than 16 bytes; the last good token stays in force"));
+  }
+  std::ofstream(o.token_file) << "third-token-0123456789\n";
+  std::filesystem::last_write_time(o.token_file, std::filesystem::file_time_type::clock::now() + std::chrono::seconds(2));
+  EXPECT_EQ(get("third-token-0123456789"), 200);
+  std::filesystem::remove(o.token_file);
+}
+
 TEST(HttpServerStartTest, BadAddressesAndTokenFilesAreErrors) {
   HttpServer a;
   EXPECT_THAT(a.Start("no-port").Message(), HasSubstr("HOST:PORT"));
