@@ -198,6 +198,13 @@ Status Engine::UpsertPodLocked(PodInfo in) {
   if (const std::string* v = podkeys::Lookup(in.labels, in.annotations, kLabelLastCheckpoint)) {
     if (auto t = ParseCheckpointTime(*v); t.ok()) in.last_checkpoint_unix = *t;
   }
+  if (in.creation_unix <= 0) {
+    // No creation time (a front door that sends none, or 0): first seen now, and kept so across
+    // updates. Left at 0 it read as created in 1970: a 56-year wait in tidal_time_to_start and
+    // the first place in submit order.
+    auto known = pods_.find(in.uid);
+    in.creation_unix = known != pods_.end() && known->second.creation_unix > 0 ? known->second.creation_unix : clock_();
+  }
   auto charged = charged_.find(in.uid);
   if (charged != charged_.end() && in.node_name.empty() && in.phase == PodPhase::kPending && in.door == FrontDoor::kKubernetes) {
     // A pod is never unbound: an update without a node for a pod the engine knows bound (by Bound

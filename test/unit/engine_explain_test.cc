@@ -82,7 +82,7 @@ TEST_F(EngineExplainTest, ShortQueueIsAnsweredFromTheWholeQueue) {
   ASSERT_TRUE(AddPods({GangPod("a0", "first", 2), GangPod("a1", "first", 2)}).ok());
   ASSERT_TRUE(AddPods({GangPod("b0", "second", 2), GangPod("b1", "second", 2)}).ok());
   std::vector<PodInfo> later = {GangPod("c0", "third", 2), GangPod("c1", "third", 2)};
-  for (auto& p : later) p.creation_unix = 10;  // submitted after the others (0)
+  for (auto& p : later) p.creation_unix = now_ + 10;  // submitted after the others (no time: first seen, now_)
   ASSERT_TRUE(AddPods(later).ok());
   const nlohmann::json j = Explain("team/second", 2000);
   EXPECT_EQ(j["state"], "pending") << j.dump();
