@@ -95,9 +95,9 @@ int HttpServer::Authorize(const std::string& remote_addr, const std::string& aut
   return SecretsEqual(authorization.substr(kBearer.size()), token_) ? 0 : 401;
 }
 
-Status HttpServer::Start(const std::string& addr) {
+Status HttpServer::CheckAddress(const std::string& addr, std::string* host_out, int* port_out) {
   const auto colon = addr.rfind(':');
-  if (colon == std::string::npos) return Status::Error("http address: expected HOST:PORT, got \"" + addr + "\"");
+  if (colon == std::string::npos) return Status::Error("expected HOST:PORT, got \"" + addr + "\"");
   std::string host = addr.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   if (host.empty()) host = "0.0.0.0";
@@ -105,8 +105,17 @@ Status HttpServer::Start(const std::string& addr) {
   const std::string port_text = addr.substr(colon + 1);
   if (port_text.empty() || port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string::npos ||
       (port = std::stoi(port_text)) > 65535) {
-    return Status::Error("http address: invalid port in \"" + addr + "\" (want 0-65535)");
+    return Status::Error("invalid port in \"" + addr + "\" (want 0-65535)");
   }
+  if (host_out != nullptr) *host_out = host;
+  if (port_out != nullptr) *port_out = port;
+  return Status::Ok();
+}
+
+Status HttpServer::Start(const std::string& addr) {
+  std::string host;
+  int port = -1;
+  if (Status s = CheckAddress(addr, &host, &port); !s.ok()) return Status::Error("http address: " + s.Message());
   if (options_.workers < 1) return Status::Error("http: workers must be at least 1");
   if (!options_.token_file.empty()) {
     std::lock_guard<std::mutex> lock(token_mu_);

@@ -70,6 +70,9 @@ class HttpServer {
   void Handle(const std::string& path, Handler h, Access access = Access::kPublic);
   // The percent-decoded value of `key` in a raw query string ("" when absent; the first if repeated).
   static std::string QueryParam(const std::string& query, const std::string& key);
+  // An address as Start takes it: "HOST:PORT" (HOST empty for all interfaces, or [IPv6]; PORT
+  // 0-65535). Ok, or why not (without a field name: callers name theirs); host and port when asked.
+  static Status CheckAddress(const std::string& addr, std::string* host = nullptr, int* port = nullptr);
   // addr: "HOST:PORT" (port 0 picks a free one; see port()). A token_file that cannot be read is
   // an error here, not a silent fallback.
   Status Start(const std::string& addr);

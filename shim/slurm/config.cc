@@ -5,6 +5,7 @@
 
 #include "core/io/document.h"
 #include "core/io/fields.h"
+#include "server/http_server.h"
 
 namespace tidal::slurm {
 
@@ -72,6 +73,9 @@ StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::s
     if (f.status().ok() && cfg.engine.empty()) f.FailField("engine", "must not be empty");
     if (f.status().ok() && !cfg.engine.empty()) {
       if (std::string why = EngineAddressError(cfg.engine); !why.empty()) f.FailField("engine", why);
+    }
+    if (f.status().ok() && !cfg.metrics_address.empty()) {
+      if (Status s = HttpServer::CheckAddress(cfg.metrics_address); !s.ok()) f.FailField("metricsAddress", s.Message());
     }
     if (f.status().ok() && cfg.topology_feature_prefix.empty()) {
       f.FailField("topologyFeaturePrefix", "must not be empty (every feature would be read as topology)");

@@ -60,5 +60,18 @@ TEST(AdapterConfig, AnEngineAddressWithoutAPortIsRefusedNamingTheField) {
   }
 }
 
+TEST(AdapterConfig, AMetricsAddressTheServerCannotTakeIsRefusedNamingTheField) {
+  // Before: accepted by the parse (and so by a config check), refused only when tidal-slurm started.
+  for (const char* bad : {"9100", "127.0.0.1:99999", "127.0.0.1:", ":http"}) {
+    auto cfg = ParseAdapterConfig(std::string("engine: 127.0.0.1:50051\nmetricsAddress: \"") + bad + "\"\n", "a.yaml");
+    ASSERT_FALSE(cfg.ok()) << bad;
+    EXPECT_NE(cfg.status().Message().find("a.yaml:2: metricsAddress: "), std::string::npos) << cfg.status().Message();
+  }
+  for (const char* good : {":9100", "127.0.0.1:9100", "[::1]:9100", "0.0.0.0:0"}) {
+    auto cfg = ParseAdapterConfig(std::string("engine: 127.0.0.1:50051\nmetricsAddress: \"") + good + "\"\n", "a.yaml");
+    EXPECT_TRUE(cfg.ok()) << good << ": " << cfg.status().Message();
+  }
+}
+
 }  // namespace
 }  // namespace tidal::slurm
