@@ -1,7 +1,6 @@
 #include "server/endpoints.h"
 
 #include <map>
-#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -20,13 +19,14 @@ metrics::Collector Rows(std::vector<EngineGauges::Row> EngineGauges::*field, Eng
 
 HttpResponse Text(int code, std::string body) { return {code, "text/plain; charset=utf-8", std::move(body)}; }
 
-// ?format=: json, text or absent (text). Anything else is refused naming the parameter, rather than
-// answered as text a script would then fail to parse.
-bool WantsJson(const std::string& query, std::optional<HttpResponse>* bad) {
-  const std::string f = HttpServer::QueryParam(query, "format");
-  if (f == "json") return true;
-  if (!f.empty() && f != "text") *bad = Text(400, "format: unknown value \"" + f + "\" (accepted: json, text)\n");
-  return false;
+// The routes that answer text or ?format=json: any other format is refused naming the parameter
+// before the handler runs, rather than answered as text a script would then fail to parse.
+HttpServer::Handler FormatChecked(HttpServer::Handler h) {
+  return [h = std::move(h)](const std::string& path, const std::string& query) {
+    const std::string f = HttpServer::QueryParam(query, "format");
+    if (!f.empty() && f != "json" && f != "text") return Text(400, "format: unknown value \"" + f + "\" (accepted: json, text)\n");
+    return h(path, query);
+  };
 }
 
 // /queues?format=json: one object per queue with usage, nominal, borrowed, share, headroom, pending, door GPUs.
@@ -151,43 +151,36 @@ std::string ConfigJson(const ConfigWatcher* watcher) {
 void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& reg, const ConfigWatcher* watcher) {
   using Access = HttpServer::Access;
   http.Handle("/healthz", [](const std::string&, const std::string&) { return Text(200, "ok\n"); });
-  http.Handle("/readyz", [&e](const std::string&, const std::string& query) {
+  http.Handle("/readyz", FormatChecked([&e](const std::string&, const std::string& query) {
     const auto st = e.Stats();
     const int code = st.synced ? 200 : 503;
-    std::optional<HttpResponse> bad;
-    if (WantsJson(query, &bad)) return HttpResponse{code, "application/json", ReadyJson(st)};
-    if (bad) return *bad;
+    if (HttpServer::QueryParam(query, "format") == "json") return HttpResponse{code, "application/json", ReadyJson(st)};
     std::string awaiting;
     for (const auto& d : st.awaiting_doors) awaiting += (awaiting.empty() ? "" : ",") + d;
     return Text(code, std::string(st.synced ? "ok" : "not ready: no full sync from a front door yet") +
                           "\nsynced: " + (st.synced ? "true" : "false") + "\nnodes: " + std::to_string(st.nodes) +
                           "\npods: " + std::to_string(st.pods) +
                           "\nawaiting doors: " + (awaiting.empty() ? "none" : awaiting) + "\n");
-  });
+  }));
   http.Handle("/metrics", [&reg](const std::string&, const std::string&) {
     return HttpResponse{200, std::string(metrics::kContentType), reg.Render()};
   });
   // Explain API: /explain?workload=NS/NAME[&format=json] and /queues[?format=json].
   http.Handle(
       "/explain",
-      [&e](const std::string&, const std::string& query) {
+      FormatChecked([&e](const std::string&, const std::string& query) {
         const std::string name = HttpServer::QueryParam(query, "workload");
         if (name.empty()) return Text(400, "usage: /explain?workload=NAMESPACE/NAME[&format=json]\n");
-        std::optional<HttpResponse> bad;
-        const bool json = WantsJson(query, &bad);
-        if (bad) return *bad;
         auto j = e.ExplainJson(name);
         if (!j.ok()) return Text(404, j.status().Message() + "\n");
-        if (json) return HttpResponse{200, "application/json", j->dump(2) + "\n"};
+        if (HttpServer::QueryParam(query, "format") == "json") return HttpResponse{200, "application/json", j->dump(2) + "\n"};
         return Text(200, (*j)["text"].get<std::string>());
-      },
+      }),
       Access::kPrivate);
   http.Handle(
       "/config",
-      [watcher](const std::string&, const std::string& query) {
-        std::optional<HttpResponse> bad;
-        if (WantsJson(query, &bad)) return HttpResponse{200, "application/json", ConfigJson(watcher)};
-        if (bad) return *bad;
+      FormatChecked([watcher](const std::string&, const std::string& query) {
+        if (HttpServer::QueryParam(query, "format") == "json") return HttpResponse{200, "application/json", ConfigJson(watcher)};
         if (watcher == nullptr) return Text(200, "no --config file; built-in defaults\n");
         const std::string err = watcher->LastError();
         const auto c = watcher->counts();
@@ -198,15 +191,14 @@ void RegisterEngineRoutes(HttpServer& http, Engine& e, const metrics::Registry& 
         return Text(200, "version: " + v.running + (v.drift() ? " (the file is " + (v.file.empty() ? std::string("unreadable") : v.file) + ": drift)" : "") +
                              "\nreloads: " + std::to_string(c.success) + " ok, " + std::to_string(c.failure) + " refused\n" +
                              restart + (err.empty() ? "last: ok\n" : "last refused:\n" + err));
-      },
+      }),
       Access::kPrivate);
   http.Handle(
       "/queues",
-      [&e](const std::string&, const std::string& query) {
-        std::optional<HttpResponse> bad;
-        if (!WantsJson(query, &bad)) return bad ? *bad : Text(200, e.DescribeQueues());
+      FormatChecked([&e](const std::string&, const std::string& query) {
+        if (HttpServer::QueryParam(query, "format") != "json") return Text(200, e.DescribeQueues());
         return HttpResponse{200, "application/json", QueuesJson(e)};
-      },
+      }),
       Access::kPrivate);
   // Policy dry-runs (tidalctl snapshot, docs/simulator.md): Engine::Snapshot plus the config it runs.
   http.Handle(

@@ -1,11 +1,11 @@
 #include "core/io/queue_config.h"
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
 #include "core/api/limits.h"
+#include "core/api/node.h"
 #include "core/io/fields.h"
 
 namespace tidal {
@@ -98,16 +98,6 @@ void ReadResVec(const Document& doc, const nlohmann::json& j, const std::string&
 
 }  // namespace
 
-namespace {
-// A Kubernetes label value (what nvidia.com/gpu.product carries): at most 63 characters of
-// [A-Za-z0-9._-], beginning and ending with an alphanumeric.
-bool GpuModelNameOk(const std::string& s) {
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-  if (s.empty() || s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-}  // namespace
-
 QueueConfig DecodeQueueConfig(const Document& doc, const nlohmann::json& root, std::vector<std::string>* errors) {
   QueueConfig cfg;
   auto err = [&](const std::string& field, const std::string& why) {
@@ -126,7 +116,7 @@ QueueConfig DecodeQueueConfig(const Document& doc, const nlohmann::json& root, s
           const std::string field = "resources.gpuModels[" + std::to_string(i) + "]";
           if (!m.is_string() || m.get<std::string>().empty()) {
             err(field, "must be a non-empty string");
-          } else if (const std::string name = m.get<std::string>(); !GpuModelNameOk(name)) {
+          } else if (const std::string name = m.get<std::string>(); !IsValidLabelValue(name)) {
             err(field, "\"" + name + "\" is no GPU model a node label could carry (nvidia.com/gpu.product: at most 63 " +
                            "characters, letters, digits, '-', '_' and '.', beginning and ending with a letter or digit)");
           } else if (auto [at, fresh] = seen.emplace(name, i); !fresh) {

@@ -41,6 +41,11 @@ class HeadroomTest : public testing::EngineFixture {
     EXPECT_TRUE(Add({p}).ok());
     return plan.status;
   }
+  // Half of the 64 GPUs to batch's rigid pods, the inference queue's room (32) to its preemptible ones.
+  void RigidAndFillers() {
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(Run(Pod("rigid" + std::to_string(i), "batch", false)).ok()) << i;
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(Run(Pod("filler" + std::to_string(i), "batch", true)).ok()) << i;
+  }
 };
 
 TEST_F(HeadroomTest, OtherQueuesRigidWorkLeavesTheRoomAndPreemptibleWorkFillsIt) {
@@ -53,8 +58,7 @@ TEST_F(HeadroomTest, OtherQueuesRigidWorkLeavesTheRoomAndPreemptibleWorkFillsIt)
 }
 
 TEST_F(HeadroomTest, TheQueuesNewPodsTakeTheRoomBackFromPreemptibleWorkWithinTheGraceCap) {
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Run(Pod("rigid" + std::to_string(i), "batch", false)).ok());
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Run(Pod("filler" + std::to_string(i), "batch", true)).ok());
+  ASSERT_NO_FATAL_FAILURE(RigidAndFillers());
   // batch has no quota, so it borrows nothing: only the headroom makes its fillers victims.
   PodInfo serve = Pod("serve0", "inference", false);
   ASSERT_FALSE(Run(serve).ok()) << "full";
@@ -67,13 +71,11 @@ TEST_F(HeadroomTest, TheQueuesNewPodsTakeTheRoomBackFromPreemptibleWorkWithinThe
   EXPECT_EQ(r.victim_notice[0].first, 20) << "600 s asked, the headroom's grace cap is 20 s";
 }
 
-// The e2e case headroom once took 10 s to start a replica whose victim left after its 5 s notice:
-// kube-scheduler had retried the replica while the victim had notice and kept it in backoff (1 s
-// doubling per attempt, up to 10 s) after the victim's deletion event. Once every victim of a hold
-// is gone, the preemptor's pending pods are handed to TakeActivations, which moves them past that.
+// A preemptor kube-scheduler retried while its victims had notice may sit in its backoff (1 s
+// doubling per attempt, up to 10 s) after their deletion event. Once every victim of a hold is
+// gone, the preemptor's pending pods are handed to TakeActivations, which moves them past that.
 TEST_F(HeadroomTest, APreemptorWhoseVictimsHaveAllGoneIsActivatedOnce) {
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Run(Pod("rigid" + std::to_string(i), "batch", false)).ok());
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Run(Pod("filler" + std::to_string(i), "batch", true)).ok());
+  ASSERT_NO_FATAL_FAILURE(RigidAndFillers());
   PodInfo serve = Pod("serve0", "inference", false);
   ASSERT_FALSE(Run(serve).ok()) << "full";
   PreemptResult r = engine_->Preempt(serve.uid);

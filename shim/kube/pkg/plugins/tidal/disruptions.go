@@ -43,6 +43,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
@@ -147,8 +148,8 @@ func (dp *disruptionPoller) once(ctx context.Context) []string {
 	// reclaim of many victims whose notices end together frees their room together, not one
 	// Eviction API round trip after another. out keeps the engine's order.
 	done := make([][]string, len(resp.GetDisruptions()))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, actionWorkers)
+	var g errgroup.Group
+	g.SetLimit(actionWorkers)
 	for i, d := range resp.GetDisruptions() {
 		if dl := time.Unix(d.GetDeadlineUnix(), 0); d.GetAction() == tidalv1.Disruption_NOTICE && dl.After(asked) &&
 			(dp.nextDeadline.IsZero() || dl.Before(dp.nextDeadline)) {
@@ -159,23 +160,18 @@ func (dp *disruptionPoller) once(ctx context.Context) []string {
 			break
 		}
 		switch d.GetAction() {
-		case tidalv1.Disruption_NOTICE, tidalv1.Disruption_EVICT:
+		case tidalv1.Disruption_NOTICE:
+			g.Go(func() error {
+				done[i] = p.notice(ctx, d.GetPods(), d.GetCause(), d.GetReason(), time.Unix(d.GetDeadlineUnix(), 0))
+				return nil
+			})
+		case tidalv1.Disruption_EVICT:
+			g.Go(func() error { done[i] = p.evictDisruption(ctx, d); return nil })
 		default:
 			dp.logger.V(2).Info("disruptions: unknown action ignored", "id", d.GetId(), "action", d.GetAction())
-			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int, d *tidalv1.Disruption) {
-			defer func() { <-sem; wg.Done() }()
-			if d.GetAction() == tidalv1.Disruption_NOTICE {
-				done[i] = p.notice(ctx, d.GetPods(), d.GetCause(), d.GetReason(), time.Unix(d.GetDeadlineUnix(), 0))
-			} else {
-				done[i] = p.evictDisruption(ctx, d)
-			}
-		}(i, d)
 	}
-	wg.Wait()
+	_ = g.Wait() // the actions report their own failures (logs, events); none returns an error
 	var out []string
 	for _, o := range done {
 		out = append(out, o...)

@@ -171,7 +171,13 @@ func TestPostFilterListsPDBsLiveOnlyWhereTheNamespaceHasOne(t *testing.T) {
 				VictimGangs: []*tidalv1.VictimGang{{Id: p.Namespace + "/" + p.Name, Pods: []*tidalv1.PodRef{ref}}}}
 		}
 	}
-	pdbLists := func() (n int) {
+	// PostFilter for a preemptor whose one victim is v: the live PDB lists it made.
+	pdbLists := func(v *v1.Pod, preemptor string) (n int) {
+		e.cs.ClearActions()
+		e.eng.PreemptFn = victim(v)
+		if _, st := e.plugin.PostFilter(context.Background(), framework.NewCycleState(), gpuPod("ml", preemptor, nil), nil); !st.IsSuccess() {
+			t.Fatalf("PostFilter = %v", st)
+		}
 		for _, act := range e.cs.Actions() {
 			if act.GetVerb() == "list" && act.GetResource().Resource == "poddisruptionbudgets" && act.GetNamespace() != "" {
 				n++
@@ -179,20 +185,10 @@ func TestPostFilterListsPDBsLiveOnlyWhereTheNamespaceHasOne(t *testing.T) {
 		}
 		return n
 	}
-	e.cs.ClearActions()
-	e.eng.PreemptFn = victim(a[0])
-	if _, st := e.plugin.PostFilter(context.Background(), framework.NewCycleState(), gpuPod("ml", "w-0", nil), nil); !st.IsSuccess() {
-		t.Fatalf("PostFilter = %v", st)
-	}
-	if n := pdbLists(); n != 0 {
+	if n := pdbLists(a[0], "w-0"); n != 0 {
 		t.Errorf("%d live PDB list(s) for a victim in a namespace without PDBs, want 0", n)
 	}
-	e.cs.ClearActions()
-	e.eng.PreemptFn = victim(b[0])
-	if _, st := e.plugin.PostFilter(context.Background(), framework.NewCycleState(), gpuPod("ml", "w-1", nil), nil); !st.IsSuccess() {
-		t.Fatalf("PostFilter = %v", st)
-	}
-	if n := pdbLists(); n != 1 {
+	if n := pdbLists(b[0], "w-1"); n != 1 {
 		t.Errorf("%d live PDB list(s) for a victim whose namespace has a PDB, want 1", n)
 	}
 }
