@@ -6,13 +6,6 @@
 
 namespace tidal {
 
-std::string SizeBucket(int64_t gpus) {
-  if (gpus <= 1) return "1";
-  if (gpus <= 8) return "2-8";
-  if (gpus <= 64) return "9-64";
-  return "65+";
-}
-
 std::string PreemptionReasonLabel(const std::string& reason) {
   for (const char* r : kPreemptionReasons) {
     if (reason == r) return reason;

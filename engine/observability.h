@@ -14,12 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/api/size_bucket.h"  // SizeBucket: the size_bucket label
 #include "core/metrics/registry.h"
 
 namespace tidal {
-
-// "1", "2-8", "9-64", "65+" by total GPUs.
-std::string SizeBucket(int64_t gpus);
 
 // Label values are bounded: a queue label is a configured queue or kUnconfiguredQueue (a pod may
 // name any queue; free text would grow the series without bound), a preemption reason one of

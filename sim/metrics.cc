@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "core/api/size_bucket.h"
 #include "sim/lending.h"
 
 namespace tidal::sim {
@@ -24,13 +25,6 @@ nlohmann::json Summary(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const double avg = v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
   return {{"avg", Round(avg)}, {"p50", Percentile(v, 50)}, {"p99", Percentile(v, 99)}};
-}
-
-const char* Bucket(int64_t gpus) {
-  if (gpus <= 1) return "1";
-  if (gpus <= 8) return "2-8";
-  if (gpus <= 64) return "9-64";
-  return "65+";
 }
 
 // Why jobs were rejected: the most frequent reasons first (ties by text), each with its count and
@@ -126,7 +120,7 @@ nlohmann::json ComputeMetrics(const Simulator& sim, const MetricsOptions& opts) 
     const double c = static_cast<double>(r.end_s - r.submit_s), d = static_cast<double>(r.start_s - r.submit_s);
     jct.push_back(c);
     delay.push_back(d);
-    auto& b = by_size[Bucket(jobs[i].w.TotalGpus())];
+    auto& b = by_size[SizeBucket(jobs[i].w.TotalGpus())];
     b.first.push_back(c);
     b.second.push_back(d);
     if (jobs[i].w.TotalGpus() >= 64) gang64_delay.push_back(d);
@@ -149,7 +143,7 @@ nlohmann::json ComputeMetrics(const Simulator& sim, const MetricsOptions& opts) 
   m["jct_s"] = Summary(jct);
   m["queueing_delay_s"] = Summary(delay);
   nlohmann::json bs = nlohmann::json::object();
-  for (const char* b : {"1", "2-8", "9-64", "65+"}) {
+  for (const char* b : kSizeBuckets) {
     auto it = by_size.find(b);
     if (it == by_size.end()) {
       bs[b] = {{"jobs", 0}};

@@ -1,7 +1,7 @@
 // Metrics of one replay, as JSON (definitions in docs/simulator.md, "Metrics"):
 //   jobs (submitted, completed, rejected, unfinished, killed at limit), why jobs were rejected
 //   (rejections: reason, jobs, first job; the most frequent first), job completion time and
-//   queueing delay (avg, p50, p99; overall and by job size bucket 1, 2-8, 9-64, 65+ GPUs),
+//   queueing delay (avg, p50, p99; overall and by job size bucket 0 (CPU-only), 1, 2-8, 9-64, 65+ GPUs),
 //   makespan, GPU allocation rate, stranded GPU-time (fragmentation), Jain's index over queues'
 //   normalised shares, preemptions and GPU-hours lost, topology locality of multi-node jobs,
 //   partial-gang GPU-time, per-queue figures, the simulator's own speed, a queueing-delay CDF and

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/api/size_bucket.h"
+
 namespace tidal::sim {
 namespace {
 
@@ -76,6 +78,33 @@ std::string RejectionsReport(const nlohmann::json& pols) {
 
 }  // namespace
 
+// Queueing delay by job size, one column per bucket (kSizeBuckets); CPU-only work ("0") gets a
+// column only when some policy has any. Older result files without a bucket print "-".
+std::string SizeReport(const nlohmann::json& pols) {
+  auto jobs_in = [](const nlohmann::json& p, const char* b) -> int64_t {
+    return p.contains("by_size") && p["by_size"].contains(b) ? p["by_size"][b].value("jobs", int64_t{0}) : 0;
+  };
+  bool cpu_only = false;
+  for (const auto& p : pols) cpu_only = cpu_only || jobs_in(p, kSizeBuckets[0]) > 0;
+  std::string head = "| policy |", rule = "|---|";
+  for (const char* b : kSizeBuckets) {
+    if (b == kSizeBuckets[0] && !cpu_only) continue;
+    head += b == kSizeBuckets[0] ? " CPU only |" : std::string(" ") + b + (b == kSizeBuckets[1] ? " GPU |" : " GPUs |");
+    rule += "---|";
+  }
+  std::string out = "\nQueueing delay by job size (avg / p50 / p99):\n\n" + head + "\n" + rule + "\n";
+  for (const auto& p : pols) {
+    out += "| " + p.value("policy", "?") + " |";
+    for (const char* b : kSizeBuckets) {
+      if (b == kSizeBuckets[0] && !cpu_only) continue;
+      const int64_t n = jobs_in(p, b);
+      out += n == 0 ? std::string(" - |") : " " + Triple(p["by_size"][b]["queueing_delay_s"]) + " (" + std::to_string(n) + ") |";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 std::string HumanSeconds(double s) {
   if (s < 120) return Fixed(s, 0) + " s";
   if (s < 7200) return Fixed(s / 60, 1) + " min";
@@ -117,19 +146,7 @@ std::string MarkdownReport(const nlohmann::json& doc) {
            (sim.contains("wall_s") ? Fixed(Num(sim, "wall_s"), 1) + " s" : "-") + " | " +
            (sim.contains("jobs_per_s") ? Fixed(Num(sim, "jobs_per_s"), 0) : "-") + " |\n";
   }
-  out += "\nQueueing delay by job size (avg / p50 / p99):\n\n| policy | 1 GPU | 2-8 GPUs | 9-64 GPUs | 65+ GPUs |\n|---|---|---|---|---|\n";
-  for (const auto& p : pols) {
-    out += "| " + p.value("policy", "?") + " |";
-    for (const char* b : {"1", "2-8", "9-64", "65+"}) {
-      const auto& x = p.at("by_size").at(b);
-      if (x.value("jobs", 0) == 0) {
-        out += " - |";
-      } else {
-        out += " " + Triple(x.at("queueing_delay_s")) + " (" + std::to_string(x.value("jobs", 0)) + ") |";
-      }
-    }
-    out += "\n";
-  }
+  out += SizeReport(pols);
   out += RejectionsReport(pols);
   out += PoolsReport(pols);
   out += "\nGPU alloc: GPU-time allocated (running jobs and partly placed gangs) / capacity over the replay. "

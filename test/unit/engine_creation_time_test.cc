@@ -55,5 +55,22 @@ TEST_F(CreationTimeTest, OnlyAMissingTimeIsReplaced) {
   EXPECT_DOUBLE_EQ(TimeToStartSum(), 120);
 }
 
+// A CPU-only pod's time to start is labelled size_bucket="0", not "1": it diluted the 1-GPU
+// series that the single-GPU time-to-start SLO (docs/operations.md) is computed from.
+TEST_F(CreationTimeTest, ACpuOnlyPodIsItsOwnSizeBucket) {
+  PodInfo p = GangPod("cpu", "", 1, /*gpus=*/0);
+  p.creation_unix = now_;
+  ASSERT_TRUE(Add({p}).ok());
+  now_ += 5;
+  PlanResult plan = engine_->PlanPod(p.uid);
+  ASSERT_TRUE(plan.status.ok()) << plan.status.ToString();
+  ASSERT_TRUE(engine_->Reserve(p.uid, plan.node).ok());
+  ASSERT_TRUE(engine_->Bound(p.uid, plan.node).ok());
+  const std::string text = registry_.Render();
+  EXPECT_NE(text.find("size_bucket=\"0\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("tidal_time_to_start_seconds_count{class=\"batch\",queue=\"default\",size_bucket=\"1\"}"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace tidal

@@ -336,5 +336,34 @@ TEST(SimPolicy, RejectionsAreReportedWithTheirReasons) {
   EXPECT_NE(md.find("| fifo | 1 | d | can never fit"), std::string::npos) << md;
 }
 
+// CPU-only jobs (0 GPUs) are their own size bucket ("0"): they were counted with the 1-GPU jobs,
+// whose waits they diluted. The report shows the column only when there are any.
+TEST(SimPolicy, CpuOnlyJobsAreTheirOwnSizeBucket) {
+  const ClusterState fabric = Nodes(1);
+  auto t = ParseTrace("jobs:\n"
+                      "  - {name: a, request: {cpu: 2}, submitTime: 0, duration: 10}\n"
+                      "  - {name: b, request: {cpu: 2}, submitTime: 1, duration: 10}\n"
+                      "  - {name: c, request: {gpus: 1}, submitTime: 2, duration: 10}\n",
+                      "c.yaml", TraceOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  ReplaySpec spec;
+  spec.fabric = &fabric;
+  spec.jobs = &t->jobs;
+  auto fifo = RunPolicy(spec, "fifo", MetricsOptions{false, false});
+  ASSERT_TRUE(fifo.ok()) << fifo.status().Message();
+  EXPECT_EQ((*fifo)["by_size"]["0"]["jobs"].get<int64_t>(), 2) << (*fifo)["by_size"].dump();
+  EXPECT_EQ((*fifo)["by_size"]["1"]["jobs"].get<int64_t>(), 1) << (*fifo)["by_size"].dump();
+  const std::string md = MarkdownReport({{"input", nlohmann::json::object()}, {"policies", {*fifo}}});
+  EXPECT_NE(md.find("| policy | CPU only | 1 GPU | 2-8 GPUs | 9-64 GPUs | 65+ GPUs |"), std::string::npos) << md;
+
+  auto gpu_only = ParseTrace("id,submit,duration,gpus,queue\nc,2,10,1,default\n", "g.csv", TraceOptions{});
+  ASSERT_TRUE(gpu_only.ok());
+  spec.jobs = &gpu_only->jobs;
+  auto g = RunPolicy(spec, "fifo", MetricsOptions{false, false});
+  ASSERT_TRUE(g.ok());
+  const std::string md2 = MarkdownReport({{"input", nlohmann::json::object()}, {"policies", {*g}}});
+  EXPECT_NE(md2.find("| policy | 1 GPU | 2-8 GPUs | 9-64 GPUs | 65+ GPUs |"), std::string::npos) << md2;
+}
+
 }  // namespace
 }  // namespace tidal::sim
