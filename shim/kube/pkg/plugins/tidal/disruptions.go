@@ -296,24 +296,22 @@ func (p *Plugin) evictDisruption(ctx context.Context, d *tidalv1.Disruption) []s
 		reason = ReasonRuntimeLimit // the reason users and alerts know for runtime limits
 	}
 	note := fmt.Sprintf("evicted by %s: %s: %s", p.profile, d.GetCause(), d.GetReason())
+	errs, at := p.evictWhole(ctx, refs)
+	if at >= 0 { // a budget changed since the check: the workload stays whole
+		p.disruptionBlocked(ctx, d, live, "the Eviction API refused "+key(live[at])+": "+errs[at].Error())
+		return nil
+	}
 	var evicted []*tidalv1.PodRef
 	var out []string
-	for i, r := range refs {
-		err := p.evictPod(ctx, r)
+	for i, err := range errs {
 		switch {
 		case err == nil:
 			p.event(live[i], v1.EventTypeWarning, reason, note)
-			evicted = append(evicted, r)
+			evicted = append(evicted, refs[i])
 			out = append(out, key(live[i]))
-			continue
-		case apierrors.IsNotFound(err):
-			continue // gone already
-		case apierrors.IsTooManyRequests(err) && len(evicted) == 0:
-			// A budget changed since the check: the workload stays whole.
-			p.disruptionBlocked(ctx, d, live, "the Eviction API refused "+key(live[i])+": "+err.Error())
-			return nil
+		case !apierrors.IsNotFound(err): // NotFound: gone already
+			p.logger.Info("disruption: eviction failed; retried next poll", "pod", klog.KObj(live[i]), "id", d.GetId(), "err", err)
 		}
-		p.logger.Info("disruption: eviction failed; retried next poll", "pod", klog.KObj(live[i]), "id", d.GetId(), "err", err)
 	}
 	if len(evicted) > 0 {
 		p.logger.Info("disruption: evicted", "id", d.GetId(), "cause", d.GetCause(), "pods", len(evicted), "why", d.GetReason())

@@ -47,34 +47,44 @@ const (
 )
 
 // notice gives each live pod of refs the notice (pods gone, replaced or terminating are skipped)
-// and returns the pods it patched ("ns/name"). A failed patch is logged; the next poll repeats it.
+// and returns the pods it patched ("ns/name"), up to podWorkers pods at once (evict.go). A failed
+// patch is logged; the next poll repeats it.
 func (p *Plugin) notice(ctx context.Context, refs []*tidalv1.PodRef, cause, reason string, deadline time.Time) []string {
 	at := deadline.UTC().Truncate(time.Second).Format(time.RFC3339)
 	msg := fmt.Sprintf("%s: %s; evicted at %s at the latest", cause, reason, at)
+	patched := make([]string, len(refs))
+	eachOf(len(refs), func(i int) { patched[i] = p.noticeOne(ctx, refs[i], at, cause, reason, msg) })
 	var out []string
-	for _, r := range refs {
-		pod := p.livePod(r)
-		if pod == nil {
-			continue
+	for _, k := range patched {
+		if k != "" {
+			out = append(out, k)
 		}
-		p.disruptions.noticeWritten(pod.UID) // even if it carries this notice: it stands anew
-		if hasNotice(pod, at, cause) {
-			continue
-		}
-		patch, err := noticePatch(pod, at, cause, msg, time.Now())
-		if err == nil {
-			_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
-				metav1.PatchOptions{}, "status")
-		}
-		if err != nil {
-			p.logger.Info("disruption notice not written; retried at the next poll", "pod", klog.KObj(pod), "err", err)
-			continue
-		}
-		p.event(pod, v1.EventTypeWarning, ReasonDisruptionNotice, msg)
-		p.logger.Info("disruption notice", "pod", klog.KObj(pod), "cause", cause, "deadline", at, "why", reason)
-		out = append(out, key(pod))
 	}
 	return out
+}
+
+// noticeOne gives one pod the notice; it returns the pod ("ns/name") if it patched it.
+func (p *Plugin) noticeOne(ctx context.Context, r *tidalv1.PodRef, at, cause, reason, msg string) string {
+	pod := p.livePod(r)
+	if pod == nil {
+		return ""
+	}
+	p.disruptions.noticeWritten(pod.UID) // even if it carries this notice: it stands anew
+	if hasNotice(pod, at, cause) {
+		return ""
+	}
+	patch, err := noticePatch(pod, at, cause, msg, time.Now())
+	if err == nil {
+		_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+			metav1.PatchOptions{}, "status")
+	}
+	if err != nil {
+		p.logger.Info("disruption notice not written; retried at the next poll", "pod", klog.KObj(pod), "err", err)
+		return ""
+	}
+	p.event(pod, v1.EventTypeWarning, ReasonDisruptionNotice, msg)
+	p.logger.Info("disruption notice", "pod", klog.KObj(pod), "cause", cause, "deadline", at, "why", reason)
+	return key(pod)
 }
 
 // hasNotice: the pod carries this notice already (annotations and condition).

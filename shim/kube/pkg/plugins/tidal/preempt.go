@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
@@ -114,37 +115,56 @@ func (p *Plugin) preempt(ctx context.Context, pod *v1.Pod) (*fwk.PostFilterResul
 // and reported protected.
 func (p *Plugin) evictGangs(ctx context.Context, pod *v1.Pod, ref *tidalv1.PodRef, resp *tidalv1.PreemptResponse,
 	gangs []victimGang) (*fwk.PostFilterResult, *fwk.Status) {
+	// The workloads go side by side (up to actionWorkers), each with its pods side by side
+	// (evictWhole): PostFilter holds the scheduling cycle until all are done.
+	type outcome struct {
+		evicted                   []*tidalv1.PodRef
+		failed                    []string
+		refused, noticed, requeue string
+	}
+	outs := make([]outcome, len(gangs))
+	var g errgroup.Group
+	g.SetLimit(actionWorkers)
+	for gi, vg := range gangs {
+		o := &outs[gi]
+		if vg.slurm {
+			o.requeue = orDefault(vg.id, joinRefs(vg.pods))
+			continue
+		}
+		g.Go(func() error {
+			if vg.noticeSeconds > 0 {
+				deadline := time.Unix(vg.deadlineUnix, 0)
+				if vg.deadlineUnix <= 0 {
+					deadline = time.Now().Add(time.Duration(vg.noticeSeconds) * time.Second)
+				}
+				p.notice(ctx, vg.pods, preemptionCause(resp.GetReason()), fmt.Sprintf("for %s (%s)", key(pod), resp.GetReason()), deadline)
+				o.noticed = orDefault(vg.id, joinRefs(vg.pods))
+				return nil
+			}
+			errs, at := p.evictWhole(ctx, vg.pods)
+			for i, err := range errs {
+				switch {
+				case err == nil:
+					o.evicted = append(o.evicted, vg.pods[i])
+				case apierrors.IsNotFound(err), err == errNotTried:
+					// gone already; or left whole after its first eviction was refused
+				default:
+					o.failed = append(o.failed, fmt.Sprintf("%s/%s: %v", vg.pods[i].GetNamespace(), vg.pods[i].GetName(), err))
+				}
+			}
+			if at >= 0 && vg.id != "" {
+				o.refused = vg.id
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // each workload's failures are in its outcome
 	var failed, refused, noticed, requeued []string
 	var evicted []*tidalv1.PodRef
-	for _, g := range gangs {
-		if g.slurm {
-			requeued = append(requeued, orDefault(g.id, joinRefs(g.pods)))
-			continue
-		}
-		if g.noticeSeconds > 0 {
-			deadline := time.Unix(g.deadlineUnix, 0)
-			if g.deadlineUnix <= 0 {
-				deadline = time.Now().Add(time.Duration(g.noticeSeconds) * time.Second)
-			}
-			p.notice(ctx, g.pods, preemptionCause(resp.GetReason()), fmt.Sprintf("for %s (%s)", key(pod), resp.GetReason()), deadline)
-			noticed = append(noticed, orDefault(g.id, joinRefs(g.pods)))
-			continue
-		}
-		for i, v := range g.pods {
-			err := p.evictPod(ctx, v)
-			switch {
-			case err == nil:
-				evicted = append(evicted, v)
-				continue
-			case apierrors.IsNotFound(err):
-				continue // gone already
-			}
-			failed = append(failed, fmt.Sprintf("%s/%s: %v", v.GetNamespace(), v.GetName(), err))
-			if i == 0 && apierrors.IsTooManyRequests(err) && g.id != "" {
-				refused = append(refused, g.id)
-				break
-			}
-		}
+	for _, o := range outs {
+		evicted = append(evicted, o.evicted...)
+		failed = append(failed, o.failed...)
+		refused, noticed, requeued = appendSet(refused, o.refused), appendSet(noticed, o.noticed), appendSet(requeued, o.requeue)
 	}
 	p.reportEvicted(ctx, &tidalv1.EvictedRequest{Preemptor: ref, Pods: evicted, Reason: resp.GetReason(), ProtectedGangs: refused})
 	// nominated_node names a node; a value that is not one of the cluster's nodes (e.g. a topology
@@ -186,6 +206,14 @@ func preemptionCause(reason string) string {
 		return "reclaim"
 	}
 	return "preemption"
+}
+
+// appendSet appends s unless it is empty.
+func appendSet(list []string, s string) []string {
+	if s == "" {
+		return list
+	}
+	return append(list, s)
 }
 
 func orDefault(s, def string) string {

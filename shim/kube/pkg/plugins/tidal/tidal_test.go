@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
@@ -82,6 +83,13 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 // starts (its Sync stream is refused, so the env does not wait for it to sync).
 func newEnvHeldBy(t *testing.T, heldBy string, objs ...runtime.Object) *env {
 	t.Helper()
+	return newEnvWrapped(t, heldBy, nil, objs...)
+}
+
+// newEnvWrapped: with wrap != nil, the plugin's clientset is wrap(the fake clientset) (the
+// informers still read the fake).
+func newEnvWrapped(t *testing.T, heldBy string, wrap func(*fake.Clientset) kubernetes.Interface, objs ...runtime.Object) *env {
+	t.Helper()
 	sock := enginetest.Socket(t)
 	e := &env{t: t, eng: enginetest.Start(t, sock, "epoch-1"), cs: fake.NewClientset(objs...),
 		rec: events.NewFakeRecorder(100), act: &activator{pods: map[string]bool{}}}
@@ -99,12 +107,16 @@ func newEnvHeldBy(t *testing.T, heldBy string, objs ...runtime.Object) *env {
 		}
 		return pl, err
 	}
+	var client kubernetes.Interface = e.cs
+	if wrap != nil {
+		client = wrap(e.cs)
+	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 		tf.RegisterPluginAsExtensions(Name, factory, "PreFilter", "Filter", "Score", "Reserve", "Permit", "PostFilter", "PostBind"),
 	}, "tidal-scheduler",
-		frameworkruntime.WithClientSet(e.cs), frameworkruntime.WithInformerFactory(inf),
+		frameworkruntime.WithClientSet(client), frameworkruntime.WithInformerFactory(inf),
 		frameworkruntime.WithEventRecorder(e.rec), frameworkruntime.WithPodActivator(e.act),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()))
 	if err != nil {
