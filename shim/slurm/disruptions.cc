@@ -183,37 +183,30 @@ void DisruptionHandler::Run(const ReadFn& read, const CommentFn& comment, Reconc
                           " at the latest");
     }
   }
-  // Reports of requeued jobs the engine does not have yet; entries go once reported and no longer
-  // named (while the engine still asks to evict a job, its entry keeps it from a second requeue).
-  for (auto it = requeued_.begin(); it != requeued_.end();) {
-    Requeued& r = it->second;
-    if (!r.reported && reports > 0) {
-      --reports;
-      if (Status s = engine_->Evicted(r.report); s.ok()) {
-        r.reported = true;
-      } else {
-        Problem(st, s.ToString());
+  // Evicted reports the engine does not have yet (at most `reports` calls a pass); an entry goes
+  // once reported and no longer named (while the engine still asks for it, the entry keeps the
+  // job from a second requeue or shrink).
+  auto report_then_prune = [&](auto& entries, auto still_named) {
+    for (auto it = entries.begin(); it != entries.end();) {
+      Requeued& r = it->second;
+      if (!r.reported && reports > 0) {
+        --reports;
+        if (Status s = engine_->Evicted(r.report); s.ok()) {
+          r.reported = true;
+        } else {
+          Problem(st, s.ToString());
+        }
       }
+      it = r.reported && !still_named(it->first) ? entries.erase(it) : std::next(it);
     }
-    it = r.reported && !evicting.count(it->first) ? requeued_.erase(it) : std::next(it);
-  }
+  };
+  report_then_prune(requeued_, [&](const std::string& id) { return evicting.count(id) > 0; });
   std::set<std::pair<std::string, std::string>> named;  // (job, disruption) EVICT pairs named now
   for (const auto& d : resp.disruptions()) {
     if (d.action() != v1::Disruption::EVICT) continue;
     for (const auto& [id, members] : JobsOf(d)) named.insert({id, d.id()});
   }
-  for (auto it = shrunk_.begin(); it != shrunk_.end();) {
-    Requeued& r = it->second;
-    if (!r.reported && reports > 0) {
-      --reports;
-      if (Status s = engine_->Evicted(r.report); s.ok()) {
-        r.reported = true;
-      } else {
-        Problem(st, s.ToString());
-      }
-    }
-    it = r.reported && !named.count(it->first) ? shrunk_.erase(it) : std::next(it);
-  }
+  report_then_prune(shrunk_, [&](const std::pair<std::string, std::string>& key) { return named.count(key) > 0; });
   for (auto it = signalled_.begin(); it != signalled_.end();) {
     it = noticed.count(it->first) || evicting.count(it->first) ? std::next(it) : signalled_.erase(it);
   }
