@@ -90,19 +90,35 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
     }
   }
   const bool levels_changed = cfg.levels.Accepted() != cfg_.levels.Accepted();
+  // Specs carry their queue's name for a former name (ParseSpecLocked): read again when those move.
+  auto former_names = [](const QueueConfig& c) {
+    std::map<std::string, std::string> m;
+    for (const QueueSpec& q : c.queues) {
+      for (const std::string& f : q.former_names) m.emplace(f, q.name);
+    }
+    return m;
+  };
+  const bool reread_specs = levels_changed || former_names(cfg.queues) != former_names(cfg_.queues);
   // The nodes' closes (engine_closes.cc) and named pools are computed with state_.
   const bool windows_changed = !cfg.maintenance.empty() || !cfg_.maintenance.empty() || !cfg.pools.empty() || !cfg_.pools.empty();
   cfg_ = cfg;
   if (windows_changed) state_.reset();
   ledger_.Reconfigure(*tree);
   RederiveHeadroomLocked();  // the scheduler name or the queues' fromHPA may have changed
-  if (levels_changed) {
-    // Specs are read with the levels: read every pod's again.
+  if (reread_specs) {
+    // Specs are read with the levels and the queues' former names: read every pod's again.
     state_.reset();
     last_parsed_uid_.clear();
     for (auto& [uid, p] : pods_) {
       p.spec.reset();
       ParseSpecLocked(p);
+    }
+    // Bound pods keep the queue they were bound in (the by-door ledger, runtime metrics): a former
+    // name now reads as its queue's name there too.
+    for (auto& [uid, b] : bound_since_) {
+      auto p = pods_.find(uid);
+      if (p == pods_.end()) continue;
+      if (const auto& sp = SpecLocked(p->second); sp.ok()) b.queue = sp->queue;
     }
   }
   // Gangs' summaries hold specs and workloads (queue ids of the old tree): rebuild them.
@@ -137,7 +153,8 @@ std::vector<std::string> Engine::LeafQueueNamesLocked() const {
 
 std::string Engine::MetricQueueLocked(const std::string& queue) const {
   const int q = ledger_.tree().Find(queue);
-  return q > 0 || queue == PodSchedulingSpec{}.queue ? queue : std::string(kUnconfiguredQueue);
+  if (q > 0) return ledger_.tree().Name(q);  // a former name counts as its queue's name
+  return queue == PodSchedulingSpec{}.queue ? queue : std::string(kUnconfiguredQueue);
 }
 
 std::string Engine::SaveLedger() {

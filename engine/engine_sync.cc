@@ -179,7 +179,13 @@ void Engine::ParseSpecLocked(PodInfo& p) {
       prev != pods_.end() && prev->second.spec && prev->second.labels == p.labels && prev->second.annotations == p.annotations) {
     p.spec = prev->second.spec;
   } else {
-    p.spec = std::make_shared<const StatusOr<PodSchedulingSpec>>(ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels));
+    auto parsed = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
+    // A queue's former name (queues[].formerNames) reads as the queue's name: every map keyed by
+    // queue name (bound GPUs by door, named pools, metrics labels) then counts the pod there.
+    if (const int q = parsed.ok() ? ledger_.tree().Find(parsed->queue) : -1; q > 0 && ledger_.tree().Name(q) != parsed->queue) {
+      parsed->queue = ledger_.tree().Name(q);
+    }
+    p.spec = std::make_shared<const StatusOr<PodSchedulingSpec>>(std::move(parsed));
   }
   last_parsed_uid_ = p.uid;
 }

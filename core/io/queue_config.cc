@@ -191,8 +191,17 @@ QueueConfig DecodeQueueConfig(const Document& doc, const nlohmann::json& root, s
         else q.half_life_s = *d;
       } else if (k == "headroom") {
         ReadHeadroom(doc, v, f, &q, errors);
+      } else if (k == "formerNames") {
+        if (!v.is_array()) err(f, "must be a list of queue names");
+        for (size_t n = 0; v.is_array() && n < v.size(); ++n) {
+          if (!v[n].is_string() || !ValidQueueName(v[n].get<std::string>())) {
+            err(f + "[" + std::to_string(n) + "]", "must be 1-63 characters of [a-z0-9-], starting and ending alphanumeric");
+          } else {
+            q.former_names.push_back(v[n].get<std::string>());
+          }
+        }
       } else {
-        err(f, "unknown field (accepted: name, parent, weight, nominal, borrowingLimit, lendingLimit, halfLife, headroom)");
+        err(f, "unknown field (accepted: name, parent, weight, nominal, borrowingLimit, lendingLimit, halfLife, headroom, formerNames)");
       }
     }
     if (!j.contains("name")) err(p + ".name", "required");
@@ -212,6 +221,19 @@ QueueConfig DecodeQueueConfig(const Document& doc, const nlohmann::json& root, s
       }
     }
     cfg.queues.push_back(std::move(q));
+  }
+  // A former name is no queue's name and no other queue's former name (Find must be unambiguous).
+  std::map<std::string, std::string> former;  // former name -> where it is first listed
+  for (size_t i = 0; i < cfg.queues.size(); ++i) {
+    for (size_t n = 0; n < cfg.queues[i].former_names.size(); ++n) {
+      const std::string& name = cfg.queues[i].former_names[n];
+      const std::string at = "queues[" + std::to_string(i) + "].formerNames[" + std::to_string(n) + "]";
+      if (auto q = index.find(name); q != index.end()) {
+        err(at, "\"" + name + "\" is the name of queues[" + std::to_string(q->second) + "]");
+      } else if (auto [it, fresh] = former.emplace(name, at); !fresh) {
+        err(at, "\"" + name + "\" is listed already (" + it->second + ")");
+      }
+    }
   }
   // Parents exist; no cycles; children's nominal fits in the parent's.
   for (size_t i = 0; i < cfg.queues.size(); ++i) {

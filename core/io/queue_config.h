@@ -13,6 +13,7 @@
 //       borrowingLimit: {gpus: 64} # how far above nominal it may go (default: unlimited)
 //       lendingLimit: {gpus: 32}   # how much of its unused nominal others may use (default: all)
 //       halfLife: 3d               # overrides usageHalfLife for this subtree
+//       formerNames: [llm]         # names it had before a rename: work naming one is this queue's
 // Validation reports EVERY problem, each as "file:line: field: reason": unknown parent, cycles,
 // children's nominal above the parent's, negative values, unknown resource names, duplicate names,
 // bad weights.

@@ -66,6 +66,13 @@ StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(const QueueConfig& c
     t->nodes_[i].parent = p;
     t->nodes_[static_cast<size_t>(p)].children.push_back(static_cast<int>(i));
   }
+  for (size_t i = 1; i < t->nodes_.size(); ++i) {
+    for (const std::string& f : t->nodes_[i].spec.former_names) {
+      if (t->index_.count(f) || !t->former_.emplace(f, static_cast<int>(i)).second) {
+        return Status::Error("queue " + t->nodes_[i].spec.name + ": former name " + f + " is another queue's name or former name");
+      }
+    }
+  }
   // Every queue must reach the root.
   for (size_t i = 1; i < t->nodes_.size(); ++i) {
     std::set<int> seen;
@@ -77,8 +84,9 @@ StatusOr<std::shared_ptr<const QueueTree>> QueueTree::Build(const QueueConfig& c
 }
 
 int QueueTree::Find(const std::string& name) const {
-  auto it = index_.find(name);
-  return it == index_.end() ? -1 : it->second;
+  if (auto it = index_.find(name); it != index_.end()) return it->second;
+  auto it = former_.find(name);
+  return it == former_.end() ? -1 : it->second;
 }
 
 int64_t QueueTree::HalfLife(int q) const {

@@ -69,6 +69,10 @@ struct QueueSpec {
   // headroom.fromHPA: the headroom is also derived from the HPAs whose pods are in this queue
   // (QuotaLedger::SetDerivedHeadroom); the larger of the two counts (HeadroomGpus, headroom.h).
   bool headroom_from_hpa = false;
+  // formerNames: names this queue had before (a rename in config). Work that still names one is
+  // this queue's (QueueTree::Find), and a reload carries the old name's usage history and charges
+  // over, where a plain rename dropped both and left running work uncharged ("unconfigured").
+  std::vector<std::string> former_names;
 };
 
 struct QueueConfig {
@@ -85,6 +89,7 @@ class QueueTree {
   static StatusOr<std::shared_ptr<const QueueTree>> Build(const QueueConfig& cfg);
 
   int size() const { return static_cast<int>(nodes_.size()); }  // queue 0 is the implicit root
+  // The queue of a name or former name (QueueSpec::former_names); -1 if none. Name() is canonical.
   int Find(const std::string& name) const;
   const std::string& Name(int q) const { return nodes_[static_cast<size_t>(q)].spec.name; }
   int Parent(int q) const { return nodes_[static_cast<size_t>(q)].parent; }
@@ -110,6 +115,7 @@ class QueueTree {
   QueueConfig cfg_;
   std::vector<Node> nodes_;
   std::map<std::string, int> index_;
+  std::map<std::string, int> former_;  // former name -> queue (Find only: parents name queues)
   // The per-model GPU resources "gpus.<model>" of cfg_: (model, resource index), found once here
   // instead of by name in every Request.
   std::vector<std::pair<std::string, int>> model_resources_;

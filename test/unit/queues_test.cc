@@ -225,6 +225,60 @@ TEST(QuotaLedger, ReconfigureKeepsChargesAndUsageByName) {
   EXPECT_EQ(l.Allocated(l.tree().Find("a"))[0], 0);
 }
 
+// A rename with formerNames keeps what a plain rename drops: the old name's usage history and the
+// charges of its running work move to the new name, and work that still names the old queue is the
+// new one's. Without it (the last lines) the charge and history are gone: running work uncharged.
+TEST(QuotaLedger, ARenameWithFormerNamesCarriesChargesAndUsageOver) {
+  auto renamed = [](QuotaLedger& l, std::vector<std::string> former) {
+    QueueConfig cfg;
+    cfg.default_half_life_s = 3600;
+    QueueSpec q = Q("team-llm", "", 10);
+    q.former_names = std::move(former);
+    cfg.queues = {Q("b", "", 8), q};
+    l.Reconfigure(std::move(QueueTree::Build(cfg)).value());
+  };
+  auto running = [] {
+    QuotaLedger l = MakeLedger({Q("llm", "", 8), Q("b", "", 8)}, 16);
+    l.Advance(0);
+    EXPECT_TRUE(l.Charge("w", l.tree().Find("llm"), G(6), false).ok());
+    l.Advance(500);
+    return l;
+  };
+  QuotaLedger l = running();
+  const double usage = l.Usage(l.tree().Find("llm"))[0];
+  ASSERT_GT(usage, 0);
+  renamed(l, {"llm"});
+  const int q = l.tree().Find("team-llm");
+  EXPECT_EQ(l.tree().Find("llm"), q) << "the former name finds the renamed queue";
+  EXPECT_EQ(l.tree().Name(l.tree().Find("llm")), "team-llm");
+  EXPECT_EQ(l.Allocated(q)[0], 6);
+  EXPECT_DOUBLE_EQ(l.Usage(q)[0], usage);
+  l.Uncharge("w");
+  EXPECT_EQ(l.Allocated(q)[0], 0);
+
+  QuotaLedger plain = running();
+  renamed(plain, {});
+  EXPECT_EQ(plain.tree().Find("llm"), -1);
+  EXPECT_EQ(plain.Allocated(plain.tree().Find("team-llm"))[0], 0) << "a plain rename drops the charge";
+  EXPECT_DOUBLE_EQ(plain.Usage(plain.tree().Find("team-llm"))[0], 0);
+}
+
+TEST(QuotaLedger, AFormerNameIsReadFromConfigAndFromTheStateFile) {
+  auto cfg = ParseEngineConfig("queues:\n  - name: team-llm\n    formerNames: [llm, llm-old]\n  - name: b\n", "t.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  QuotaLedger old = MakeLedger({Q("llm", "", 8)}, 16);
+  old.Advance(0);
+  ASSERT_TRUE(old.Charge("w", old.tree().Find("llm"), G(8), false).ok());
+  old.Advance(1000);
+  auto tree = QueueTree::Build(cfg->queues);
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  QuotaLedger next(*tree);
+  ASSERT_TRUE(next.LoadState(old.SaveState()).ok());
+  EXPECT_DOUBLE_EQ(next.Usage(next.tree().Find("team-llm"))[0], old.Usage(old.tree().Find("llm"))[0])
+      << "history saved under the old name belongs to the renamed queue after a restart";
+  EXPECT_EQ(next.tree().Find("llm-old"), next.tree().Find("team-llm"));
+}
+
 struct BadConfigCase {
   std::string name, yaml, message;
 };
@@ -270,6 +324,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"WeightInfinite", "queues:\n  - name: a\n    weight: 1e400\n", "tidal.yaml:3: queues[0].weight: must be a finite number > 0"},
         BadConfigCase{"UnknownTopField", "queus: []\n", "tidal.yaml:1: queus: unknown field"},
         BadConfigCase{"NegativeGrace", "runtimeLimit: {graceSeconds: -5}\n", "tidal.yaml:1: runtimeLimit.graceSeconds: must be 0..604800, got -5"},
+        BadConfigCase{"FormerNameIsAQueue", "queues:\n  - name: a\n    formerNames: [b]\n  - name: b\n",
+                      "tidal.yaml:3: queues[0].formerNames[0]: \"b\" is the name of queues[1]"},
+        BadConfigCase{"FormerNameTwice", "queues:\n  - name: a\n    formerNames: [old]\n  - name: b\n    formerNames: [old]\n",
+                      "tidal.yaml:5: queues[1].formerNames[0]: \"old\" is listed already (queues[0].formerNames[0])"},
+        BadConfigCase{"FormerNameInvalid", "queues:\n  - name: a\n    formerNames: [Old_Team]\n",
+                      "tidal.yaml:3: queues[0].formerNames[0]: must be 1-63 characters of [a-z0-9-], starting and ending alphanumeric"},
+        BadConfigCase{"FormerNamesNotAList", "queues:\n  - name: a\n    formerNames: old\n",
+                      "tidal.yaml:3: queues[0].formerNames: must be a list of queue names"},
         BadConfigCase{"EnforceNotBool", "runtimeLimit:\n  enforce: sometimes\n", "tidal.yaml:2: runtimeLimit.enforce: must be true or false"}),
     [](const ::testing::TestParamInfo<BadConfigCase>& i) { return i.param.name; });
 
