@@ -166,9 +166,12 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     } else {
       for (const auto& pol : cfg.pools) {  // a named pool's owners are configured queues
         for (size_t i = 0; i < pol.queues.size(); ++i) {
-          if ((*tree)->Find(pol.queues[i]) >= 0) continue;
+          const int q = (*tree)->Find(pol.queues[i]);
+          if (q >= 0 && (*tree)->Name(q) == pol.queues[i]) continue;
           const std::string at = "pools." + pol.pool + ".queues[" + std::to_string(i) + "]";
-          errors.push_back(doc->Locate(Status::Error(at + ": unknown queue " + pol.queues[i])).Message());
+          errors.push_back(doc->Locate(Status::Error(at + (q < 0 ? ": unknown queue " + pol.queues[i]
+                                                                  : ": " + pol.queues[i] + " is a former name of queue " +
+                                                                        (*tree)->Name(q) + ": name the queue"))).Message());
         }
       }
       QuotaLedger ledger(*tree);

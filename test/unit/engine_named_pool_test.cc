@@ -225,5 +225,17 @@ TEST(EngineNamedPoolConfig, AnUnknownOwnerQueueIsNamed) {
       << cfg.status().ToString();
 }
 
+// A pool's owners name queues by their name: a former name (queues[].formerNames) would match no
+// pod's queue, whose specs read it as the queue's name, so the pool would have lost its owner.
+TEST(EngineNamedPoolConfig, AnOwnerNamedByAFormerNameIsRefused) {
+  const std::string text =
+      "queues:\n  - name: serve\n    formerNames: [inference-old]\npools:\n  inference:\n    queues: [inference-old]\n";
+  auto cfg = ParseEngineConfig(text, "t.yaml");
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().ToString().find("pools.inference.queues[0]: inference-old is a former name of queue serve: name the queue"),
+            std::string::npos)
+      << cfg.status().ToString();
+}
+
 }  // namespace
 }  // namespace tidal
