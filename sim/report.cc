@@ -86,17 +86,18 @@ std::string SizeReport(const nlohmann::json& pols) {
   };
   bool cpu_only = false;
   for (const auto& p : pols) cpu_only = cpu_only || jobs_in(p, kSizeBuckets[0]) > 0;
+  // By index, not by pointer: two uses of one string literal need not share an address.
+  const size_t first = cpu_only ? 0 : 1;
   std::string head = "| policy |", rule = "|---|";
-  for (const char* b : kSizeBuckets) {
-    if (b == kSizeBuckets[0] && !cpu_only) continue;
-    head += b == kSizeBuckets[0] ? " CPU only |" : std::string(" ") + b + (b == kSizeBuckets[1] ? " GPU |" : " GPUs |");
+  for (size_t i = first; i < kSizeBuckets.size(); ++i) {
+    head += i == 0 ? std::string(" CPU only |") : std::string(" ") + kSizeBuckets[i] + (i == 1 ? " GPU |" : " GPUs |");
     rule += "---|";
   }
   std::string out = "\nQueueing delay by job size (avg / p50 / p99):\n\n" + head + "\n" + rule + "\n";
   for (const auto& p : pols) {
     out += "| " + p.value("policy", "?") + " |";
-    for (const char* b : kSizeBuckets) {
-      if (b == kSizeBuckets[0] && !cpu_only) continue;
+    for (size_t i = first; i < kSizeBuckets.size(); ++i) {
+      const char* b = kSizeBuckets[i];
       const int64_t n = jobs_in(p, b);
       out += n == 0 ? std::string(" - |") : " " + Triple(p["by_size"][b]["queueing_delay_s"]) + " (" + std::to_string(n) + ") |";
     }
