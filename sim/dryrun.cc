@@ -104,6 +104,7 @@ StatusOr<Side> Build(const Snapshot& snap, const DryRunConfig& cfg, const DryRun
     j.w.submit_time_s += t0;
     jobs.push_back(std::move(j));
   }
+  UseQueueNames(cfg.queues, &jobs);  // a rename in the candidate config: one row per queue
   ReplaySpec rs;
   rs.fabric = &*fabric;
   rs.jobs = &jobs;

@@ -1,5 +1,6 @@
 #include "sim/replay.h"
 
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -61,6 +62,22 @@ QueueConfig EffectiveQueues(const ReplaySpec& spec) {
     cfg.queues.push_back(std::move(q));
   }
   return cfg;
+}
+
+int64_t UseQueueNames(const QueueConfig& queues, std::vector<SimJob>* jobs) {
+  std::map<std::string, std::string> name_of;
+  for (const auto& q : queues.queues) {
+    for (const auto& f : q.former_names) name_of.emplace(f, q.name);
+  }
+  int64_t changed = 0;
+  for (SimJob& j : *jobs) {
+    if (auto it = name_of.find(j.w.queue); it != name_of.end()) {
+      j.w.queue = it->second;
+      j.w.queue_id = -1;
+      ++changed;
+    }
+  }
+  return changed;
 }
 
 StatusOr<Replay> MakeReplay(const ReplaySpec& spec, const std::string& policy) {

@@ -59,6 +59,10 @@ struct Replay {
 StatusOr<Replay> MakeReplay(const ReplaySpec& spec, const std::string& policy);
 // The queue config actually used (the auto-generated one when the spec has no queues).
 QueueConfig EffectiveQueues(const ReplaySpec& spec);
+// Jobs that name a queue's former name (queues[].formerNames: a trace from before a rename) get
+// the queue's name, as the engine reads such pods; every per-queue figure then has one row for
+// it. Returns how many jobs changed.
+int64_t UseQueueNames(const QueueConfig& queues, std::vector<SimJob>* jobs);
 // MakeReplay + Run + ComputeMetrics.
 StatusOr<nlohmann::json> RunPolicy(const ReplaySpec& spec, const std::string& policy, const MetricsOptions& mopts = {});
 

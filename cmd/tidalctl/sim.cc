@@ -347,6 +347,9 @@ int Sim(const Args& args) {
     }
   }
 
+  if (const int64_t renamed = sim::UseQueueNames(cfg.queues, &jobs); renamed > 0) {
+    std::cerr << "tidalctl sim: " << renamed << " job(s) name a queue's former name (queues[].formerNames): read as its name\n";
+  }
   sim::ReplaySpec spec;
   spec.fabric = &*fabric;
   spec.jobs = &jobs;

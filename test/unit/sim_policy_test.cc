@@ -365,5 +365,32 @@ TEST(SimPolicy, CpuOnlyJobsAreTheirOwnSizeBucket) {
   EXPECT_NE(md2.find("| policy | 1 GPU | 2-8 GPUs | 9-64 GPUs | 65+ GPUs |"), std::string::npos) << md2;
 }
 
+// A trace from before a queue was renamed replays under today's config with formerNames: its
+// jobs are the renamed queue's (one per-queue row, nothing rejected as an unconfigured queue).
+TEST(SimPolicy, JobsOfAFormerQueueNameAreTheRenamedQueues) {
+  const ClusterState fabric = Nodes(1);
+  auto t = ParseTrace("id,submit,duration,gpus,queue\na,0,10,4,llm\nb,1,10,4,llm\nc,2,10,4,other\n", "r.csv", TraceOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  QueueConfig queues;
+  QueueSpec q;
+  q.name = "team-llm";
+  q.nominal = {kUnlimited, kUnlimited, kUnlimited};
+  q.borrowing_limit = q.lending_limit = q.nominal;
+  q.former_names = {"llm"};
+  queues.queues = {q};
+  std::vector<SimJob> jobs = t->jobs;
+  EXPECT_EQ(UseQueueNames(queues, &jobs), 2);
+  EXPECT_EQ(jobs[0].w.queue, "team-llm");
+  EXPECT_EQ(jobs[2].w.queue, "other");
+  ReplaySpec spec;
+  spec.fabric = &fabric;
+  spec.jobs = &jobs;
+  spec.queues = queues;
+  auto m = RunPolicy(spec, "tidal", MetricsOptions{false, false});
+  ASSERT_TRUE(m.ok()) << m.status().Message();
+  EXPECT_EQ((*m)["jobs"]["completed"].get<int64_t>(), 2) << (*m)["rejections"].dump();
+  EXPECT_EQ((*m)["jobs"]["rejected"].get<int64_t>(), 1) << "only c: queue other is not configured";
+}
+
 }  // namespace
 }  // namespace tidal::sim
