@@ -91,14 +91,7 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
   }
   const bool levels_changed = cfg.levels.Accepted() != cfg_.levels.Accepted();
   // Specs carry their queue's name for a former name (ParseSpecLocked): read again when those move.
-  auto former_names = [](const QueueConfig& c) {
-    std::map<std::string, std::string> m;
-    for (const QueueSpec& q : c.queues) {
-      for (const std::string& f : q.former_names) m.emplace(f, q.name);
-    }
-    return m;
-  };
-  const bool reread_specs = levels_changed || former_names(cfg.queues) != former_names(cfg_.queues);
+  const bool reread_specs = levels_changed || cfg.queues.FormerNames() != cfg_.queues.FormerNames();
   // The nodes' closes (engine_closes.cc) and named pools are computed with state_.
   const bool windows_changed = !cfg.maintenance.empty() || !cfg_.maintenance.empty() || !cfg.pools.empty() || !cfg_.pools.empty();
   cfg_ = cfg;

@@ -65,10 +65,7 @@ QueueConfig EffectiveQueues(const ReplaySpec& spec) {
 }
 
 int64_t UseQueueNames(const QueueConfig& queues, std::vector<SimJob>* jobs) {
-  std::map<std::string, std::string> name_of;
-  for (const auto& q : queues.queues) {
-    for (const auto& f : q.former_names) name_of.emplace(f, q.name);
-  }
+  const std::map<std::string, std::string> name_of = queues.FormerNames();
   int64_t changed = 0;
   for (SimJob& j : *jobs) {
     if (auto it = name_of.find(j.w.queue); it != name_of.end()) {

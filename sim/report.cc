@@ -76,8 +76,6 @@ std::string RejectionsReport(const nlohmann::json& pols) {
          "| policy | jobs | first | reason |\n|---|---|---|---|\n" + out;
 }
 
-}  // namespace
-
 // Queueing delay by job size, one column per bucket (kSizeBuckets); CPU-only work ("0") gets a
 // column only when some policy has any. Older result files without a bucket print "-".
 std::string SizeReport(const nlohmann::json& pols) {
@@ -105,6 +103,8 @@ std::string SizeReport(const nlohmann::json& pols) {
   }
   return out;
 }
+
+}  // namespace
 
 std::string HumanSeconds(double s) {
   if (s < 120) return Fixed(s, 0) + " s";

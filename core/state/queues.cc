@@ -21,6 +21,14 @@ std::string Amount(const QueueConfig& cfg, int r, int64_t v) {
 
 }  // namespace
 
+std::map<std::string, std::string> QueueConfig::FormerNames() const {
+  std::map<std::string, std::string> out;
+  for (const QueueSpec& q : queues) {
+    for (const std::string& f : q.former_names) out.emplace(f, q.name);
+  }
+  return out;
+}
+
 int QueueConfig::ResourceIndex(const std::string& name) const {
   for (size_t i = 0; i < resources.size(); ++i) {
     if (resources[i] == name) return static_cast<int>(i);

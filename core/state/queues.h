@@ -81,6 +81,8 @@ struct QueueConfig {
   std::vector<QueueSpec> queues;
   // The resource index of a name ("gpus", "cpu", "memory", "gpus.<model>"); -1 if unknown.
   int ResourceIndex(const std::string& name) const;
+  // Every queue's former names: former name -> the queue's name (QueueSpec::former_names).
+  std::map<std::string, std::string> FormerNames() const;
 };
 
 class QueueTree {

@@ -44,10 +44,10 @@ import (
 // podWorkers: how many of one workload's pod API calls (evictions, notice patches) run at once.
 const podWorkers = 16
 
-// eachOf runs fn(i) for every i in [0, n), up to podWorkers at once, and returns when all are done.
-func eachOf(n int, fn func(i int)) {
+// eachOf runs fn(i) for every i in [0, n), up to limit at once, and returns when all are done.
+func eachOf(n, limit int, fn func(i int)) {
 	var g errgroup.Group
-	g.SetLimit(podWorkers)
+	g.SetLimit(limit)
 	for i := 0; i < n; i++ {
 		g.Go(func() error { fn(i); return nil })
 	}
@@ -77,7 +77,7 @@ func (p *Plugin) evictWhole(ctx context.Context, refs []*tidalv1.PodRef) (errs [
 		return errs, first
 	}
 	if rest := first + 1; rest < len(refs) {
-		eachOf(len(refs)-rest, func(i int) { errs[rest+i] = p.evictPod(ctx, refs[rest+i]) })
+		eachOf(len(refs)-rest, podWorkers, func(i int) { errs[rest+i] = p.evictPod(ctx, refs[rest+i]) })
 	}
 	return errs, -1
 }

@@ -53,7 +53,7 @@ func (p *Plugin) notice(ctx context.Context, refs []*tidalv1.PodRef, cause, reas
 	at := deadline.UTC().Truncate(time.Second).Format(time.RFC3339)
 	msg := fmt.Sprintf("%s: %s; evicted at %s at the latest", cause, reason, at)
 	patched := make([]string, len(refs))
-	eachOf(len(refs), func(i int) { patched[i] = p.noticeOne(ctx, refs[i], at, cause, reason, msg) })
+	eachOf(len(refs), podWorkers, func(i int) { patched[i] = p.noticeOne(ctx, refs[i], at, cause, reason, msg) })
 	var out []string
 	for _, k := range patched {
 		if k != "" {

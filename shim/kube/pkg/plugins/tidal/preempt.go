@@ -26,7 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
@@ -123,24 +122,19 @@ func (p *Plugin) evictGangs(ctx context.Context, pod *v1.Pod, ref *tidalv1.PodRe
 		refused, noticed, requeue string
 	}
 	outs := make([]outcome, len(gangs))
-	var g errgroup.Group
-	g.SetLimit(actionWorkers)
-	for gi, vg := range gangs {
-		o := &outs[gi]
-		if vg.slurm {
+	eachOf(len(gangs), actionWorkers, func(gi int) {
+		vg, o := gangs[gi], &outs[gi]
+		switch {
+		case vg.slurm:
 			o.requeue = orDefault(vg.id, joinRefs(vg.pods))
-			continue
-		}
-		g.Go(func() error {
-			if vg.noticeSeconds > 0 {
-				deadline := time.Unix(vg.deadlineUnix, 0)
-				if vg.deadlineUnix <= 0 {
-					deadline = time.Now().Add(time.Duration(vg.noticeSeconds) * time.Second)
-				}
-				p.notice(ctx, vg.pods, preemptionCause(resp.GetReason()), fmt.Sprintf("for %s (%s)", key(pod), resp.GetReason()), deadline)
-				o.noticed = orDefault(vg.id, joinRefs(vg.pods))
-				return nil
+		case vg.noticeSeconds > 0:
+			deadline := time.Unix(vg.deadlineUnix, 0)
+			if vg.deadlineUnix <= 0 {
+				deadline = time.Now().Add(time.Duration(vg.noticeSeconds) * time.Second)
 			}
+			p.notice(ctx, vg.pods, preemptionCause(resp.GetReason()), fmt.Sprintf("for %s (%s)", key(pod), resp.GetReason()), deadline)
+			o.noticed = orDefault(vg.id, joinRefs(vg.pods))
+		default:
 			errs, at := p.evictWhole(ctx, vg.pods)
 			for i, err := range errs {
 				switch {
@@ -155,16 +149,14 @@ func (p *Plugin) evictGangs(ctx context.Context, pod *v1.Pod, ref *tidalv1.PodRe
 			if at >= 0 && vg.id != "" {
 				o.refused = vg.id
 			}
-			return nil
-		})
-	}
-	_ = g.Wait() // each workload's failures are in its outcome
+		}
+	})
 	var failed, refused, noticed, requeued []string
 	var evicted []*tidalv1.PodRef
 	for _, o := range outs {
 		evicted = append(evicted, o.evicted...)
 		failed = append(failed, o.failed...)
-		refused, noticed, requeued = appendSet(refused, o.refused), appendSet(noticed, o.noticed), appendSet(requeued, o.requeue)
+		refused, noticed, requeued = appendNonEmpty(refused, o.refused), appendNonEmpty(noticed, o.noticed), appendNonEmpty(requeued, o.requeue)
 	}
 	p.reportEvicted(ctx, &tidalv1.EvictedRequest{Preemptor: ref, Pods: evicted, Reason: resp.GetReason(), ProtectedGangs: refused})
 	// nominated_node names a node; a value that is not one of the cluster's nodes (e.g. a topology
@@ -208,8 +200,8 @@ func preemptionCause(reason string) string {
 	return "preemption"
 }
 
-// appendSet appends s unless it is empty.
-func appendSet(list []string, s string) []string {
+// appendNonEmpty appends s unless it is empty.
+func appendNonEmpty(list []string, s string) []string {
 	if s == "" {
 		return list
 	}
