@@ -303,6 +303,10 @@ StatusOr<nlohmann::json> RunDryRun(const Snapshot& snap, const DryRunConfig& cfg
                   {"jain_index", in.contended_s > 0 ? std::round(1e4 * in.jain_dt / in.contended_s) / 1e4 : 1.0}};
   out["preempted"] = preempted;
   out["rejected"] = rejected;  // the core refuses them under this config (an unknown queue, a shape that never fits)
+  // Queues this config renamed (queues[].formerNames): former name -> name, for the report's rows.
+  nlohmann::json former = nlohmann::json::object();
+  for (const auto& [was, is] : cfg.queues.FormerNames()) former[was] = is;
+  out["former_names"] = former;
 
   // Pending gangs: when each starts, or where its reservation stands at the horizon.
   const auto& book = static_cast<const TidalPolicy&>(sim.policy()).scheduler().reservation_book();

@@ -3,8 +3,11 @@
 // Threading: plain functions.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/api/duration.h"
 #include "sim/dryrun.h"
@@ -40,6 +43,23 @@ std::string Fixed1(double x) {
   return o.str();
 }
 
+// The queues the new config renamed that the current run shows under their former name:
+// new name -> former name. Only where the current run has exactly one of the queue's former names
+// and not the new name itself (several queues merged into one stay rows of their own: their
+// figures cannot be added up).
+std::map<std::string, std::string> RenamedQueues(const nlohmann::json& cur, const nlohmann::json& nxt) {
+  std::map<std::string, std::vector<std::string>> seen;
+  const nlohmann::json former = nxt.value("former_names", nlohmann::json::object());
+  for (const auto& [before, now] : former.items()) {
+    if (cur["queues"].contains(before) && !nxt["queues"].contains(before)) seen[now.get<std::string>()].push_back(before);
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [now, befores] : seen) {
+    if (befores.size() == 1 && !cur["queues"].contains(now)) out[now] = befores.front();
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json CompareDryRuns(const Snapshot& snap, const nlohmann::json& cur, const nlohmann::json& nxt, const DryRunOptions& o) {
@@ -61,13 +81,21 @@ nlohmann::json CompareDryRuns(const Snapshot& snap, const nlohmann::json& cur, c
                      {"arrivals_from", o.arrivals_from},
                      {"current", cur},
                      {"new", nxt}};
+  // One row per queue, keyed by the new config's name: a queue it renames is compared with its
+  // former self (current_name), not shown as one queue gone and another new.
+  const std::map<std::string, std::string> was = RenamedQueues(cur, nxt);
   std::set<std::string> names;
-  for (const auto* side : {&cur, &nxt}) {
-    for (const auto& [q, _] : (*side)["queues"].items()) names.insert(q);
+  for (const auto& [q, _] : nxt["queues"].items()) names.insert(q);
+  for (const auto& [q, _] : cur["queues"].items()) {
+    bool folded = false;
+    for (const auto& [now, before] : was) folded = folded || before == q;
+    if (!folded) names.insert(q);
   }
   nlohmann::json queues = nlohmann::json::object();
   for (const auto& q : names) {
-    const nlohmann::json a = cur["queues"].value(q, nlohmann::json::object());
+    const auto renamed = was.find(q);
+    const std::string before = renamed != was.end() ? renamed->second : q;
+    const nlohmann::json a = cur["queues"].value(before, nlohmann::json::object());
     const nlohmann::json b = nxt["queues"].value(q, nlohmann::json::object());
     nlohmann::json ch;
     for (const char* k : {"avg_s", "p99_s"}) {
@@ -79,6 +107,7 @@ nlohmann::json CompareDryRuns(const Snapshot& snap, const nlohmann::json& cur, c
       ch[k] = std::round(100 * (Num(b, {k}) - Num(a, {k}))) / 100;
     }
     queues[q] = {{"current", a}, {"new", b}, {"change", ch}};
+    if (before != q) queues[q]["current_name"] = before;
   }
   rep["queues"] = queues;
 
@@ -177,7 +206,7 @@ std::string DryRunText(const nlohmann::json& rep) {
         << " | " << pair(Fixed1(Num(a, {"lost_gpu_s"}) / 3600), Fixed1(Num(b, {"lost_gpu_s"}) / 3600)) << " | "
         << (a.contains("fair_share_gap_gpus") ? pair(Fixed1(Num(a, {"fair_share_gap_gpus"})), Fixed1(Num(b, {"fair_share_gap_gpus"}))) : "-") << " |\n";
   };
-  for (const auto& [q, v] : rep["queues"].items()) row(q, v["current"], v["new"]);
+  for (const auto& [q, v] : rep["queues"].items()) row(v.contains("current_name") ? q + " (was " + v["current_name"].get<std::string>() + ")" : q, v["current"], v["new"]);
   row("all", cur["total"], nxt["total"]);
   out << "\nJain's index: " << Num(cur, {"total", "jain_index"}) << " -> " << Num(nxt, {"total", "jain_index"}) << "\n";  if (Num(cur, {"total", "rejected"}) + Num(nxt, {"total", "rejected"}) > 0) {
     out << "Refused by the core (an unknown queue, a shape that never fits): " << Num(cur, {"total", "rejected"}) << " -> "

@@ -222,6 +222,47 @@ TEST(DryRun, QuotaCutPreemptsNonPreemptibleWorkAndIsFlagged) {
   EXPECT_TRUE(FailOnBreaches(*ParseFailOn("preempt-nonpreemptible,reserved-later,ttst-avg-increase=0%"), same).empty());
 }
 
+// A candidate config that renames a queue (queues[].formerNames): the report compares the queue
+// with its former self, one row under the new name, instead of one queue gone and another new. A
+// merge of two queues into one keeps their rows apart (their figures cannot be added up).
+TEST(DryRun, ARenamedQueueIsOneRowUnderItsNewName) {
+  auto s = LoadSnapshot(Src("test/sim/dryrun/quota.json"));
+  ASSERT_TRUE(s.ok());
+  DryRunOptions o;
+  o.horizon_s = 4 * 3600;
+  QueueSpec renamed = Q("team-a", 1);
+  renamed.former_names = {"a"};
+  auto cur = RunDryRun(*s, Config("current", {Q("a", 1), Q("b", 1)}), o);
+  auto nxt = RunDryRun(*s, Config("new", {renamed, Q("b", 1)}), o);
+  ASSERT_TRUE(cur.ok() && nxt.ok());
+  const auto rep = CompareDryRuns(*s, *cur, *nxt, o);
+  std::vector<std::string> rows;
+  for (const auto& [q, _] : rep["queues"].items()) rows.push_back(q);
+  EXPECT_EQ(rows, (std::vector<std::string>{"b", "team-a"})) << rep["queues"].dump();
+  const auto& row = rep["queues"]["team-a"];
+  EXPECT_EQ(row["current_name"], "a");
+  EXPECT_EQ(row["current"]["avg_gpus"], 24.0);  // a's day-long jobs
+  EXPECT_EQ(row["new"]["avg_gpus"], 24.0);
+  EXPECT_EQ(row["change"]["avg_gpus"], 0.0);
+  EXPECT_TRUE(rep["flags"].empty()) << rep["flags"].dump();
+  const std::string text = DryRunText(rep);
+  EXPECT_NE(text.find("| team-a (was a) | 24.0 |"), std::string::npos) << text;
+  // A check reads the renamed queue's row by its new name.
+  EXPECT_TRUE(FailOnBreaches(*ParseFailOn("fairshare-gap-increase=1,ttst-avg-increase=0%"), rep).empty());
+
+  QueueSpec merged = Q("ab", 1);
+  merged.former_names = {"a", "b"};
+  auto both = RunDryRun(*s, Config("new", {merged}), o);
+  ASSERT_TRUE(both.ok());
+  const auto rep2 = CompareDryRuns(*s, *cur, *both, o);
+  rows.clear();
+  for (const auto& [q, v] : rep2["queues"].items()) {
+    rows.push_back(q);
+    EXPECT_FALSE(v.contains("current_name")) << q;
+  }
+  EXPECT_EQ(rows, (std::vector<std::string>{"a", "ab", "b"})) << rep2["queues"].dump();
+}
+
 // A gang holding a reservation in the snapshot (4 x 8 GPUs, reserved when the last running job ends
 // at +40 min): under weights that put queue b first, b's 1 h jobs take the nodes as they free and
 // the gang starts later: flagged "pushes reserved gang a/big later by ...".
