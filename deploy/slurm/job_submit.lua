@@ -36,6 +36,12 @@ What it does, and nothing else:
      `scontrol update JobId=J Comment="... tidal.dev/hold=true"`.
   5. slurm_job_modify: only an adapter uid may set a Comment that starts with "tidal:" (Tidal's word
      on the job; a user must not forge it).
+  6. slurm_job_modify: a job Tidal has released (pending, priority above 0: pinned to its nodes with
+     ReqNodeList, Slurm about to start it) keeps the shape Tidal placed: another uid's change of
+     its nodes, node or task count, GRES/TRES, CPUs or memory, partition, features, reservation,
+     account or QOS is refused (else Slurm would start a job Tidal did not place, on nodes it gave
+     to others, or charge another account). Hold it first (`scontrol hold J`: the key), change it,
+     release it: Tidal places it anew. Other updates (time limit, comment, name, mail) go through.
   Everything else (scancel, the owner's other updates) is Slurm's normal behaviour.
 
 Known limits (Slurm, not this file):
@@ -129,6 +135,33 @@ local function hold_as_key(job_desc, job_ptr, uid)
 	return false
 end
 
+-- Fields of an update that change where and what a job runs (6. above). Unset fields read nil
+-- (strings) or NO_VAL (numbers: NO_VAL16 for the 16-bit ones, NO_VAL64 for memory).
+local PLACEMENT_STRINGS = { "req_nodes", "exc_nodes", "partition", "features", "reservation", "account", "qos",
+	"gres", "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task", "cpus_per_tres", "mem_per_tres" }
+local PLACEMENT_NUMBERS = { "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task",
+	"pn_min_cpus", "pn_min_memory", "min_cpus", "max_cpus", "shared", "contiguous" }
+local NO_VAL = 4294967294
+local NO_VAL16 = 65534
+local NO_VAL64 = 18446744073709551614
+
+-- The first placement field the update sets, or nil.
+local function placement_change(job_desc)
+	for _, f in ipairs(PLACEMENT_STRINGS) do
+		if job_desc[f] ~= nil then return f end
+	end
+	for _, f in ipairs(PLACEMENT_NUMBERS) do
+		local v = job_desc[f]
+		if v ~= nil and v ~= NO_VAL and v ~= NO_VAL16 and v ~= NO_VAL64 then return f end
+	end
+	return nil
+end
+
+-- Released by Tidal: pending with a priority above 0 (the gate holds every job at 0 otherwise).
+local function released(job_ptr)
+	return pending(job_ptr) and job_ptr.priority ~= nil and job_ptr.priority ~= 0
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
 	if job_desc.priority == 0 then  -- sbatch --hold / -H
 		job_desc.comment = with_hold(job_desc.comment)
@@ -154,6 +187,15 @@ function slurm_job_modify(job_desc, job_ptr, part_list, modify_uid)
 			tostring(job_ptr.job_id), tostring(modify_uid))
 		slurm.log_user("comments starting with \"tidal:\" are reserved for Tidal")
 		return slurm.ERROR
+	end
+	if not priority and released(job_ptr) then
+		local f = placement_change(job_desc)
+		if f ~= nil then
+			slurm.log_info("tidal gate: refused a change of %s of job %s by uid %s: Tidal released it to its nodes",
+				f, tostring(job_ptr.job_id), tostring(modify_uid))
+			slurm.log_user("Tidal has released this job to its nodes: hold it (scontrol hold), change it, release it")
+			return slurm.ERROR
+		end
 	end
 	if priority and not hold_as_key(job_desc, job_ptr, modify_uid) then
 		slurm.log_info("tidal gate: refused priority change (release/hold/Priority=) of job %s by uid %s",

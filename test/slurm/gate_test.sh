@@ -3,7 +3,8 @@
 # two slurmd on loopback (test/slurm/lib.sh). Checks that every job is held at submit, that the
 # job's owner cannot release it, that holds (sbatch --hold, scontrol hold/release by the owner or
 # root) become the comment key tidal.dev/hold=true, that root (the tidal-slurm adapter) can release
-# it, and that pinning a held job with ReqNodeList= and releasing it runs it on that node.
+# it, that pinning a held job with ReqNodeList= and releasing it runs it on that node, and that
+# the owner cannot reshape a job Tidal released before Slurm starts it.
 # Exit 77 (skipped) without Slurm.
 # Ports: TIDAL_SLURM_GATE_CTLD_PORT (16837), TIDAL_SLURM_GATE_NODE_PORT0 (17301, 17302).
 # TIDAL_SLURM_KEEP=1 keeps BASE (logs, slurm.conf) after a passing run; a failing run always keeps it.
@@ -115,6 +116,28 @@ scontrol release "$j2" || fail "root's release of $j2"
 slurm_wait_job "$j2" RUNNING 20 || fail "pinned job $j2 not RUNNING"
 [ "$(slurm_job_field "$j2" NodeList)" = gpu02 ] || fail "pinned job $j2 runs on '$(slurm_job_field "$j2" NodeList)', not gpu02"
 check "job $j2 pinned with ReqNodeList=gpu02 and released: RUNNING on gpu02"
+
+# 5b. a job Tidal released but Slurm has not started (pinned to gpu02, whose 4 GPUs j2 still
+#     shares) keeps its shape: its owner's change of node count, nodes or GRES is refused (Slurm
+#     would start a job Tidal did not place); a comment goes through; held first, it may change
+j4=$(slurm_submit_as "$USER_" --job-name=gate-released --gres=gpu:a100:4 -o /dev/null --wrap 'sleep 300') || fail "sbatch as $USER_"
+scontrol update JobId="$j4" ReqNodeList=gpu02 AdminComment="tidal: released to gpu02" || fail "pin of $j4"
+scontrol release "$j4" || fail "root's release of $j4"
+sleep 1
+[ "$(slurm_job_field "$j4" JobState)" = PENDING ] && [ "$(slurm_job_field "$j4" Priority)" != 0 ] ||
+  fail "released job $j4 is $(slurm_job_field "$j4" JobState) at priority $(slurm_job_field "$j4" Priority), want PENDING above 0"
+for change in NumNodes=2 ReqNodeList=gpu01 Gres=gpu:a100:3 ExcNodeList=gpu02 Partition=nonexistent; do
+  if slurm_as "$USER_" scontrol update JobId="$j4" "$change" 2>/dev/null; then fail "$USER_ could change $change of released job $j4"; fi
+done
+[ "$(slurm_job_field "$j4" ReqNodeList)" = gpu02 ] && [ "$(slurm_job_field "$j4" NumNodes)" = 1 ] ||
+  fail "released job $j4 changed: ReqNodeList=$(slurm_job_field "$j4" ReqNodeList) NumNodes=$(slurm_job_field "$j4" NumNodes)"
+grep -q "tidal gate: refused a change of min_nodes of job $j4" "$BASE/log/slurmctld.log" || fail "no refusal naming min_nodes in slurmctld.log"
+slurm_as "$USER_" scontrol update JobId="$j4" Comment="still mine" || fail "$USER_'s comment on released job $j4 refused"
+slurm_as "$USER_" scontrol hold "$j4" || fail "$USER_'s hold of released job $j4 refused"
+held_for_tidal "$j4" || fail "job $j4 not held after its owner's hold"
+slurm_as "$USER_" scontrol update JobId="$j4" Gres=gpu:a100:2 || fail "$USER_ could not change its held job $j4"
+scancel "$j4"
+check "released job $j4: its owner's NumNodes/ReqNodeList/Gres/ExcNodeList/Partition changes refused, a Comment taken; held, it changes"
 
 # 6. the owner may still cancel their own held job (the gate touches nothing else)
 j3=$(slurm_submit_as "$USER_" --job-name=gate-cancel -o /dev/null --wrap 'sleep 300') || fail "sbatch as $USER_"
