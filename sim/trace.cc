@@ -1,6 +1,7 @@
 #include "sim/trace.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -10,11 +11,14 @@
 #include "core/io/document.h"
 #include "core/io/workload_file.h"
 #include "sim/trace_fields.h"
+#include "sim/trace_reader.h"
 
 namespace tidal::sim {
 namespace {
 
 using namespace trace_fields;  // NOLINT: the field helpers are this file's vocabulary
+using trace_reader::Reader;
+using trace_reader::Row;
 
 // The generic csv format's columns.
 const std::set<std::string>& CsvColumns() {
@@ -42,6 +46,14 @@ std::string FormatByContent(const std::string& text) {
   SplitCsv(philly, &cols, DetectSeparator(philly));
   if (cols.size() >= 3 && cols[0] == "timestamp" && cols[1] == "duration" && cols[2] == "num_gpus") return "philly";
   SplitCsv(header, &cols, DetectSeparator(header));
+  bool jobid = false, submit_col = false;  // sacct -P: JobID and Submit, in any case
+  for (const auto& c : cols) {
+    std::string l = Trim(c);
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    jobid = jobid || l == "jobid" || l == "jobidraw";
+    submit_col = submit_col || l == "submit";
+  }
+  if (jobid && submit_col) return "sacct";
   bool all = cols.size() >= 2, submit = false;
   for (const auto& c : cols) {
     all = all && CsvColumns().count(c) > 0;
@@ -50,58 +62,9 @@ std::string FormatByContent(const std::string& text) {
   return all && submit ? "csv" : "";
 }
 
-struct Row {
-  SimJob job;
-  int64_t raw_submit = 0;  // trace time before windowing (philly: unix seconds)
-};
+}  // namespace
 
-class Reader {
- public:
-  Reader(const std::string& file, const TraceOptions& o, Trace* t) : file_(file), opts_(o), trace_(t) {}
-
-  // Splits a data row into exactly `ncols` fields; false (reported, `*stop` set by the bad-row
-  // policy) when it cannot.
-  bool Fields(int64_t line, const std::string& l, size_t ncols, std::vector<std::string>* f, bool* stop) {
-    if (!SplitCsv(l, f, sep_)) {
-      *stop = !Bad(line, "", "unterminated quote");
-      return false;
-    }
-    if (f->size() != ncols) {
-      *stop = !Bad(line, "", "expected " + std::to_string(ncols) + " fields, got " + std::to_string(f->size()));
-      return false;
-    }
-    return true;
-  }
-  // Records a bad row; false when the read must stop (OnBadRow::kFail).
-  bool Bad(int64_t line, const std::string& column, const std::string& why) {
-    BadRow b;
-    b.line = line;
-    b.message = file_ + ":" + std::to_string(line) + ": " + (column.empty() ? "" : column + ": ") + why;
-    trace_->bad_rows.push_back(std::move(b));
-    return opts_.on_bad_row == TraceOptions::OnBadRow::kSkip;
-  }
-  Status Failed() const { return Status::Error(trace_->bad_rows.back().message); }
-  // A trace's queue name normalised (trace_fields.h); "" when nothing valid is left.
-  std::string QueueName(const std::string& raw) { return namer_.Map(raw); }
-  // Copies the names the reader changed or merged into the trace.
-  void Finish() {
-    trace_->queue_renames = namer_.renames();
-    trace_->queue_merges = namer_.Merges();
-  }
-
-  Status Philly(const std::string& text, std::vector<Row>* rows);
-  Status Csv(const std::string& text, std::vector<Row>* rows);
-  Status Json(const std::string& text, std::vector<Row>* rows);
-
- private:
-  const std::string& file_;
-  const TraceOptions& opts_;
-  Trace* trace_;
-  QueueNamer namer_;
-  char sep_ = ',';  // the table's field separator, from its header line
-};
-
-Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
+Status trace_reader::Reader::Philly(const std::string& text, std::vector<Row>* rows) {
   std::map<std::string, size_t> col;
   size_t ncols = 0;
   Status header_error;
@@ -187,7 +150,7 @@ Status Reader::Philly(const std::string& text, std::vector<Row>* rows) {
   return Status::Ok();
 }
 
-Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
+Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows) {
   const std::set<std::string>& kColumns = CsvColumns();
   std::map<std::string, size_t> col;
   size_t ncols = 0;
@@ -339,7 +302,7 @@ Status Reader::Csv(const std::string& text, std::vector<Row>* rows) {
   return Status::Ok();
 }
 
-Status Reader::Json(const std::string& text, std::vector<Row>* rows) {
+Status trace_reader::Reader::Json(const std::string& text, std::vector<Row>* rows) {
   auto doc = ParseDocument(text, file_);
   if (!doc.ok()) return doc.status();
   const nlohmann::json* list = &doc->root;
@@ -413,6 +376,8 @@ Status Reader::Json(const std::string& text, std::vector<Row>* rows) {
   return Status::Ok();
 }
 
+namespace {
+
 // Trace seconds scaled by a factor (--load-scale, --limit-factor), as whole seconds: held within
 // +-1e18 (an int64 holds 9.2e18), so a huge duration times a large factor cannot overflow.
 int64_t WholeSeconds(double s) { return static_cast<int64_t>(std::clamp(s, -1e18, 1e18)); }
@@ -447,15 +412,17 @@ StatusOr<Trace> ParseTrace(const std::string& raw_text, const std::string& file,
     s = reader.Csv(text, &rows);
   } else if (fmt == "json") {
     s = reader.Json(text, &rows);
+  } else if (fmt == "sacct") {
+    s = reader.Sacct(text, &rows);
   } else {
-    return Status::Error("unknown trace format \"" + fmt + "\" (accepted: auto, philly, csv, json)");
+    return Status::Error("unknown trace format \"" + fmt + "\" (accepted: auto, philly, csv, json, sacct)");
   }
   if (!s.ok()) return s;
   reader.Finish();
 
-  // Trace time: philly rows are unix seconds, rebased to the earliest row; the others are already
-  // seconds on the replay clock.
-  const bool timestamps = fmt == "philly";
+  // Trace time: philly and sacct rows are unix seconds, rebased to the earliest row; the others
+  // are already seconds on the replay clock.
+  const bool timestamps = fmt == "philly" || fmt == "sacct";
   int64_t origin = 0;
   if (timestamps && !rows.empty()) {
     origin = rows.front().raw_submit;

@@ -15,7 +15,12 @@
 //   json    a YAML/JSON document {jobs: [...]} (or a top-level list): each entry is a workload as
 //           in workload files (core/io/workload_file.h: name, queue, members, request, ...,
 //           submitTime, runtimeLimit) plus `duration` (required).
-// Format "auto" picks philly for a header starting "timestamp,duration,num_gpus", csv for a
+//   sacct   a Slurm cluster's history, `sacct -X -P --format=JobID,Submit,Start,End,Elapsed,
+//           Timelimit,AllocTRES,ReqTRES,NNodes,Account,Partition,State` (sim/trace_sacct.cc has the
+//           columns): timestamps like philly's, GPUs from the TRES, queue = Account. Steps, jobs
+//           never started or not ended and CPU-only jobs are skipped and counted (Trace::skipped).
+// Format "auto" picks philly for a header starting "timestamp,duration,num_gpus", sacct for a header
+// with JobID and Submit columns (any case), csv for a
 // header of csv columns (including submit) whatever the file's name, and for other .csv files,
 // json otherwise. Tables are comma-separated unless their header has no comma but a
 // tab, ';' or '|' (trace_fields.h, DetectSeparator); a leading UTF-8 byte order mark is ignored.
@@ -53,7 +58,7 @@ namespace tidal::sim {
 
 struct TraceOptions {
   enum class OnBadRow { kSkip, kFail };
-  std::string format = "auto";  // auto | philly | csv | json
+  std::string format = "auto";  // auto | philly | csv | json | sacct
   OnBadRow on_bad_row = OnBadRow::kSkip;
   int64_t gpus_per_node = 8;    // for the GPU shape of total-GPU rows
   double limit_factor = 2.0;    // declared limit = ceil(actual x factor) when a row declares none
@@ -80,6 +85,9 @@ struct Trace {
   std::string origin;            // philly: the timestamp of trace time 0
   int64_t origin_unix = 0;       // philly: trace time 0 as seconds since 1970 (timestamps read as UTC)
   int64_t gpu_time_corrected = 0;  // philly rows whose gpu_time agreed only within rounding/tolerance
+  // Rows read but not jobs to replay, by why (sacct: "job steps ...", "never started", "not ended",
+  // "no GPUs ..."): well formed, so not bad_rows, and counted so that none is dropped silently.
+  std::map<std::string, int64_t> skipped;
   std::map<std::string, std::string> queue_renames;  // trace queue name -> normalised, changed ones only
   std::vector<std::string> queue_merges;             // "ls <- LS, ls": distinct names made one queue
 };
@@ -88,6 +96,8 @@ struct Trace {
 StatusOr<double> ParseRelativeTolerance(const std::string& text, const std::string& flag);
 // "LS -> ls, BE -> be" and the merges, for the report's input section; "" when nothing changed.
 std::string DescribeQueueNames(const Trace& t);
+// "40 job steps (sacct -X leaves them out), 3 never started": Trace::skipped; "" when none.
+std::string DescribeSkipped(const Trace& t);
 
 StatusOr<Trace> LoadTrace(const std::string& path, const TraceOptions& opts);
 StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, const TraceOptions& opts);

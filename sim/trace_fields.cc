@@ -276,6 +276,12 @@ std::string DescribeQueueNames(const Trace& t) {
   return out;
 }
 
+std::string DescribeSkipped(const Trace& t) {
+  std::string out;
+  for (const auto& [why, n] : t.skipped) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + why;
+  return out;
+}
+
 }  // namespace tidal::sim
 
 namespace tidal::sim {

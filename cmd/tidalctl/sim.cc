@@ -31,7 +31,7 @@ tidal) and through baselines, and reports metrics per policy. Reference: docs/si
 
 Input
   --trace FILE            job table: Philly CSV, generic CSV or YAML/JSON (see docs/simulator.md)
-  --format F              auto (default) | philly | csv | json
+  --format F              auto (default) | philly | csv | json | sacct (sacct -X -P output)
   --on-bad-row M          skip (default: report each malformed row with its line, skip it) | fail
   --gpu-time-tolerance E  philly gpu_time may differ from duration x num_gpus by E (default 1%)
                           beyond the columns' rounding; such rows are counted as corrected
@@ -146,6 +146,7 @@ std::string NoJobsWhy(const sim::Trace& t, const sim::TraceOptions& o) {
   std::string out = t.file + ": " + std::to_string(t.rows) + " row(s) read";
   if (t.rows == 0) return out + " (only a header, comments or blank lines?)";
   if (!t.bad_rows.empty()) out += ", " + std::to_string(t.bad_rows.size()) + " malformed";
+  if (const std::string sk = sim::DescribeSkipped(t); !sk.empty()) out += ", skipped: " + sk;
   if (t.outside_window > 0) out += ", " + std::to_string(t.outside_window) + " outside the window [" + o.from + ", " + o.to + ")";
   return out;
 }
@@ -302,6 +303,7 @@ int Sim(const Args& args) {
   if (!trace->bad_rows.empty()) {
     std::cerr << "tidalctl sim: " << trace->bad_rows.size() << " malformed row(s) skipped (--on-bad-row=fail refuses them)\n";
   }
+  if (const std::string sk = sim::DescribeSkipped(*trace); !sk.empty()) std::cerr << "tidalctl sim: rows that are no job to replay: " << sk << "\n";
   if (trace->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << NoJobsWhy(*trace, to) << "\n", 1;
   std::vector<sim::SimJob> jobs = trace->jobs;
   if (!ApplyCheckpoint("--checkpoint", flags.Get("--checkpoint", "none"), jobs.begin(), jobs.end())) return 2;
@@ -316,6 +318,9 @@ int Sim(const Args& args) {
     if (!st->bad_rows.empty()) {
       std::cerr << "tidalctl sim: " << st->bad_rows.size() << " malformed row(s) of " << slurm_file
                 << " skipped (--on-bad-row=fail refuses them)\n";
+    }
+    if (const std::string sk = sim::DescribeSkipped(*st); !sk.empty()) {
+      std::cerr << "tidalctl sim: rows of " << slurm_file << " that are no job to replay: " << sk << "\n";
     }
     if (st->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << NoJobsWhy(*st, so) << "\n", 1;
     const size_t first_slurm = jobs.size();
@@ -338,6 +343,7 @@ int Sim(const Args& args) {
     pools_input = {{"slurm_trace", slurm_file + " (" + st->format + ")"},
                    {"slurm_jobs", static_cast<int64_t>(st->jobs.size())},
                    {"malformed_rows", static_cast<int64_t>(st->bad_rows.size())},
+                   {"skipped_rows", sim::DescribeSkipped(*st)},
                    {"kubernetes_gpus", pool_gpus[0]},
                    {"slurm_gpus", pool_gpus[1]}};
     if (!so.from.empty() || !so.to.empty()) pools_input["slurm_window"] = "[" + so.from + ", " + so.to + ")";
@@ -369,6 +375,7 @@ int Sim(const Args& args) {
   input["rows"] = trace->rows;
   input["malformed_rows"] = static_cast<int64_t>(trace->bad_rows.size());
   input["outside_window"] = trace->outside_window;
+  if (!trace->skipped.empty()) input["skipped_rows"] = sim::DescribeSkipped(*trace);  // sacct: steps, never started, ...
   if (trace->format == "philly") input["gpu_time_corrected"] = trace->gpu_time_corrected;  // within rounding/tolerance
   if (const std::string qn = sim::DescribeQueueNames(*trace); !qn.empty()) {
     input["queue_names"] = qn;

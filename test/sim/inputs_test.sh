@@ -2,7 +2,8 @@
 # tidalctl sim end to end on traces as users bring them (docs/simulator.md, "Trace formats"):
 # a spreadsheet export (byte order mark, CRLF, tab-separated, a non-ASCII team name), a window that
 # leaves no job (the error says why), and a --config whose queues do not cover the trace (the
-# rejections say why), and outputs that cannot be written (refused before the replay). Usage: inputs_test.sh TIDALCTL SOURCE_DIR WORK_DIR
+# rejections say why), outputs that cannot be written (refused before the replay), and a Slurm
+# cluster's sacct history. Usage: inputs_test.sh TIDALCTL SOURCE_DIR WORK_DIR
 # Threading: a plain script, one tidalctl at a time.
 set -eu
 T=$1
@@ -40,4 +41,16 @@ if "$T" sim --trace "$S/test/sim/three_jobs.csv" --report "$D/vc.csv" > /dev/nul
 grep -q -- "--report $D/vc.csv: exists and is not a directory" "$D/rep.err" || fail "--report: $(cat "$D/rep.err")"
 "$T" sim --trace "$S/test/sim/three_jobs.csv" --policy fifo --out "$D/m.json" > /dev/null 2>&1 || fail "--out to a new file refused"
 [ -s "$D/m.json" ] || fail "--out not written"
+# A Slurm cluster's sacct history (sacct -P, steps included): read by its header, the rows that are
+# no job counted by why, and replayed through the Slurm door of the two-pool simulator too.
+"$T" sim --trace "$S/test/sim/sacct/history.txt" --gpus 64 --policy easy-backfill,tidal > "$D/sacct.md" 2> "$D/sacct.err" ||
+  fail "sacct history refused: $(cat "$D/sacct.err")"
+grep -q '^- trace: .*history.txt (sacct)$' "$D/sacct.md" || fail "sacct: format not detected"
+grep -q '^- jobs: 7$' "$D/sacct.md" || fail "sacct: not 7 jobs"
+grep -q '^- skipped_rows: 2 job steps (sacct -X leaves them out), 1 never started, 1 no GPUs (CPU-only jobs), 1 not ended$' "$D/sacct.md" ||
+  fail "sacct: skipped rows: $(grep skipped "$D/sacct.md")"
+grep -q 'history.txt:14: Submit: invalid timestamp "yesterday"' "$D/sacct.err" || fail "sacct: bad Submit not named: $(cat "$D/sacct.err")"
+"$T" sim --trace "$S/test/sim/three_jobs.csv" --slurm-trace "$S/test/sim/sacct/history.txt" --gpus 64 --policy tidal > "$D/pools.md" 2> "$D/pools.err" ||
+  fail "sacct as --slurm-trace: $(cat "$D/pools.err")"
+grep -q 'rows of .*history.txt that are no job to replay: 2 job steps' "$D/pools.err" || fail "sacct as --slurm-trace: $(cat "$D/pools.err")"
 echo "ok"

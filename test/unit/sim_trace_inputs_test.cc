@@ -147,10 +147,16 @@ TEST(SimTraceInputs, AutoFormatReadsATableByItsHeaderWhateverTheFileName) {
   auto j = ParseTrace("jobs:\n- {name: a, request: {gpus: 1}, duration: 10}\n", "jobs.txt", o);
   ASSERT_TRUE(j.ok()) << j.status().Message();
   EXPECT_EQ(j->format, "json");
+  auto unknown = ParseTrace("Task|When|Took\n1|2024-01-01|00:10:00\n", "export.txt", o);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().Message().find("must be a list of jobs (read as YAML/JSON: for a table, name csv columns"),
+            std::string::npos)
+      << unknown.status().Message();
+  // A sacct export (JobID and Submit columns) is read as one (sim_trace_sacct_test.cc), and one
+  // without a GPU column is refused naming it.
   auto sacct = ParseTrace("JobID|Submit|Elapsed\n1|2024-01-01|00:10:00\n", "sacct.txt", o);
   ASSERT_FALSE(sacct.ok());
-  EXPECT_NE(sacct.status().Message().find("must be a list of jobs (read as YAML/JSON: for a table, name csv columns"),
-            std::string::npos)
+  EXPECT_NE(sacct.status().Message().find("sacct.txt:1: header: needs an AllocTRES or ReqTRES column (the GPUs)"), std::string::npos)
       << sacct.status().Message();
 }
 

@@ -1,0 +1,70 @@
+// The trace readers' shared parts (internal to sim/, trace.h is the API): a parsed row and the
+// Reader that reports bad rows and normalises queue names. Each format's reader is a Reader method:
+// Philly, Csv and Json in trace.cc, Sacct in trace_sacct.cc.
+// Threading: a Reader is a plain value owned by one ParseTrace call.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/api/status.h"
+#include "sim/trace.h"
+#include "sim/trace_fields.h"
+
+namespace tidal::sim::trace_reader {
+
+struct Row {
+  SimJob job;
+  int64_t raw_submit = 0;  // trace time before windowing (philly: unix seconds)
+};
+
+class Reader {
+ public:
+  Reader(const std::string& file, const TraceOptions& o, Trace* t) : file_(file), opts_(o), trace_(t) {}
+
+  // Splits a data row into exactly `ncols` fields; false (reported, `*stop` set by the bad-row
+  // policy) when it cannot.
+  bool Fields(int64_t line, const std::string& l, size_t ncols, std::vector<std::string>* f, bool* stop) {
+    if (!trace_fields::SplitCsv(l, f, sep_)) {
+      *stop = !Bad(line, "", "unterminated quote");
+      return false;
+    }
+    if (f->size() != ncols) {
+      *stop = !Bad(line, "", "expected " + std::to_string(ncols) + " fields, got " + std::to_string(f->size()));
+      return false;
+    }
+    return true;
+  }
+  // Records a bad row; false when the read must stop (OnBadRow::kFail).
+  bool Bad(int64_t line, const std::string& column, const std::string& why) {
+    BadRow b;
+    b.line = line;
+    b.message = file_ + ":" + std::to_string(line) + ": " + (column.empty() ? "" : column + ": ") + why;
+    trace_->bad_rows.push_back(std::move(b));
+    return opts_.on_bad_row == TraceOptions::OnBadRow::kSkip;
+  }
+  Status Failed() const { return Status::Error(trace_->bad_rows.back().message); }
+  // A trace's queue name normalised (trace_fields.h); "" when nothing valid is left.
+  std::string QueueName(const std::string& raw) { return namer_.Map(raw); }
+  // Copies the names the reader changed or merged into the trace.
+  void Finish() {
+    trace_->queue_renames = namer_.renames();
+    trace_->queue_merges = namer_.Merges();
+  }
+
+  Status Philly(const std::string& text, std::vector<Row>* rows);
+  Status Csv(const std::string& text, std::vector<Row>* rows);
+  Status Json(const std::string& text, std::vector<Row>* rows);
+  // sacct -P output (trace_sacct.cc).
+  Status Sacct(const std::string& text, std::vector<Row>* rows);
+
+ private:
+  const std::string& file_;
+  const TraceOptions& opts_;
+  Trace* trace_;
+  trace_fields::QueueNamer namer_;
+  char sep_ = ',';  // the table's field separator, from its header line
+};
+
+}  // namespace tidal::sim::trace_reader
