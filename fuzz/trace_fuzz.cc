@@ -1,5 +1,6 @@
-// Fuzz target: the simulator's trace readers (sim/trace.cc): philly and generic CSV job tables and
-// the YAML/JSON job list. The first byte picks the format (auto by file name, philly, csv, json),
+// Fuzz target: the simulator's trace readers (sim/trace.cc, sim/trace_sacct.cc): philly and generic
+// CSV job tables, the YAML/JSON job list and sacct output. The first byte picks the format (auto by
+// file name and header, philly, csv, json; its top bit: sacct),
 // the bad-row policy and the options (GPUs per node, limit factor, window, load scale, max jobs);
 // the rest is the file's text.
 #include <cstddef>
@@ -16,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char* const kFiles[] = {"trace.csv", "trace.json", "trace.yaml", "trace"};
   static const char* const kBounds[] = {"", "3600", "30d", "2017-10-01", "2017-10-03 12:00", "1h", "0", "x"};
   tidal::sim::TraceOptions o;
-  o.format = kFormats[sel & 3];
+  o.format = (sel & 128) ? "sacct" : kFormats[sel & 3];
   o.on_bad_row = (sel & 4) ? tidal::sim::TraceOptions::OnBadRow::kFail : tidal::sim::TraceOptions::OnBadRow::kSkip;
   o.gpus_per_node = (sel & 8) ? 4 : 8;
   o.limit_factor = (sel & 16) ? 1.0 : 2.0;
