@@ -54,6 +54,12 @@ std::string FormatByContent(const std::string& text) {
     submit_col = submit_col || l == "submit";
   }
   if (jobid && submit_col) return "sacct";
+  // sacct without -P prints fixed-width columns: read as sacct, which asks for -P.
+  if (cols.size() == 1) {
+    std::string l = Trim(header).substr(0, 6);
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (l == "jobid " || l == "jobid\t") return "sacct";
+  }
   bool all = cols.size() >= 2, submit = false;
   for (const auto& c : cols) {
     all = all && CsvColumns().count(c) > 0;

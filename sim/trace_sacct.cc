@@ -111,6 +111,11 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
       have_header = true;
       sep_ = DetectSeparator(l);
       SplitCsv(l, &f, sep_);
+      if (f.size() == 1 && Trim(f[0]).find_first_of(" \t") != std::string::npos) {
+        header_error = Status::Error(file_ + ":" + std::to_string(line) +
+                                     ": header: fixed-width sacct output; run sacct with -P (parsable: fields separated by |)");
+        return;
+      }
       trailing = f.size() > 1 && Trim(f.back()).empty();
       if (trailing) f.pop_back();
       ncols = f.size();

@@ -147,6 +147,13 @@ TEST(SimTraceSacct, AHeaderWithoutTheColumnsItNeedsIsRefusedNamingThem) {
   auto empty = ParseTrace("", "e.txt", o);
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.status().Message().find("no header line"), std::string::npos);
+  // sacct without -P: asked for it, not read as YAML.
+  o.format = "auto";
+  auto fixed = ParseTrace("JobID           Submit              Elapsed\n------------ ------------------- ----------\n"
+                          "1            2026-01-01T00:00:00   00:01:00\n",
+                          "fixed.txt", o);
+  ASSERT_FALSE(fixed.ok());
+  EXPECT_EQ(fixed.status().Message(), "fixed.txt:1: header: fixed-width sacct output; run sacct with -P (parsable: fields separated by |)");
   // A table with JobID and Submit columns is read as sacct whatever its name, not as csv.
   o.format = "auto";
   auto a = ParseTrace("JobID,Submit,Elapsed,AllocTRES\n1,2026-01-01T00:00:00,00:01:00,gres/gpu=2\n", "export.csv", o);
