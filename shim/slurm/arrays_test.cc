@@ -201,5 +201,34 @@ TEST_F(ArrayCommentTest, AnAdminsCommentOnTheArrayRecordIsKeptAndSplitTasksKeepT
   EXPECT_EQ(split_.updated, (std::vector<std::string>{"31_1"}));
 }
 
+TEST_F(ArrayCommentTest, AnArrayReleasedByHandIsHeldAgainByItsRecordNotTheTasksTidalReleased) {
+  // An admin's `scontrol release 32` let the array's pending record out of the gate's hold
+  // (escaped); task 32_0, split off and released by Tidal onto gpu01, waits for Slurm to start it.
+  // The record is held again in place, by the tasks it holds: before, the hold went to "32", which
+  // Slurm applies to every task of the array, 32_0 too (its release lost, its nodes idle).
+  JobRecord rec = ArrayRecordOf(32, 6, 0, 8);
+  rec.pending_array_tasks = {1, 2, 3, 4, 5};
+  rec.priority = 1000;  // released by hand: no pin, no Tidal comment
+  rec.admin_comment = "tidal: waiting for Tidal";
+  JobRecord released = rec;
+  released.pending_array_tasks.clear();
+  released.id = "32_0", released.job_id = 50, released.array_task_id = 0;
+  released.required_nodes = {"gpu01"};
+  released.admin_comment = "tidal: released to gpu01";
+  split_.state.nodes = slurm_.state.nodes;
+  split_.state.jobs = {released, rec};
+  split_.state.read_unix = 10000;
+  Reconciler r(acfg_, &split_, link_.get());
+  ASSERT_TRUE(r.ReconcileOnce().admitted);
+  EXPECT_EQ(split_.splits, 0);
+  EXPECT_EQ(split_.Find("32")->priority, 0u) << split_.Find("32")->admin_comment;
+  EXPECT_NE(split_.Find("32")->admin_comment.find("released outside Tidal"), std::string::npos) << split_.Find("32")->admin_comment;
+  EXPECT_EQ(split_.Find("32_0")->priority, 1000u) << split_.Find("32_0")->admin_comment;
+  EXPECT_EQ(split_.Find("32_0")->required_nodes, std::vector<std::string>{"gpu01"});
+  ASSERT_FALSE(split_.updated.empty());
+  EXPECT_EQ(split_.updated.front(), "32");  // the record, updated in place
+  EXPECT_EQ(std::count(split_.updated.begin(), split_.updated.end(), "32_0"), 0) << "the hold reached Tidal's released task";
+}
+
 }  // namespace
 }  // namespace tidal::slurm

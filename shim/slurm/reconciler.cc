@@ -423,7 +423,10 @@ void Reconciler::Apply(const ClusterRecords& rec, const Desired& d, const v1::Ad
     // elastic job its --nodes=MIN-MAX.
     JobPin pin{UserPin(*j)};
     if (const NodeRange r = NodeRangeOf(*j); r.Elastic()) pin.min_nodes = r.min, pin.max_nodes = r.max;
-    if (Status s = requeued ? slurm_->HoldRequeued(j->id, text, pin) : slurm_->Hold(j->id, text, pin); !s.ok()) {
+    // An unsplit array record (released by hand: escaped) by the tasks it holds, in place: its
+    // array's id would also hold every task split off from it, those Tidal released among them.
+    const std::string target = j->pending_array_tasks.empty() ? j->id : PendingArrayId(*j);
+    if (Status s = requeued ? slurm_->HoldRequeued(target, text, pin) : slurm_->Hold(target, text, pin); !s.ok()) {
       ++st.apply_errors;
       st.status.AddReason(s.ToString());
     } else {

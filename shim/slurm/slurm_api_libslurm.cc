@@ -106,8 +106,12 @@ bool ParseJobId(const std::string& s, uint32_t* job, uint32_t* task) {
 // is `job_id` (a job, an array as a whole, or one task of it, split off or not) pending (running)?
 Status CheckState(const std::string& job_id, bool running) {
   uint32_t job = 0, task = NO_VAL;
-  if (!ParseJobId(job_id, &job, &task)) {
-    return Status::Error("slurm_update_job " + job_id + ": not a job id (123 or 123_7)");
+  // An array's pending record by the tasks it holds ("123_[7-9,11]", PendingArrayId): the array
+  // must still have a record in that state.
+  const size_t bracket = job_id.find("_[");
+  const bool record = bracket != std::string::npos && job_id.back() == ']';
+  if (!ParseJobId(record ? job_id.substr(0, bracket) : job_id, &job, &task)) {
+    return Status::Error("slurm_update_job " + job_id + ": not a job id (123, 123_7 or 123_[7-9])");
   }
   job_info_msg_t* msg = nullptr;
   if (slurm_load_job(&msg, job, SHOW_DETAIL) != SLURM_SUCCESS) return CallError("slurm_load_job", job_id);
