@@ -64,4 +64,21 @@ case_hold() {
   [ "$(grep -c "release hold on JobId=$w3 by uid 0\$" "$BASE/log/slurmctld.log")" = 1 ] || fail "job $w3 released $(grep -c "release hold on JobId=$w3 by uid 0\$" "$BASE/log/slurmctld.log") time(s) (want 1: Tidal's)"
   check "owner's release ($w1), admin's key removal ($w2), admin's scontrol release ($w3): each ran where Tidal pinned it"
   cancel_all
+
+  # An array released by hand: an admin's plain `scontrol release` of a job without the key passes
+  # the gate, and the array's pending record escapes the hold (the cluster is full: Slurm cannot
+  # start a task). Tidal holds it again in place, by the tasks it holds (JobId=A_[0-3]: by the
+  # array's id the hold would reach every task split off from it, those Tidal released too).
+  local a errs held_before
+  b=$(submit team-a -N 8 --gres=gpu:4 -- 300)
+  wait_for 20 "job $b (the whole cluster) RUNNING" is_state "$b" RUNNING
+  a=$(submit team-a --array=0-3 --gres=gpu:1 -- 5)
+  wait_for 10 "array $a waits for Tidal" comment_has "$a" "tidal: "
+  errs=$(metric tidal_slurm_apply_errors_total) held_before=$(metric tidal_slurm_held_total)
+  scontrol release "$a" || fail "admin's plain release of array $a"
+  wait_for 15 "array $a held again" eval "held $a && metric_above tidal_slurm_held_total $held_before"
+  [ "$(metric tidal_slurm_apply_errors_total)" = "$errs" ] || fail "apply errors $errs -> $(metric tidal_slurm_apply_errors_total)"
+  [ "$(squeue -h -j "$a" -o %i | wc -l)" = 1 ] || fail "array $a split by the hold: $(squeue -h -j "$a" -o %i | paste -sd' ')"
+  check "array $a released by hand: held again as one record ($(squeue -h -j "$a" -o %i)), no apply error"
+  cancel_all
 }
