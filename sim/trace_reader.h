@@ -1,10 +1,11 @@
 // The trace readers' shared parts (internal to sim/, trace.h is the API): a parsed row and the
 // Reader that reports bad rows and normalises queue names. Each format's reader is a Reader method:
-// Philly, Csv and Json in trace.cc, Sacct in trace_sacct.cc.
+// Philly and Json in trace.cc, Csv in trace_csv.cc, Sacct in trace_sacct.cc.
 // Threading: a Reader is a plain value owned by one ParseTrace call.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@
 #include "sim/trace_fields.h"
 
 namespace tidal::sim::trace_reader {
+
+// The generic csv format's column names (trace_csv.cc).
+const std::set<std::string>& CsvColumns();
 
 struct Row {
   SimJob job;
@@ -54,6 +58,7 @@ class Reader {
   }
 
   Status Philly(const std::string& text, std::vector<Row>* rows);
+  // The generic csv table (trace_csv.cc).
   Status Csv(const std::string& text, std::vector<Row>* rows);
   Status Json(const std::string& text, std::vector<Row>* rows);
   // sacct -P output (trace_sacct.cc).

@@ -1,0 +1,178 @@
+// The generic csv reader (sim/trace.h, format "csv"): a header naming its columns (CsvColumns), in
+// any order; docs/simulator.md has the reference.
+// Threading: a Reader method (trace_reader.h).
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/io/workload_file.h"
+#include "sim/trace_fields.h"
+#include "sim/trace_reader.h"
+
+namespace tidal::sim {
+
+using namespace trace_fields;  // NOLINT: the field helpers are this file's vocabulary
+
+// The generic csv format's columns.
+const std::set<std::string>& trace_reader::CsvColumns() {
+  static const std::set<std::string> kColumns = {"id",       "submit",   "duration", "gpus",        "members",
+                                                 "gpus_per_member", "min_members", "queue", "priority", "limit",
+                                                 "required", "preferred", "preemptible", "class"};
+  return kColumns;
+}
+
+
+Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows) {
+  const std::set<std::string>& kColumns = CsvColumns();
+  std::map<std::string, size_t> col;
+  size_t ncols = 0;
+  Status header_error;
+  bool stop = false;
+  std::set<std::string> ids;
+  std::vector<std::string> f;
+  bool have_header = false;
+  ForEachLine(text, [&](int64_t line, const std::string& l) {
+    if (stop || !header_error.ok()) return;
+    if (Trim(l).empty() || Trim(l)[0] == '#') return;  // blank lines and comments
+    if (!have_header) {
+      have_header = true;
+      sep_ = DetectSeparator(l);
+      SplitCsv(l, &f, sep_);
+      ncols = f.size();
+      for (size_t i = 0; i < f.size(); ++i) {
+        if (!kColumns.count(f[i])) {
+          std::string known;
+          for (const auto& k : kColumns) known += (known.empty() ? "" : ", ") + k;
+          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: unknown column \"" + f[i] +
+                                       "\" (accepted: " + known + ")");
+          return;
+        }
+        if (!col.emplace(f[i], i).second) {
+          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: column \"" + f[i] + "\" given twice");
+          return;
+        }
+      }
+      for (const char* need : {"submit", "duration"}) {
+        if (!col.count(need)) {
+          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: missing column \"" + std::string(need) + "\"");
+        }
+      }
+      if (!col.count("gpus") && !col.count("gpus_per_member")) {
+        header_error = Status::Error(file_ + ":" + std::to_string(line) +
+                                     ": header: needs a \"gpus\" column or \"members\" and \"gpus_per_member\"");
+      }
+      return;
+    }
+    ++trace_->rows;
+    if (!Fields(line, l, ncols, &f, &stop)) return;
+    auto get = [&](const char* c) -> std::string { return col.count(c) ? f[col[c]] : std::string(); };
+    Row r;
+    Workload& w = r.job.w;
+    int64_t v = 0;
+    if (!ParseSeconds(get("submit"), &r.raw_submit)) {
+      stop = !Bad(line, "submit", SecondsError(get("submit")));
+      return;
+    }
+    if (!ParseSeconds(get("duration"), &r.job.duration_s)) {
+      stop = !Bad(line, "duration", SecondsError(get("duration")));
+      return;
+    }
+    const std::string gs = get("gpus"), ms = get("members"), gps = get("gpus_per_member");
+    int64_t gpus = -1, members = -1, per = -1;
+    if (!gs.empty() && (!ParseInt(gs, &gpus) || gpus < 0 || gpus > 1000000)) {
+      stop = !Bad(line, "gpus", "must be a whole number >= 0, got \"" + gs + "\"");
+      return;
+    }
+    if (!ms.empty() && (!ParseInt(ms, &members) || members < 1 || members > 1000000)) {
+      stop = !Bad(line, "members", "must be a whole number >= 1, got \"" + ms + "\"");
+      return;
+    }
+    if (!gps.empty() && (!ParseInt(gps, &per) || per < 1 || per > 1000000)) {
+      // >= 1: a csv row carries GPUs only, so a member of 0 GPUs would ask for nothing at all.
+      stop = !Bad(line, "gpus_per_member", "must be a whole number >= 1, got \"" + gps + "\"");
+      return;
+    }
+    if (per >= 0) {
+      w.per_member.gpus = per;
+      w.members = static_cast<int32_t>(members > 0 ? members : 1);
+      if (gpus >= 0 && gpus != per * w.members) {
+        stop = !Bad(line, "gpus", gs + " is not members x gpus_per_member (" + std::to_string(w.members) + " x " + gps + ")");
+        return;
+      }
+    } else if (gpus >= 1) {
+      if (members > 0) {
+        if (gpus % members != 0) {
+          stop = !Bad(line, "gpus", gs + " is not a multiple of members (" + ms + ")");
+          return;
+        }
+        w.members = static_cast<int32_t>(members);
+        w.per_member.gpus = gpus / members;
+      } else {
+        ShapeFromTotal(gpus, opts_.gpus_per_node, &w.members, &w.per_member.gpus);
+      }
+    } else {
+      stop = !Bad(line, "gpus", "needs gpus >= 1, or members and gpus_per_member");
+      return;
+    }
+    w.min_members = w.members;
+    if (const std::string s = get("min_members"); !s.empty()) {
+      if (!ParseInt(s, &v) || v < 1 || v > w.members) {
+        stop = !Bad(line, "min_members", "must be 1.." + std::to_string(w.members) + ", got \"" + s + "\"");
+        return;
+      }
+      w.min_members = static_cast<int32_t>(v);
+    }
+    w.id = get("id");
+    if (w.id.empty()) w.id = "job-" + std::to_string(line);
+    if (!ids.insert(w.id).second) {
+      stop = !Bad(line, "id", "duplicate job id \"" + w.id + "\"");
+      return;
+    }
+    const std::string qs = get("queue");
+    w.queue = qs.empty() ? "default" : QueueName(qs);
+    if (w.queue.empty()) {
+      stop = !Bad(line, "queue", "\"" + qs + "\" has no character of a queue name ([A-Za-z0-9])");
+      return;
+    }
+    if (const std::string s = get("priority"); !s.empty()) {
+      if (!ParseInt(s, &v) || v < -1000000000 || v > 1000000000) {
+        stop = !Bad(line, "priority", "must be a whole number, got \"" + s + "\"");
+        return;
+      }
+      w.priority = static_cast<int32_t>(v);
+    }
+    if (const std::string s = get("limit"); !s.empty()) {
+      if (!ParseSeconds(s, &w.runtime_limit_s) || w.runtime_limit_s <= 0) {
+        stop = !Bad(line, "limit", ParseSeconds(s, &v) ? "must be more than 0 s, got \"" + s + "\"" : SecondsError(s));
+        return;
+      }
+    }
+    w.required_level = get("required");
+    w.preferred_level = get("preferred");
+    if (const std::string s = get("preemptible"); !s.empty()) {
+      if (s != "true" && s != "false") {
+        stop = !Bad(line, "preemptible", "must be true or false, got \"" + s + "\"");
+        return;
+      }
+      w.preemptible = s == "true";
+    }
+    w.workload_class = WorkloadClass::kTraining;
+    if (const std::string s = get("class"); !s.empty()) {
+      auto c = ParseWorkloadClass(s, "class");
+      if (!c.ok()) {
+        stop = !Bad(line, "", c.status().Message());
+        return;
+      }
+      w.workload_class = *c;
+    }
+    r.job.line = line;
+    rows->push_back(std::move(r));
+  });
+  if (!header_error.ok()) return header_error;
+  if (!have_header) return Status::Error(file_ + ": no header line (csv format: submit,duration,gpus,...)");
+  if (stop) return Failed();
+  return Status::Ok();
+}
+
+}  // namespace tidal::sim
