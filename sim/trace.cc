@@ -240,12 +240,16 @@ StatusOr<Trace> ParseTrace(const std::string& raw_text, const std::string& file,
   if (!(opts.load_scale > 0) || opts.load_scale > 1e6) {
     return Status::Error("load scale must be > 0, got " + std::to_string(opts.load_scale));
   }
+  if (Status c = CheckColumns(opts.columns); !c.ok()) return c;
+  if (!opts.columns.empty() && opts.format != "auto" && opts.format != "csv") {
+    return Status::Error("--columns: only csv tables are read by column names of their own, not --format " + opts.format);
+  }
   const std::string text(WithoutBom(raw_text));
   Trace t;
   t.file = file;
   std::string fmt = opts.format;
   if (fmt == "auto") {
-    fmt = FormatByContent(text);
+    fmt = opts.columns.empty() ? FormatByContent(text) : "csv";
     if (fmt.empty()) fmt = file.size() >= 4 && file.substr(file.size() - 4) == ".csv" ? "csv" : "json";
   }
   t.format = fmt;
@@ -266,9 +270,9 @@ StatusOr<Trace> ParseTrace(const std::string& raw_text, const std::string& file,
   if (!s.ok()) return s;
   reader.Finish();
 
-  // Trace time: philly and sacct rows are unix seconds, rebased to the earliest row; the others
-  // are already seconds on the replay clock.
-  const bool timestamps = fmt == "philly" || fmt == "sacct";
+  // Trace time: philly and sacct rows (and csv rows with timestamps) are unix seconds, rebased to
+  // the earliest row; the others are already seconds on the replay clock.
+  const bool timestamps = fmt == "philly" || fmt == "sacct" || (fmt == "csv" && reader.csv_timestamps());
   int64_t origin = 0;
   if (timestamps && !rows.empty()) {
     origin = rows.front().raw_submit;

@@ -69,6 +69,9 @@ struct TraceOptions {
   int64_t max_jobs = 0;         // 0 = all; else the first N jobs in submit order (after the window)
   // philly gpu_time vs duration x num_gpus: relative error accepted beyond the columns' rounding.
   double gpu_time_tolerance = 0.01;
+  // csv: the file's own header names for csv columns (--columns submit=submit_time,gpus=gpu_num):
+  // csv column -> header name. With any, the header's other columns are ignored (Trace::ignored_columns).
+  std::map<std::string, std::string> columns;
 };
 
 struct BadRow {
@@ -88,10 +91,15 @@ struct Trace {
   // Rows read but not jobs to replay, by why (sacct: "job steps ...", "never started", "not ended",
   // "no GPUs ..."): well formed, so not bad_rows, and counted so that none is dropped silently.
   std::map<std::string, int64_t> skipped;
+  std::vector<std::string> ignored_columns;  // csv with --columns: the header's columns not read
   std::map<std::string, std::string> queue_renames;  // trace queue name -> normalised, changed ones only
   std::vector<std::string> queue_merges;             // "ls <- LS, ls": distinct names made one queue
 };
 
+// --columns: "submit=submit_time,gpus=gpu_num" as csv column -> header name; errors name the item
+// (not NAME=HEADER, NAME not a csv column, a name twice, two names for one header).
+StatusOr<std::map<std::string, std::string>> ParseColumns(const std::string& text);
+Status CheckColumns(const std::map<std::string, std::string>& columns);
 // "1%" or "0.01" as 0.01 (0..1); the error names `flag`.
 StatusOr<double> ParseRelativeTolerance(const std::string& text, const std::string& flag);
 // "LS -> ls, BE -> be" and the merges, for the report's input section; "" when nothing changed.

@@ -1,5 +1,6 @@
 // The generic csv reader (sim/trace.h, format "csv"): a header naming its columns (CsvColumns), in
-// any order; docs/simulator.md has the reference.
+// any order, or naming them its own way with TraceOptions::columns (--columns); submit times in
+// seconds or, when the first row's is one, timestamps. docs/simulator.md has the reference.
 // Threading: a Reader method (trace_reader.h).
 #include <map>
 #include <set>
@@ -23,6 +24,40 @@ const std::set<std::string>& trace_reader::CsvColumns() {
 }
 
 
+Status CheckColumns(const std::map<std::string, std::string>& columns) {
+  for (const auto& [name, header] : columns) {
+    if (!trace_reader::CsvColumns().count(name)) {
+      std::string known;
+      for (const auto& k : trace_reader::CsvColumns()) known += (known.empty() ? "" : ", ") + k;
+      return Status::Error("--columns " + name + "=" + header + ": \"" + name + "\" is not a csv column (accepted: " + known + ")");
+    }
+    if (header.empty()) return Status::Error("--columns " + name + "=: the header name is empty");
+    for (const auto& [other, h2] : columns) {
+      if (other < name && h2 == header) return Status::Error("--columns: " + other + " and " + name + " both read column \"" + header + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::map<std::string, std::string>> ParseColumns(const std::string& text) {
+  std::map<std::string, std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size() && !text.empty()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = Trim(text.substr(pos, comma - pos));
+    pos = comma + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::Error("--columns: expected NAME=HEADER[,NAME=HEADER...] (submit=submit_time), got \"" + item + "\"");
+    }
+    const std::string name = Trim(item.substr(0, eq));
+    if (!out.emplace(name, Trim(item.substr(eq + 1))).second) return Status::Error("--columns: " + name + " given twice");
+  }
+  if (Status s = CheckColumns(out); !s.ok()) return s;
+  return out;
+}
+
 Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows) {
   const std::set<std::string>& kColumns = CsvColumns();
   std::map<std::string, size_t> col;
@@ -31,7 +66,7 @@ Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows
   bool stop = false;
   std::set<std::string> ids;
   std::vector<std::string> f;
-  bool have_header = false;
+  bool have_header = false, submit_form_known = false;
   ForEachLine(text, [&](int64_t line, const std::string& l) {
     if (stop || !header_error.ok()) return;
     if (Trim(l).empty() || Trim(l)[0] == '#') return;  // blank lines and comments
@@ -40,16 +75,35 @@ Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows
       sep_ = DetectSeparator(l);
       SplitCsv(l, &f, sep_);
       ncols = f.size();
+      // --columns (TraceOptions::columns): the file's own names for csv columns; with it, the
+      // header's other columns are ignored (and listed), else an unknown one refuses the file.
+      std::map<std::string, std::string> named;  // the file's header name -> csv column
+      for (const auto& [name, header] : opts_.columns) named[header] = name;
+      std::set<std::string> found;
       for (size_t i = 0; i < f.size(); ++i) {
-        if (!kColumns.count(f[i])) {
+        std::string name = f[i];
+        if (auto m = named.find(f[i]); m != named.end()) {
+          name = m->second;
+          found.insert(f[i]);
+        } else if (!opts_.columns.empty() && (!kColumns.count(name) || opts_.columns.count(name))) {
+          trace_->ignored_columns.push_back(f[i]);
+          continue;
+        } else if (!kColumns.count(name)) {
           std::string known;
           for (const auto& k : kColumns) known += (known.empty() ? "" : ", ") + k;
           header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: unknown column \"" + f[i] +
-                                       "\" (accepted: " + known + ")");
+                                       "\" (accepted: " + known + "; --columns NAME=HEADER reads a column by another name)");
           return;
         }
-        if (!col.emplace(f[i], i).second) {
-          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: column \"" + f[i] + "\" given twice");
+        if (!col.emplace(name, i).second) {
+          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: column \"" + name + "\" given twice");
+          return;
+        }
+      }
+      for (const auto& [name, header] : opts_.columns) {
+        if (!found.count(header)) {
+          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: --columns " + name + "=" + header +
+                                       ": no column \"" + header + "\" in the header");
           return;
         }
       }
@@ -70,8 +124,26 @@ Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows
     Row r;
     Workload& w = r.job.w;
     int64_t v = 0;
-    if (!ParseSeconds(get("submit"), &r.raw_submit)) {
-      stop = !Bad(line, "submit", SecondsError(get("submit")));
+    // Submit times are seconds on the replay clock, or timestamps: the first row says which, for
+    // the whole file (timestamps are then rebased to the earliest, as philly's).
+    const std::string submit = get("submit");
+    if (!submit_form_known) {
+      submit_form_known = true;
+      int64_t secs = 0;
+      timestamps_ = !ParseSeconds(submit, &secs) && ParseTimestamp(Trim(submit)).ok();
+    }
+    if (timestamps_) {
+      auto t = ParseTimestamp(Trim(submit));
+      if (!t.ok()) {
+        stop = !Bad(line, "submit", "\"" + submit + "\" is not a timestamp (YYYY-MM-DD HH:MM:SS), as the first row's submit is");
+        return;
+      }
+      r.raw_submit = *t;
+    } else if (!ParseSeconds(submit, &r.raw_submit)) {
+      stop = !Bad(line, "submit", ParseTimestamp(Trim(submit)).ok()
+                                      ? "\"" + submit + "\" is a timestamp, but the first row's submit is seconds: a file's "
+                                        "submit times are all seconds on the replay clock or all timestamps"
+                                      : SecondsError(submit));
       return;
     }
     if (!ParseSeconds(get("duration"), &r.job.duration_s)) {

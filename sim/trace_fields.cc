@@ -154,7 +154,7 @@ std::string SecondsError(const std::string& s) {
   } else if (unit_form) {
     hint = " (more than 1e15 s)";
   } else if (ParseTimestamp(s).ok() || (s.size() >= 10 && s[4] == '-' && s[7] == '-' && std::isdigit(static_cast<unsigned char>(s[0])))) {
-    hint = " (a timestamp: times here are seconds on the replay clock; only the philly format reads timestamps)";
+    hint = " (a timestamp, not a length of time)";
   }
   return "must be seconds from 0 to 1e15, a duration (90s, 2h, 1h30m) or [D-]HH:MM:SS, got \"" + s + "\"" + hint;
 }

@@ -63,6 +63,8 @@ class Reader {
   Status Json(const std::string& text, std::vector<Row>* rows);
   // sacct -P output (trace_sacct.cc).
   Status Sacct(const std::string& text, std::vector<Row>* rows);
+  // Whether the csv table's submit times were timestamps (its first row's were).
+  bool csv_timestamps() const { return timestamps_; }
 
  private:
   const std::string& file_;
@@ -70,6 +72,7 @@ class Reader {
   Trace* trace_;
   trace_fields::QueueNamer namer_;
   char sep_ = ',';  // the table's field separator, from its header line
+  bool timestamps_ = false;  // csv: submit times are timestamps
 };
 
 }  // namespace tidal::sim::trace_reader

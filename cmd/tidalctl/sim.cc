@@ -32,6 +32,8 @@ tidal) and through baselines, and reports metrics per policy. Reference: docs/si
 Input
   --trace FILE            job table: Philly CSV, generic CSV or YAML/JSON (see docs/simulator.md)
   --format F              auto (default) | philly | csv | json | sacct (sacct -X -P output)
+  --columns MAP           csv: the table's own names for csv columns, e.g. submit=submit_time,gpus=gpu_num
+                          (the other columns are then ignored, and listed)
   --on-bad-row M          skip (default: report each malformed row with its line, skip it) | fail
   --gpu-time-tolerance E  philly gpu_time may differ from duration x num_gpus by E (default 1%)
                           beyond the columns' rounding; such rows are counted as corrected
@@ -196,7 +198,7 @@ int Sim(const Args& args) {
                     "--limit-factor", "--config", "--topology", "--gpus", "--gpus-per-node", "--nodes-per-domain",
                     "--fanout", "--policy", "--out", "--report", "--plot-script", "--sample-interval", "--timing",
                     "--tidal-shortcuts", "--slurm-trace", "--slurm-gpus", "--slurm-from", "--slurm-to", "--checkpoint",
-                    "--slurm-checkpoint", "--gpu-time-tolerance"})) {
+                    "--slurm-checkpoint", "--gpu-time-tolerance", "--columns"})) {
     std::cerr << kSimUsage;
     return 2;
   }
@@ -217,6 +219,11 @@ int Sim(const Args& args) {
   }
   sim::TraceOptions to;
   to.format = flags.Get("--format", "auto");
+  if (const std::string c = flags.Get("--columns"); !c.empty()) {
+    auto cols = sim::ParseColumns(c);
+    if (!cols.ok()) return std::cerr << "tidalctl sim: " << cols.status().Message() << "\n", 2;
+    to.columns = std::move(cols).value();
+  }
   const std::string bad = flags.Get("--on-bad-row", "skip");
   if (bad != "skip" && bad != "fail") {
     std::cerr << "tidalctl sim: --on-bad-row: expected skip or fail, got \"" << bad << "\"\n";
@@ -304,12 +311,16 @@ int Sim(const Args& args) {
     std::cerr << "tidalctl sim: " << trace->bad_rows.size() << " malformed row(s) skipped (--on-bad-row=fail refuses them)\n";
   }
   if (const std::string sk = sim::DescribeSkipped(*trace); !sk.empty()) std::cerr << "tidalctl sim: rows that are no job to replay: " << sk << "\n";
+  std::string ignored;
+  for (const auto& c : trace->ignored_columns) ignored += (ignored.empty() ? "" : ", ") + c;
+  if (!ignored.empty()) std::cerr << "tidalctl sim: columns not read (not named by --columns): " << ignored << "\n";
   if (trace->jobs.empty()) return std::cerr << "tidalctl sim: no jobs to replay in " << NoJobsWhy(*trace, to) << "\n", 1;
   std::vector<sim::SimJob> jobs = trace->jobs;
   if (!ApplyCheckpoint("--checkpoint", flags.Get("--checkpoint", "none"), jobs.begin(), jobs.end())) return 2;
   nlohmann::json pools_input;
   if (two_pools) {
     sim::TraceOptions so = to;
+    so.columns.clear();  // --columns names --trace's columns
     so.from = flags.Get("--slurm-from", to.from);
     so.to = flags.Get("--slurm-to", to.to);
     auto st = sim::LoadTrace(slurm_file, so);
@@ -376,6 +387,7 @@ int Sim(const Args& args) {
   input["malformed_rows"] = static_cast<int64_t>(trace->bad_rows.size());
   input["outside_window"] = trace->outside_window;
   if (!trace->skipped.empty()) input["skipped_rows"] = sim::DescribeSkipped(*trace);  // sacct: steps, never started, ...
+  if (!ignored.empty()) input["ignored_columns"] = ignored;
   if (trace->format == "philly") input["gpu_time_corrected"] = trace->gpu_time_corrected;  // within rounding/tolerance
   if (const std::string qn = sim::DescribeQueueNames(*trace); !qn.empty()) {
     input["queue_names"] = qn;

@@ -3,7 +3,7 @@
 # a spreadsheet export (byte order mark, CRLF, tab-separated, a non-ASCII team name), a window that
 # leaves no job (the error says why), and a --config whose queues do not cover the trace (the
 # rejections say why), outputs that cannot be written (refused before the replay), and a Slurm
-# cluster's sacct history. Usage: inputs_test.sh TIDALCTL SOURCE_DIR WORK_DIR
+# cluster's sacct history, and another tool's table read with --columns. Usage: inputs_test.sh TIDALCTL SOURCE_DIR WORK_DIR
 # Threading: a plain script, one tidalctl at a time.
 set -eu
 T=$1
@@ -53,4 +53,13 @@ grep -q 'history.txt:14: Submit: invalid timestamp "yesterday"' "$D/sacct.err" |
 "$T" sim --trace "$S/test/sim/three_jobs.csv" --slurm-trace "$S/test/sim/sacct/history.txt" --gpus 64 --policy tidal > "$D/pools.md" 2> "$D/pools.err" ||
   fail "sacct as --slurm-trace: $(cat "$D/pools.err")"
 grep -q 'rows of .*history.txt that are no job to replay: 2 job steps' "$D/pools.err" || fail "sacct as --slurm-trace: $(cat "$D/pools.err")"
+# Another tool's table (its own column names, timestamps, columns not read): --columns.
+printf 'job_id,user,gpu_num,state,submit_time,duration,vc\nj1,alice,16,COMPLETED,2020-04-01 00:10:00,3600,VC_A\nj2,bob,1,FAILED,2020-04-01 00:00:00,60,vc_b\n' > "$D/helios.csv"
+"$T" sim --trace "$D/helios.csv" --columns id=job_id,gpus=gpu_num,submit=submit_time,queue=vc --gpus 64 --policy fifo --on-bad-row fail \
+  > "$D/helios.md" 2> "$D/helios.err" || fail "helios.csv refused: $(cat "$D/helios.err")"
+grep -q '^- jobs: 2$' "$D/helios.md" || fail "helios.csv: not 2 jobs"
+grep -q '^- ignored_columns: user, state$' "$D/helios.md" || fail "helios.csv: ignored columns: $(grep ignored "$D/helios.md")"
+grep -q '^- trace_start: 2020-04-01 00:00:00$' "$D/helios.md" || fail "helios.csv: timestamps not rebased"
+if "$T" sim --trace "$D/helios.csv" --columns gpu=gpu_num > /dev/null 2> "$D/cols.err"; then fail "--columns gpu= accepted"; fi
+grep -q -- '--columns gpu=gpu_num: "gpu" is not a csv column' "$D/cols.err" || fail "--columns: $(cat "$D/cols.err")"
 echo "ok"

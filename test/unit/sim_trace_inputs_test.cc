@@ -2,6 +2,9 @@
 // '|'-separated tables, quoted fields, header mistakes, zero-GPU members and out-of-range times,
 // each read or refused with the line and column named.
 // Threading: single-threaded tests.
+#include <map>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "sim/trace.h"
@@ -109,9 +112,9 @@ TEST(SimTraceInputs, TimesInEveryFormUsersWriteAndErrorsThatSayWhatIsWrong) {
   const std::string forms = "must be seconds from 0 to 1e15, a duration (90s, 2h, 1h30m) or [D-]HH:MM:SS, got ";
   const std::vector<std::string> want = {
       "t.csv:5: duration: " + forms + "\"1e16\" (more than 1e15 s)",
-      "t.csv:6: submit: " + forms +
-          "\"2024-01-01T00:00:00\" (a timestamp: times here are seconds on the replay clock; only the philly format "
-          "reads timestamps)",
+      // The first row's submit is seconds: the file's are (a file of timestamps: CsvTimestamps...).
+      "t.csv:6: submit: \"2024-01-01T00:00:00\" is a timestamp, but the first row's submit is seconds: a file's submit "
+      "times are all seconds on the replay clock or all timestamps",
       "t.csv:7: limit: must be more than 0 s, got \"0\"",
       "t.csv:8: duration: " + forms + "\"1-25:00:00\"",
       "t.csv:9: duration: " + forms + "\"10:61:00\"",
@@ -158,6 +161,69 @@ TEST(SimTraceInputs, AutoFormatReadsATableByItsHeaderWhateverTheFileName) {
   ASSERT_FALSE(sacct.ok());
   EXPECT_NE(sacct.status().Message().find("sacct.txt:1: header: needs an AllocTRES or ReqTRES column (the GPUs)"), std::string::npos)
       << sacct.status().Message();
+}
+
+// A table exported by another tool (Helios-like: its own column names, submit as timestamps, columns
+// the simulator does not read): --columns names the columns to read, the rest are ignored and
+// listed, and timestamps are rebased to the earliest like philly's.
+TEST(SimTraceInputs, CsvTimestampsAndColumnsByTheirOwnNames) {
+  const std::string text =
+      "job_id,user,node_num,gpu_num,cpu_num,state,submit_time,duration,vc\n"
+      "j1,alice,2,16,64,COMPLETED,2020-04-01 00:10:00,3600,VC_A\n"
+      "j2,bob,1,1,8,FAILED,2020-04-01 00:00:00,60,vc_b\n"
+      "j3,bob,1,2,8,COMPLETED,300,60,vc_b\n"  // 4: seconds in a file of timestamps
+      "j4,carol,1,4,8,COMPLETED,2020-04-01 01:00:00,1h,VC_A\n";
+  TraceOptions o;
+  o.columns = {{"id", "job_id"}, {"gpus", "gpu_num"}, {"submit", "submit_time"}, {"queue", "vc"}};
+  auto t = ParseTrace(text, "helios.csv", o);
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  EXPECT_EQ(t->format, "csv");
+  EXPECT_EQ(t->ignored_columns, (std::vector<std::string>{"user", "node_num", "cpu_num", "state"}));
+  ASSERT_EQ(t->jobs.size(), 3u) << AllBad(*t);
+  EXPECT_EQ(t->origin, "2020-04-01 00:00:00");
+  EXPECT_EQ(t->jobs[0].w.id, "j2");
+  EXPECT_EQ(t->jobs[0].w.submit_time_s, 0);
+  EXPECT_EQ(t->jobs[1].w.id, "j1");
+  EXPECT_EQ(t->jobs[1].w.submit_time_s, 600);
+  EXPECT_EQ(t->jobs[1].w.members, 2);
+  EXPECT_EQ(t->jobs[1].w.queue, "vc-a");
+  EXPECT_EQ(t->jobs[2].w.submit_time_s, 3600);
+  ASSERT_EQ(t->bad_rows.size(), 1u);
+  EXPECT_EQ(t->bad_rows[0].message, "helios.csv:4: submit: \"300\" is not a timestamp (YYYY-MM-DD HH:MM:SS), as the first row's submit is");
+  // Windows take timestamps on such a file.
+  o.from = "2020-04-01 00:05:00";
+  auto w = ParseTrace(text, "helios.csv", o);
+  ASSERT_TRUE(w.ok()) << w.status().Message();
+  EXPECT_EQ(w->jobs.size(), 2u);
+  EXPECT_EQ(w->outside_window, 1);
+  o.from.clear();
+
+  // Errors name the flag's item, or the header.
+  auto err = [&](std::map<std::string, std::string> cols, const std::string& format = "auto") {
+    TraceOptions x;
+    x.columns = std::move(cols);
+    x.format = format;
+    auto r = ParseTrace(text, "helios.csv", x);
+    return r.ok() ? std::string("accepted") : r.status().Message();
+  };
+  EXPECT_EQ(err({{"gpu", "gpu_num"}}).rfind("--columns gpu=gpu_num: \"gpu\" is not a csv column (accepted: class, ", 0), 0u);
+  EXPECT_EQ(err({{"gpus", "gpu_num"}, {"members", "gpu_num"}}), "--columns: gpus and members both read column \"gpu_num\"");
+  EXPECT_EQ(err({{"submit", "submitted"}, {"duration", "duration"}, {"gpus", "gpu_num"}}),
+            "helios.csv:1: header: --columns submit=submitted: no column \"submitted\" in the header");
+  EXPECT_EQ(err({{"gpus", "gpu_num"}}, "philly"), "--columns: only csv tables are read by column names of their own, not --format philly");
+  // The flag's text.
+  auto cols = ParseColumns("submit=submit_time, gpus=gpu_num");
+  ASSERT_TRUE(cols.ok()) << cols.status().Message();
+  EXPECT_EQ(*cols, (std::map<std::string, std::string>{{"gpus", "gpu_num"}, {"submit", "submit_time"}}));
+  EXPECT_EQ(ParseColumns("submit").status().Message(),
+            "--columns: expected NAME=HEADER[,NAME=HEADER...] (submit=submit_time), got \"submit\"");
+  EXPECT_EQ(ParseColumns("gpus=a,gpus=b").status().Message(), "--columns: gpus given twice");
+  EXPECT_EQ(ParseColumns("queue=").status().Message(), "--columns queue=: the header name is empty");
+  // Without --columns the same header is refused, naming the flag.
+  auto strict = ParseTrace(text, "helios.csv", TraceOptions{});
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().Message().find("unknown column \"job_id\""), std::string::npos) << strict.status().Message();
+  EXPECT_NE(strict.status().Message().find("--columns NAME=HEADER"), std::string::npos);
 }
 
 }  // namespace
