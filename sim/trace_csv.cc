@@ -23,13 +23,20 @@ const std::set<std::string>& trace_reader::CsvColumns() {
   return kColumns;
 }
 
+namespace {
+// "class, duration, gpus, ...": the csv columns, for errors.
+std::string AcceptedColumns() {
+  std::string known;
+  for (const auto& k : trace_reader::CsvColumns()) known += (known.empty() ? "" : ", ") + k;
+  return known;
+}
+}  // namespace
 
 Status CheckColumns(const std::map<std::string, std::string>& columns) {
   for (const auto& [name, header] : columns) {
     if (!trace_reader::CsvColumns().count(name)) {
-      std::string known;
-      for (const auto& k : trace_reader::CsvColumns()) known += (known.empty() ? "" : ", ") + k;
-      return Status::Error("--columns " + name + "=" + header + ": \"" + name + "\" is not a csv column (accepted: " + known + ")");
+      return Status::Error("--columns " + name + "=" + header + ": \"" + name + "\" is not a csv column (accepted: " +
+                           AcceptedColumns() + ")");
     }
     if (header.empty()) return Status::Error("--columns " + name + "=: the header name is empty");
     for (const auto& [other, h2] : columns) {
@@ -89,10 +96,8 @@ Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows
           trace_->ignored_columns.push_back(f[i]);
           continue;
         } else if (!kColumns.count(name)) {
-          std::string known;
-          for (const auto& k : kColumns) known += (known.empty() ? "" : ", ") + k;
-          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: unknown column \"" + f[i] +
-                                       "\" (accepted: " + known + "; --columns NAME=HEADER reads a column by another name)");
+          header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: unknown column \"" + f[i] + "\" (accepted: " +
+                                       AcceptedColumns() + "; --columns NAME=HEADER reads a column by another name)");
           return;
         }
         if (!col.emplace(name, i).second) {
