@@ -84,12 +84,12 @@ nlohmann::json CompareDryRuns(const Snapshot& snap, const nlohmann::json& cur, c
   // One row per queue, keyed by the new config's name: a queue it renames is compared with its
   // former self (current_name), not shown as one queue gone and another new.
   const std::map<std::string, std::string> was = RenamedQueues(cur, nxt);
+  std::set<std::string> folded;  // the current run's names shown under a new one
+  for (const auto& [now, before] : was) folded.insert(before);
   std::set<std::string> names;
   for (const auto& [q, _] : nxt["queues"].items()) names.insert(q);
   for (const auto& [q, _] : cur["queues"].items()) {
-    bool folded = false;
-    for (const auto& [now, before] : was) folded = folded || before == q;
-    if (!folded) names.insert(q);
+    if (!folded.count(q)) names.insert(q);
   }
   nlohmann::json queues = nlohmann::json::object();
   for (const auto& q : names) {

@@ -1,7 +1,6 @@
 #include "sim/trace.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -40,16 +39,14 @@ std::string FormatByContent(const std::string& text) {
   SplitCsv(header, &cols, DetectSeparator(header));
   bool jobid = false, submit_col = false;  // sacct -P: JobID and Submit, in any case
   for (const auto& c : cols) {
-    std::string l = Trim(c);
-    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    const std::string l = AsciiLower(Trim(c));
     jobid = jobid || l == "jobid" || l == "jobidraw";
     submit_col = submit_col || l == "submit";
   }
   if (jobid && submit_col) return "sacct";
   // sacct without -P prints fixed-width columns: read as sacct, which asks for -P.
   if (cols.size() == 1) {
-    std::string l = Trim(header).substr(0, 6);
-    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    const std::string l = AsciiLower(Trim(header).substr(0, 6));
     if (l == "jobid " || l == "jobid\t") return "sacct";
   }
   bool all = cols.size() >= 2, submit = false;

@@ -20,6 +20,11 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+std::string AsciiLower(std::string s) {
+  for (char& c : s) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return s;
+}
+
 bool SplitCsv(const std::string& line, std::vector<std::string>* out, char sep) {
   out->clear();
   std::string cur;

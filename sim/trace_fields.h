@@ -29,6 +29,8 @@
 namespace tidal::sim::trace_fields {
 
 std::string Trim(const std::string& s);
+// `s` with ASCII letters lower-cased (column names, sacct's words).
+std::string AsciiLower(std::string s);
 // One CSV record (RFC 4180 quoting; no newlines inside quotes) with fields separated by `sep`.
 // False on an unterminated quote.
 bool SplitCsv(const std::string& line, std::vector<std::string>* out, char sep = ',');

@@ -36,19 +36,14 @@ namespace {
 
 using namespace trace_fields;  // NOLINT: the field helpers are this file's vocabulary
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return s;
-}
-
 // sacct's words for a time or a limit that is not there.
 bool Absent(const std::string& v) {
-  const std::string l = Lower(Trim(v));
+  const std::string l = AsciiLower(Trim(v));
   return l.empty() || l == "unknown" || l == "none" || l == "n/a";
 }
 
 bool NoLimit(const std::string& v) {
-  const std::string l = Lower(Trim(v));
+  const std::string l = AsciiLower(Trim(v));
   return Absent(v) || l == "unlimited" || l == "partition_limit" || l == "invalid";
 }
 
@@ -64,7 +59,7 @@ int64_t TresGpus(const std::string& tres) {
     pos = comma + 1;
     const size_t eq = item.find('=');
     if (eq == std::string::npos) continue;
-    const std::string key = Lower(item.substr(0, eq));
+    const std::string key = AsciiLower(item.substr(0, eq));
     if (key != "gres/gpu" && key.rfind("gres/gpu:", 0) != 0) continue;
     int64_t n = 0;
     if (!ParseInt(item.substr(eq + 1), &n) || n < 0) return -1;
@@ -120,7 +115,7 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
       if (trailing) f.pop_back();
       ncols = f.size();
       for (size_t i = 0; i < f.size(); ++i) {
-        if (!col.at.emplace(Lower(Trim(f[i])), i).second && header_error.ok()) {
+        if (!col.at.emplace(AsciiLower(Trim(f[i])), i).second && header_error.ok()) {
           header_error = Status::Error(file_ + ":" + std::to_string(line) + ": header: column \"" + f[i] + "\" given twice");
         }
       }
@@ -151,7 +146,7 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
     }
     if (id.find('.') != std::string::npos) return skip("job steps (sacct -X leaves them out)");
     const std::string* state = col.Get(f, "state");
-    const std::string st = state != nullptr ? Lower(Trim(*state)) : "";
+    const std::string st = state != nullptr ? AsciiLower(Trim(*state)) : "";
     const std::string* start = col.Get(f, "start");
     const std::string* end = col.Get(f, "end");
     if (st.rfind("pending", 0) == 0 || (start != nullptr && Absent(*start))) return skip("never started");

@@ -310,7 +310,8 @@ int Sim(const Args& args) {
   if (!trace->bad_rows.empty()) {
     std::cerr << "tidalctl sim: " << trace->bad_rows.size() << " malformed row(s) skipped (--on-bad-row=fail refuses them)\n";
   }
-  if (const std::string sk = sim::DescribeSkipped(*trace); !sk.empty()) std::cerr << "tidalctl sim: rows that are no job to replay: " << sk << "\n";
+  const std::string skipped = sim::DescribeSkipped(*trace);
+  if (!skipped.empty()) std::cerr << "tidalctl sim: rows that are no job to replay: " << skipped << "\n";
   std::string ignored;
   for (const auto& c : trace->ignored_columns) ignored += (ignored.empty() ? "" : ", ") + c;
   if (!ignored.empty()) std::cerr << "tidalctl sim: columns not read (not named by --columns): " << ignored << "\n";
@@ -386,7 +387,7 @@ int Sim(const Args& args) {
   input["rows"] = trace->rows;
   input["malformed_rows"] = static_cast<int64_t>(trace->bad_rows.size());
   input["outside_window"] = trace->outside_window;
-  if (!trace->skipped.empty()) input["skipped_rows"] = sim::DescribeSkipped(*trace);  // sacct: steps, never started, ...
+  if (!skipped.empty()) input["skipped_rows"] = skipped;  // sacct: steps, never started, ...
   if (!ignored.empty()) input["ignored_columns"] = ignored;
   if (trace->format == "philly") input["gpu_time_corrected"] = trace->gpu_time_corrected;  // within rounding/tolerance
   if (const std::string qn = sim::DescribeQueueNames(*trace); !qn.empty()) {

@@ -84,6 +84,13 @@ bool PinLost(const NodeRecord& n) {
          n.state == NodeState::kError || n.state == NodeState::kFuture;
 }
 
+// Where an update of record j (known as id) goes: an unsplit array record in place, by the tasks
+// it holds (PendingArrayId), never by its array's id (every task split off from it too) or by one
+// of its task ids (that task would split off).
+std::string UpdateTarget(const JobRecord& j, const std::string& id) {
+  return j.pending_array_tasks.empty() ? id : PendingArrayId(j);
+}
+
 }  // namespace
 
 struct Reconciler::Desired {
@@ -388,8 +395,7 @@ void Reconciler::Comment(const JobRecord& j, const std::string& id, const std::s
   if (j.admin_comment == text || (!j.admin_comment.empty() && j.admin_comment.rfind(kTidalPrefix, 0) != 0)) return;
   if (*budget <= 0) return;
   --*budget;
-  // An unsplit array record in place, never by one of its task ids (PendingArrayId).
-  if (Status s = slurm_->SetComment(j.pending_array_tasks.empty() ? id : PendingArrayId(j), text); !s.ok()) {
+  if (Status s = slurm_->SetComment(UpdateTarget(j, id), text); !s.ok()) {
     ++st.apply_errors;
     st.status.AddReason(s.ToString());
     return;
@@ -423,9 +429,9 @@ void Reconciler::Apply(const ClusterRecords& rec, const Desired& d, const v1::Ad
     // elastic job its --nodes=MIN-MAX.
     JobPin pin{UserPin(*j)};
     if (const NodeRange r = NodeRangeOf(*j); r.Elastic()) pin.min_nodes = r.min, pin.max_nodes = r.max;
-    // An unsplit array record (released by hand: escaped) by the tasks it holds, in place: its
-    // array's id would also hold every task split off from it, those Tidal released among them.
-    const std::string target = j->pending_array_tasks.empty() ? j->id : PendingArrayId(*j);
+    // An array record released by hand (escaped) is held by UpdateTarget: the tasks Tidal
+    // released keep their release.
+    const std::string target = UpdateTarget(*j, j->id);
     if (Status s = requeued ? slurm_->HoldRequeued(target, text, pin) : slurm_->Hold(target, text, pin); !s.ok()) {
       ++st.apply_errors;
       st.status.AddReason(s.ToString());
