@@ -40,9 +40,18 @@ for t in $TARGETS; do
       # At least GO_FUZZ_MIN_S (10): below that, go test's baseline coverage pass (3 s here under
       # load) can use up -fuzztime, and go test then fails with "context deadline exceeded"
       # although no input failed (seen at 5 s).
+      # Go before 1.27 can also fail that way at any -fuzztime (a race in its fuzz coordinator,
+      # golang/go#75804): a run that ends in "context deadline exceeded" without writing a failing
+      # input found nothing, and is run once more; only a failing input, or any other failure,
+      # fails the target.
       gotime=$FUZZ_TIME; [ "$gotime" -ge "${GO_FUZZ_MIN_S:-10}" ] || gotime=${GO_FUZZ_MIN_S:-10}
-      (cd shim/kube && go test -run '^$' -fuzz "^${name}\$" -fuzztime "${gotime}s" "./pkg/$pkg") >"$log" 2>&1
-      rc=$?
+      for try in 1 2; do
+        (cd shim/kube && go test -run '^$' -fuzz "^${name}\$" -fuzztime "${gotime}s" "./pkg/$pkg") >"$log" 2>&1
+        rc=$?
+        [ $rc -ne 0 ] && grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written' "$log" || break
+        echo "fuzz: $t: go test ended in its fuzz coordinator's deadline race (golang/go#75804, no failing input); try $try of 2" >&2
+        [ "$try" = 2 ] && rc=0
+      done
       execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
       rate=$(grep -o '([0-9]*/sec)' "$log" | tail -1 | tr -dc '0-9')
       ;;
