@@ -114,6 +114,7 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
       if (const auto& sp = SpecLocked(p->second); sp.ok()) b.queue = sp->queue;
     }
   }
+  RechargeBoundLocked();
   // Gangs' summaries hold specs and workloads (queue ids of the old tree): rebuild them.
   for (const auto& [key, g] : gangs_) QueueReindexLocked(key);
   FlushReindexLocked();
@@ -123,6 +124,24 @@ Status Engine::ReconfigureLocked(const EngineConfig& cfg) {
   // added, a rollback): kube-scheduler sees no event for a config change.
   ActivateKubernetesPendingLocked();
   return BuildSchedulerLocked();
+}
+
+void Engine::RechargeBoundLocked() {
+  // The ledger kept the charges of queues whose name it still finds. Bound work with no charge ran
+  // in a queue the old config did not have (a queue removed and now back, one added for a label
+  // already in use): its queue has it now, so quota and fair share count it from this reload on.
+  // Borrowing or not is judged as at admission, against what the queue holds already.
+  for (const auto& [uid, where] : charged_) {
+    if (ledger_.charges().count(uid)) continue;
+    auto p = pods_.find(uid);
+    if (p == pods_.end()) continue;
+    const auto& spec = SpecLocked(p->second);
+    if (!spec.ok()) continue;
+    const int q = ledger_.tree().Find(spec->queue);
+    if (q <= 0 || !ledger_.tree().IsLeaf(q)) continue;
+    const ResVec req = ledger_.tree().Request(p->second.request, NodeModelLocked(p->second.node_name));
+    ChargePodLocked(p->second, ledger_.CheckAdmission(q, req).borrowing);
+  }
 }
 
 void Engine::SetObservability(EngineMetrics* m, DecisionLog* log) {

@@ -222,6 +222,7 @@ class Engine {
   Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree);
   Status BuildSchedulerLocked();
   void ChargePodLocked(const PodInfo& p, bool borrowed);
+  void RechargeBoundLocked();  // after a reload: bound work its queue's ledger does not hold yet
   Status UpsertPodLocked(PodInfo p);
   // observed: the door reported the delete (false: a resync that no longer names the pod).
   void DeletePodLocked(const std::string& uid, bool observed = true);

@@ -75,5 +75,24 @@ TEST_F(QueueRenameTest, DroppingTheFormerNameLaterMakesItUnconfigured) {
   EXPECT_NE(s.ToString().find("queue \"llm\" is not configured"), std::string::npos) << s.ToString();
 }
 
+// A reload that drops a queue leaves its running work charged to no queue; a later reload that
+// brings the name back (a reverted typo, a rollback) must charge that work to it again, or the
+// queue's quota and fair share leave it out and the queue can be admitted past its limits.
+TEST_F(QueueRenameTest, RunningWorkIsChargedAgainWhenItsQueueComesBack) {
+  Reload(kLlm);
+  ASSERT_TRUE(Start(InQueue("a", "llm")).ok());
+  Reload("queues:\n  - name: other\n    nominal: {gpus: 8}\n");
+  Reload(kLlm);
+  const std::string queues = engine_->DescribeQueues();
+  EXPECT_NE(queues.find("queue llm uses 8/16 gpus"), std::string::npos) << queues;
+
+  // 8 of the queue's 16 GPUs are a's again: b fits, c is over the quota.
+  Status b = Start(InQueue("b", "llm"));
+  EXPECT_TRUE(b.ok()) << b.ToString();
+  Status c = Start(InQueue("c", "llm"));
+  ASSERT_FALSE(c.ok()) << "a is running in llm: 24 of 16 GPUs";
+  EXPECT_NE(c.ToString().find("llm"), std::string::npos) << c.ToString();
+}
+
 }  // namespace
 }  // namespace tidal
