@@ -18,9 +18,11 @@ StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EngineChannelCredentials(con
   const bool is_unix = !UnixSocketPath(address).empty();
   if (!tls.enabled()) {
     if (!is_unix && !IsLoopbackAddress(address) && !tls.insecure) {
+      // A command-line flag takes its value after a space (--insecure true), a config field after a colon.
+      const std::string insecure = insecure_field + (insecure_field.rfind("--", 0) == 0 ? " true" : ": true");
       return Status::Error("engine address " + address + " is not a loopback address: give " + field_prefix + "ca, " +
-                           field_prefix + "cert and " + field_prefix + "key (mutual TLS), or " + insecure_field +
-                           ": true to send plaintext gRPC over the network anyway");
+                           field_prefix + "cert and " + field_prefix + "key (mutual TLS), or " + insecure +
+                           " to send plaintext gRPC over the network anyway");
     }
     return grpc::InsecureChannelCredentials();
   }

@@ -34,7 +34,7 @@ StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EngineChannelCredentials(con
                                                                              const std::string& insecure_field = "engineInsecure");
 
 // field_prefix and insecure_field name the options in errors (tidal-slurm's config: engineTls.ca,
-// engineInsecure).
+// engineInsecure, said "engineInsecure: true"; a flag such as "--insecure" is said "--insecure true").
 StatusOr<std::shared_ptr<grpc::Channel>> DialEngine(const std::string& address, const ClientTlsOptions& tls,
                                                     const std::string& field_prefix = "engineTls.",
                                                     const std::string& insecure_field = "engineInsecure",

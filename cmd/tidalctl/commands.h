@@ -10,8 +10,10 @@
 namespace tidal::cli {
 
 
-// GET BASE/PATH of tidal-engine's HTTP server (engine_client.cc); false with `err` on a transport
-// error. With a token file, sends it as a bearer token.
+// GET BASE/PATH of tidal-engine's HTTP server (engine_client.cc). BASE is http://HOST:PORT,
+// https://HOST:PORT or HOST:PORT; another scheme is refused. False with `err` on a transport error,
+// saying what happened: connection refused, timed out, not an HTTP server (the gRPC port?). With
+// a token file, sends it as a bearer token.
 bool HttpGet(const std::string& base, const std::string& token_file, const std::string& path, int* code,
              std::string* body, std::string* err);
 // --token-file, or $TIDAL_ENGINE_TOKEN_FILE.

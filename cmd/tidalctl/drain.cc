@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <set>
 
 #include <grpcpp/grpcpp.h>
 
@@ -17,9 +18,10 @@ namespace {
 
 constexpr const char* kDrainUsage =
     "usage: tidalctl drain NODE... --by TIME [--decommission] [--engine unix:///tmp/tidal-engine.sock] [TLS flags]\n"
-    "       tidalctl drain --cancel NODE... [--engine ...]\n"
+    "       tidalctl drain --cancel NODE... [--engine ...]  (a node with no drain: not-drained; unknown-node, exit 1)\n"
     "       tidalctl drain [--engine ...]                (every drain and maintenance window: when each node will be free)\n"
     "  --decommission: the node leaves for good; the drain ends when its last front door deletes it\n"
+    "  --engine: tidal-engine's gRPC API (its --listen): unix:///PATH or HOST:PORT, not its http:// port\n"
     "  TIME: RFC 3339 (2026-12-02T18:00:00Z), unix seconds, now, or +DURATION (+30m, +2h)\n"
     "  TLS:  --tls-ca FILE --tls-cert FILE --tls-key FILE [--tls-server-name NAME], --insecure true\n";
 
@@ -48,6 +50,33 @@ void Print(const v1::DrainResponse& resp) {
               << (n.free_at_unix() > 0 ? FormatUnixTime(n.free_at_unix()) : "now") << std::setw(6) << n.workloads_left()
               << n.note() << "\n";
   }
+}
+
+// One Drain call; false (and why on stderr) when the RPC fails.
+bool Call(v1::Engine::Stub& stub, const std::string& address, const v1::DrainRequest& req, v1::DrainResponse* resp) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::Status st = stub.Drain(&ctx, req, resp);
+  if (!st.ok()) std::cerr << "tidalctl drain: " << address << ": " << st.error_message() << "\n";
+  return st.ok();
+}
+
+// A --cancel node that had no drain: a row saying so, "unknown-node" when no front door reports it
+// (the engine's PlanWaves names an unknown node; the command exits 1, as a drain of it does) or
+// "not-drained" (nothing to cancel: the node already takes work).
+void AddNothingToCancel(v1::Engine::Stub& stub, const std::string& node, v1::DrainResponse* resp) {
+  v1::WavesRequest ask;
+  ask.add_nodes(node);
+  ask.set_max_nodes(1);
+  v1::WavesResponse known;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  const grpc::Status st = stub.PlanWaves(&ctx, ask, &known);
+  const bool unknown = st.ok() && known.status().code() != v1::Status::SUCCESS;
+  v1::NodeDrain* row = resp->add_nodes();
+  row->set_node(node);
+  row->set_state(unknown ? "unknown-node" : "not-drained");
+  row->set_note(unknown ? "no front door reports this node; nothing to cancel" : "no drain to cancel");
 }
 
 }  // namespace
@@ -100,13 +129,20 @@ int Drain(const Args& in) {
     std::cerr << "tidalctl drain: " << stub.status().Message() << "\n";
     return 2;
   }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  // Before a cancel: which of its nodes are drained now (the report), so that a node with no drain
+  // to cancel is named rather than passed over in silence.
+  std::set<std::string> drained;
+  if (cancel) {
+    v1::DrainResponse report;
+    if (!Call(**stub, address, v1::DrainRequest{}, &report)) return 1;
+    for (const auto& n : report.nodes()) drained.insert(n.node());
+  }
   v1::DrainResponse resp;
-  grpc::Status st = (*stub)->Drain(&ctx, req, &resp);
-  if (!st.ok()) {
-    std::cerr << "tidalctl drain: " << address << ": " << st.error_message() << "\n";
-    return 1;
+  if (!Call(**stub, address, req, &resp)) return 1;
+  if (cancel) {
+    for (const auto& n : nodes) {
+      if (!drained.count(n)) AddNothingToCancel(**stub, n, &resp);
+    }
   }
   Print(resp);
   for (const auto& n : resp.nodes()) {

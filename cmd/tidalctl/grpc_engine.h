@@ -19,6 +19,9 @@ namespace tidal::cli {
 std::vector<std::string> EngineFlagNames();
 // The address of the engine the flags name (default unix:///tmp/tidal-engine.sock).
 std::string EngineAddress(const Flags& flags);
+// Ok for a gRPC address (unix:///PATH, HOST:PORT, or a gRPC target such as dns:///HOST:PORT);
+// an error for a URL of another scheme (http://, ftp://), which is the engine's HTTP port or no engine.
+Status CheckGrpcAddress(const std::string& address);
 // A stub on the engine the flags name; an error naming the flag otherwise.
 StatusOr<std::unique_ptr<v1::Engine::Stub>> EngineStub(const Flags& flags);
 

@@ -17,8 +17,9 @@ Usage:
       Validate an engine config (topology levels, profile, queues) as tidal-engine would load it;
       every problem is printed as "file:line: field: reason" and the exit code is 1.
   tidalctl config diff FILE [--engine http://127.0.0.1:8081] [-o text|json]
-      What the live engine runs against FILE (e.g. what git holds), field by field: exit 0 the
-      same config, 1 they differ (drift), 2 FILE is invalid or the engine cannot be asked.
+      What the live engine runs against FILE (e.g. what git holds), field by field, as documents
+      (a default spelled out or a number quoted differs; an engine without --config runs {}):
+      exit 0 the same config, 1 they differ (drift), 2 FILE is invalid or the engine cannot be asked.
   tidalctl sim --trace FILE [--policy tidal|fifo|easy-backfill|kube-default|all] [--out FILE] [--report DIR] ...
       Replay a job trace (Philly CSV, generic CSV, YAML/JSON) on a virtual clock through the same
       core and plugins as tidal-engine, and baselines; metrics per policy (docs/simulator.md).

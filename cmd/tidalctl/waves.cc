@@ -24,6 +24,7 @@ constexpr const char* kWavesUsage =
     "    whole), wait until they are drained, run CMD NODE... (the upgrade; it returns once the nodes\n"
     "    are back), cancel the drain, plan the rest again, next wave. A wave not drained within --wave-timeout (default\n"
     "    --by + 5m) or whose CMD fails stops the run; its nodes stay drained. Exit 1 then.\n"
+    "  --engine: tidal-engine's gRPC API (its --listen): unix:///PATH or HOST:PORT, not its http:// port\n"
     "  TLS:  --tls-ca FILE --tls-cert FILE --tls-key FILE [--tls-server-name NAME], --insecure true\n";
 
 }  // namespace
