@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 
 namespace tidal {
 
@@ -39,20 +40,23 @@ std::string Resources::ToString() const {
   return std::to_string(gpus) + " GPU, " + FormatMilli(cpu_milli) + " CPU, " + FormatBytes(memory_bytes);
 }
 
-StatusOr<int64_t> ParseQuantity(std::string_view text, bool milli, std::string_view field) {
-  auto bad = [&](const std::string& why) {
-    return Status::Error(std::string(field) + ": invalid quantity \"" + std::string(text) + "\": " + why);
-  };
-  if (text.empty()) return bad("empty");
+namespace {
+
+Status BadQuantity(std::string_view text, std::string_view field, const std::string& why) {
+  return Status::Error(std::string(field) + ": invalid quantity \"" + std::string(text) + "\": " + why);
+}
+
+// The quantity's value in whole units (a fraction allowed): "500m" -> 0.5, "2Ki" -> 2048.
+StatusOr<double> ParseScaled(std::string_view text, std::string_view field) {
+  if (text.empty()) return BadQuantity(text, field, "empty");
   size_t i = 0;
   std::string number;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
     number += text[i++];
   }
-  if (number.empty() || number == ".") return bad("expected a non-negative number");
-  if (number.find('.') != number.rfind('.')) return bad("more than one decimal point");
+  if (number.empty() || number == ".") return BadQuantity(text, field, "expected a non-negative number");
+  if (number.find('.') != number.rfind('.')) return BadQuantity(text, field, "more than one decimal point");
   std::string_view suffix = text.substr(i);
-  double scale = 1;
   struct Suffix {
     std::string_view s;
     double m;
@@ -61,20 +65,53 @@ StatusOr<int64_t> ParseQuantity(std::string_view text, bool milli, std::string_v
       {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
       {"Pi", 1125899906842624.0}, {"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12},
       {"P", 1e15}, {"m", 1e-3}, {"", 1}};
-  bool found = false;
   for (const auto& s : kSuffixes) {
-    if (suffix == s.s) {
-      scale = s.m;
-      found = true;
-      break;
-    }
+    // strtod, not stod: a digit string beyond double's range yields HUGE_VAL (reported by the
+    // callers as "too large") instead of throwing.
+    if (suffix == s.s) return std::strtod(number.c_str(), nullptr) * s.m;
   }
-  if (!found) return bad("unknown suffix \"" + std::string(suffix) + "\" (accepted: m, k, M, G, T, P, Ki, Mi, Gi, Ti, Pi)");
-  // strtod, not stod: a digit string beyond double's range yields HUGE_VAL (reported below as
-  // "too large") instead of throwing.
-  double value = std::strtod(number.c_str(), nullptr) * scale * (milli ? 1000.0 : 1.0);
-  if (!std::isfinite(value) || value > 9.0e18) return bad("too large");
-  return static_cast<int64_t>(std::ceil(value - 1e-9));
+  return BadQuantity(text, field, "unknown suffix \"" + std::string(suffix) +
+                                      "\" (accepted: m, k, M, G, T, P, Ki, Mi, Gi, Ti, Pi)");
+}
+
+constexpr double kMaxQuantity = 9.0e18;
+
+// `value` (whole units) in the result's unit, rounded up; "too large" past kMaxQuantity.
+StatusOr<int64_t> ToUnits(double value, bool milli, std::string_view text, std::string_view field) {
+  const double v = value * (milli ? 1000.0 : 1.0);
+  if (!std::isfinite(v) || v > kMaxQuantity) return BadQuantity(text, field, "too large");
+  return static_cast<int64_t>(std::ceil(v - 1e-9));
+}
+
+// GPUs are whole devices: `value` must be a whole number.
+StatusOr<int64_t> ToGpus(double value, std::string_view text, std::string_view field) {
+  if (!std::isfinite(value) || value > kMaxQuantity) return BadQuantity(text, field, "too large");
+  if (std::fabs(value - std::round(value)) > 1e-9) {
+    return Status::Error(std::string(field) + ": " + std::string(text) +
+                         " is not a whole number of GPUs (GPUs are whole devices)");
+  }
+  return static_cast<int64_t>(std::llround(value));
+}
+
+}  // namespace
+
+StatusOr<int64_t> ParseQuantity(std::string_view text, bool milli, std::string_view field) {
+  auto v = ParseScaled(text, field);
+  if (!v.ok()) return v.status();
+  return ToUnits(*v, milli, text, field);
+}
+
+StatusOr<int64_t> ParseGpuQuantity(std::string_view text, std::string_view field) {
+  auto v = ParseScaled(text, field);
+  if (!v.ok()) return v.status();
+  return ToGpus(*v, text, field);
+}
+
+StatusOr<int64_t> QuantityFromNumber(double value, bool milli, bool gpus, std::string_view field) {
+  std::ostringstream text;
+  text << value;
+  if (std::isnan(value) || value < 0) return BadQuantity(text.str(), field, "expected a non-negative number");
+  return gpus ? ToGpus(value, text.str(), field) : ToUnits(value, milli, text.str(), field);
 }
 
 }  // namespace tidal

@@ -53,9 +53,16 @@ struct Resources {
 };
 
 // Parses a Kubernetes-style quantity. `milli` selects the unit of the result: true returns
-// thousandths (CPU), false returns whole units rounded up (memory, GPUs).
-// Errors name `field` so callers can report "workloads[2].request.cpu: ...".
+// thousandths (CPU), false returns whole units rounded up (memory).
+// Errors name `field` so callers can report "workloads[2].request.cpu: ...". Values above 9e18
+// (in the result's unit) are "too large".
 StatusOr<int64_t> ParseQuantity(std::string_view text, bool milli, std::string_view field);
+// A GPU count: a quantity that is a whole number of devices ("8", "2k", "3000m"); a fraction
+// ("0.5", "1.5", "100m") is an error naming `field`, never rounded.
+StatusOr<int64_t> ParseGpuQuantity(std::string_view text, std::string_view field);
+// A quantity given as a number (YAML's plain 8, 0.5 or 1e3) rather than text: the same rules and
+// errors as ParseQuantity / ParseGpuQuantity, without going through text (1e20 is "too large").
+StatusOr<int64_t> QuantityFromNumber(double value, bool milli, bool gpus, std::string_view field);
 
 std::string FormatBytes(int64_t bytes);
 std::string FormatMilli(int64_t milli);

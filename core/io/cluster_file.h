@@ -9,8 +9,10 @@
 //             topology.conf style); nodes then name their deepest switch with `switch:`
 //   nodes:    [{name, labels, switch, capacity, allocated, health, pool, gpuModel}, ...]
 //   overrides: [{node: node-3, allocated: {gpus: 4}, health: unhealthy, pool: slurm}, ...]
-// Errors name the field ("nodes[3].capacity.gpus: ..."), the node ("node n5: label ...: missing")
-// or the switch ("switches: cycle: a -> b -> a").
+// Errors name the field with the file's line ("nodes[3].capacity.gpus: ...", "nodes[1].name:
+// duplicate node "a1" (first at nodes[0])", "nodes[0].labels: node a has no label ...",
+// "overrides[1].node: node node-0 is overridden already by overrides[0]") or the switch
+// ("switches: cycle: a -> b -> a"). GPU quantities are whole devices.
 #pragma once
 
 #include <string>

@@ -2,9 +2,12 @@
 
 #include <cctype>
 #include <charconv>
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -21,12 +24,77 @@ nlohmann::json Scalar(const YAML::Node& n) {
     size_t i = (v[0] == '-' || v[0] == '+') ? 1 : 0;
     bool digits = i < v.size();
     for (size_t k = i; k < v.size(); ++k) digits = digits && std::isdigit(static_cast<unsigned char>(v[k]));
-    if (digits && v.size() < 19) return std::stoll(v);
+    if (digits) {  // an integer if it fits int64_t; a longer one is read as a (large) float
+      int64_t x = 0;
+      const char* b = v.data() + (v[0] == '+' ? 1 : 0);
+      if (auto r = std::from_chars(b, v.data() + v.size(), x); r.ec == std::errc() && r.ptr == v.data() + v.size()) return x;
+    }
     char* end = nullptr;
     const double d = std::strtod(v.c_str(), &end);
     if (end != nullptr && *end == '\0' && (std::isdigit(static_cast<unsigned char>(v[i])) || v[i] == '.')) return d;
   }
   return v;
+}
+
+// A plain `<<` key: YAML's merge key (`<<: *defaults`, `<<: [*a, *b]`).
+bool IsMergeKey(const YAML::Node& key) { return key.IsScalar() && key.Scalar() == "<<" && key.Tag() != "!"; }
+
+Status Convert(const YAML::Node& n, const std::string& path, Document& doc, nlohmann::json& out, int depth);
+
+// Merges the mapping(s) a merge key names into `out`: a key the mapping gives itself wins, and
+// among several merged mappings the first that gives a key wins (YAML 1.1 merge key semantics).
+Status MergeInto(const YAML::Node& merged, const std::string& path, Document& doc, nlohmann::json& out, int depth) {
+  const std::string at = path.empty() ? "<<" : path + ".<<";
+  std::vector<YAML::Node> sources;
+  if (merged.IsMap()) {
+    sources.push_back(merged);
+  } else if (merged.IsSequence()) {
+    for (const auto& e : merged) sources.push_back(e);
+  }
+  if (sources.empty() || std::any_of(sources.begin(), sources.end(), [](const YAML::Node& e) { return !e.IsMap(); })) {
+    doc.lines.emplace(at, merged.Mark().line + 1);
+    return Status::Error(at + ": a merge key takes a mapping or a list of mappings (e.g. <<: *defaults)");
+  }
+  for (const auto& src : sources) {
+    nlohmann::json part;
+    if (Status s = Convert(src, path, doc, part, depth + 1); !s.ok()) return s;
+    for (auto& [k, v] : part.items()) {
+      if (!out.contains(k)) out[k] = std::move(v);
+    }
+  }
+  return Status::Ok();
+}
+
+Status ConvertMap(const YAML::Node& n, const std::string& path, Document& doc, nlohmann::json& out, int depth) {
+  out = nlohmann::json::object();
+  std::vector<YAML::Node> merges;
+  for (const auto& kv : n) {
+    if (!kv.first.IsScalar()) return Status::Error((path.empty() ? "document" : path) + ": keys must be scalars");
+    if (IsMergeKey(kv.first)) {
+      if (!merges.empty()) {
+        doc.lines[path.empty() ? "<<" : path + ".<<"] = kv.first.Mark().line + 1;
+        return Status::Error((path.empty() ? "<<" : path + ".<<") + ": duplicate key (give one merge key a list: <<: [*a, *b])");
+      }
+      merges.push_back(kv.second);
+      continue;
+    }
+    const std::string key = kv.first.Scalar();
+    const std::string child_path = path.empty() ? key : path + "." + key;
+    // A field's line is its key's: an empty value's mark is on a later line, and a block value
+    // starts on the next one.
+    if (out.contains(key)) {
+      doc.lines[child_path] = kv.first.Mark().line + 1;  // report the duplicate, not the first
+      return Status::Error(child_path + ": duplicate key");
+    }
+    doc.lines.emplace(child_path, kv.first.Mark().line + 1);
+    nlohmann::json child;
+    if (Status s = Convert(kv.second, child_path, doc, child, depth + 1); !s.ok()) return s;
+    out[key] = std::move(child);
+  }
+  for (const auto& m : merges) {
+    if (Status s = MergeInto(m, path, doc, out, depth); !s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 Status Convert(const YAML::Node& n, const std::string& path, Document& doc, nlohmann::json& out, int depth) {
@@ -50,27 +118,23 @@ Status Convert(const YAML::Node& n, const std::string& path, Document& doc, nloh
       }
       return Status::Ok();
     }
-    case YAML::NodeType::Map: {
-      out = nlohmann::json::object();
-      for (const auto& kv : n) {
-        if (!kv.first.IsScalar()) return Status::Error((path.empty() ? "document" : path) + ": keys must be scalars");
-        const std::string key = kv.first.Scalar();
-        const std::string child_path = path.empty() ? key : path + "." + key;
-        // A field's line is its key's: an empty value's mark is on a later line, and a block value
-        // starts on the next one.
-        if (out.contains(key)) {
-          doc.lines[child_path] = kv.first.Mark().line + 1;  // report the duplicate, not the first
-          return Status::Error(child_path + ": duplicate key");
-        }
-        doc.lines.emplace(child_path, kv.first.Mark().line + 1);
-        nlohmann::json child;
-        if (Status s = Convert(kv.second, child_path, doc, child, depth + 1); !s.ok()) return s;
-        out[key] = std::move(child);
-      }
-      return Status::Ok();
-    }
+    case YAML::NodeType::Map:
+      return ConvertMap(n, path, doc, out, depth);
   }
   return Status::Ok();
+}
+
+// The 1-based line of the `---` that starts the document whose content begins on 0-based line
+// `content_line` (that line itself when no `---` precedes it).
+int SeparatorLine(const std::string& text, int content_line) {
+  std::vector<size_t> starts{0};
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n') starts.push_back(i + 1);
+  }
+  for (int l = std::min<int>(content_line, static_cast<int>(starts.size()) - 1); l >= 0; --l) {
+    if (text.compare(starts[static_cast<size_t>(l)], 3, "---") == 0) return l + 1;
+  }
+  return content_line + 1;
 }
 
 }  // namespace
@@ -104,7 +168,15 @@ StatusOr<Document> ParseDocument(const std::string& text, const std::string& fil
   Document doc;
   doc.file = file;
   try {
-    YAML::Node n = YAML::Load(text);
+    std::vector<YAML::Node> docs;
+    for (auto& d : YAML::LoadAll(text)) {
+      if (!d.IsNull()) docs.push_back(std::move(d));  // an empty document (a lone ---) holds nothing
+    }
+    if (docs.size() > 1) {
+      return Status::Error(file + ":" + std::to_string(SeparatorLine(text, docs[1].Mark().line)) +
+                           ": more than one YAML document (a --- line starts another; give one document per file)");
+    }
+    const YAML::Node n = docs.empty() ? YAML::Node() : docs.front();
     if (Status s = Convert(n, "", doc, doc.root, 0); !s.ok()) return doc.Locate(s);
   } catch (const YAML::Exception& e) {
     return Status::Error(file + ":" + std::to_string(e.mark.line + 1) + ": syntax error: " + e.msg);
@@ -113,6 +185,8 @@ StatusOr<Document> ParseDocument(const std::string& text, const std::string& fil
 }
 
 StatusOr<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Status::Error(path + ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error(path + ": cannot open file");
   std::stringstream ss;

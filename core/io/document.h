@@ -2,7 +2,10 @@
 // errors read "file:line: field: reason".
 //
 // Field paths are dotted with indices: "workloads[2].request.gpus". Scalars keep YAML's types:
-// quoted scalars stay strings; plain ones become null, bool, integer, float or string.
+// quoted scalars stay strings; plain ones become null, bool, integer (when it fits int64_t), float
+// or string. A file holds one YAML document: a second one (after a `---` line) is an error at that
+// line, not ignored (an empty one, a leading or trailing `---`, is no document). YAML merge keys
+// (`<<: *anchor`, `<<: [*a, *b]`) merge the anchored mappings; keys the mapping gives itself win.
 // Threading: plain value.
 #pragma once
 
@@ -29,7 +32,7 @@ struct Document {
 
 StatusOr<Document> ParseDocument(const std::string& text, const std::string& file = "<inline>");
 StatusOr<Document> LoadDocument(const std::string& path);
-// The whole file as bytes, or "PATH: cannot open file".
+// The whole file as bytes, or "PATH: cannot open file" / "PATH: is a directory, not a file".
 StatusOr<std::string> ReadFile(const std::string& path);
 
 

@@ -64,22 +64,32 @@ void Fields::Bool(const std::string& key, bool* out) {
   *out = v->get<bool>();
 }
 
+StatusOr<int64_t> DecodeQuantity(const nlohmann::json& v, const std::string& field, bool milli, bool gpus) {
+  if (v.is_number_integer() || v.is_number_unsigned()) {
+    if (v.is_number_integer() && v.get<int64_t>() < 0) return Status::Error(field + ": must not be negative");
+    const std::string text = v.is_number_unsigned() ? std::to_string(v.get<uint64_t>()) : std::to_string(v.get<int64_t>());
+    return gpus ? ParseGpuQuantity(text, field) : ParseQuantity(text, milli, field);
+  }
+  if (v.is_number_float()) {
+    if (v.get<double>() < 0) return Status::Error(field + ": must not be negative");
+    return QuantityFromNumber(v.get<double>(), milli, gpus, field);
+  }
+  if (!v.is_string()) return Status::Error(field + ": must be a quantity such as 8, 500m or 512Gi");
+  return gpus ? ParseGpuQuantity(v.get<std::string>(), field) : ParseQuantity(v.get<std::string>(), milli, field);
+}
+
 void Fields::Quantity(const std::string& key, int64_t* out, bool milli) {
   const auto* v = Get(key);
   if (v == nullptr) return;
-  std::string text;
-  if (v->is_string()) {
-    text = v->get<std::string>();
-  } else if (v->is_number_integer()) {
-    if (v->get<int64_t>() < 0) return FailField(key, "must not be negative");
-    text = std::to_string(v->get<int64_t>());
-  } else if (v->is_number_float()) {
-    if (v->get<double>() < 0) return FailField(key, "must not be negative");
-    text = v->dump();
-  } else {
-    return FailField(key, "must be a quantity such as 8, 500m or 512Gi");
-  }
-  auto q = ParseQuantity(text, milli, Sub(key));
+  auto q = DecodeQuantity(*v, Sub(key), milli, /*gpus=*/false);
+  if (!q.ok()) return Fail(q.status());
+  *out = *q;
+}
+
+void Fields::GpuQuantity(const std::string& key, int64_t* out) {
+  const auto* v = Get(key);
+  if (v == nullptr) return;
+  auto q = DecodeQuantity(*v, Sub(key), /*milli=*/false, /*gpus=*/true);
   if (!q.ok()) return Fail(q.status());
   *out = *q;
 }
@@ -106,8 +116,14 @@ void Fields::ResourcesField(const std::string& key, Resources* out, bool require
     return;
   }
   Fields r(*v, Sub(key));
-  r.Quantity("gpus", &out->gpus, false);
-  r.Quantity("nvidia.com/gpu", &out->gpus, false);
+  int64_t gpus = -1, nvidia = -1;  // -1: not given
+  r.GpuQuantity("gpus", &gpus);
+  r.GpuQuantity("nvidia.com/gpu", &nvidia);
+  if (gpus >= 0 && nvidia >= 0 && gpus != nvidia) {
+    r.FailField("nvidia.com/gpu", std::to_string(nvidia) + " differs from gpus (" + std::to_string(gpus) +
+                                      "): they name the same GPUs; give one of them");
+  }
+  if (gpus >= 0 || nvidia >= 0) out->gpus = gpus >= 0 ? gpus : nvidia;
   r.Quantity("cpu", &out->cpu_milli, true);
   r.Quantity("memory", &out->memory_bytes, false);
   if (Status s = r.Done(); !s.ok()) Fail(s);
@@ -128,12 +144,26 @@ void Fields::StringMap(const std::string& key, std::map<std::string, std::string
   }
 }
 
-Status Fields::Done() const {
-  if (!status_.ok()) return status_;
-  for (const auto& [k, v] : j_.items()) {
-    if (!used_.count(k)) return Status::Error(Sub(k) + ": unknown field");
+void AddReasons(Status* into, const Status& s) {
+  if (s.ok()) return;
+  if (into->ok()) {
+    *into = s;
+    return;
   }
-  return Status::Ok();
+  for (const auto& r : s.reasons()) into->AddReason(r);
+}
+
+void Fields::Fail(const Status& s) {
+  if (is_object_) AddReasons(&status_, s);  // not a mapping: that alone is the problem
+}
+
+Status Fields::Done() const {
+  Status out = status_;
+  if (!is_object_) return out;
+  for (const auto& [k, v] : j_.items()) {
+    if (!used_.count(k)) AddReasons(&out, Status::Error(Sub(k) + ": unknown field"));
+  }
+  return out;
 }
 
 }  // namespace tidal

@@ -4,7 +4,10 @@
 //   Fields f(j, "workloads[2]");
 //   f.Str("name", &w.id, /*required=*/true);
 //   f.Int("members", &w.members, 1, 100000);
-//   if (Status s = f.Done(); !s.ok()) return s;   // first error, or an unknown key
+//   if (Status s = f.Done(); !s.ok()) return s;   // every error, and every unknown key
+//
+// Every problem is kept (one reason each, in the order found), so a file with three bad fields
+// reports three errors, not the first.
 #pragma once
 
 #include <cstdint>
@@ -34,16 +37,17 @@ class Fields {
   void Bool(const std::string& key, bool* out);
   // A Kubernetes quantity as a string or a number; milli for CPU.
   void Quantity(const std::string& key, int64_t* out, bool milli);
+  // A GPU count: a quantity that is a whole number (0.5, 1.5 and 100m are errors).
+  void GpuQuantity(const std::string& key, int64_t* out);
   void Duration(const std::string& key, int64_t* out_seconds);
-  // {gpus, cpu, memory}
+  // {gpus, cpu, memory}; nvidia.com/gpu is another name for gpus (both given: an error unless equal).
   void ResourcesField(const std::string& key, Resources* out, bool required = false);
   void StringMap(const std::string& key, std::map<std::string, std::string>* out);
 
-  void Fail(Status s) {
-    if (status_.ok()) status_ = std::move(s);
-  }
+  // Keeps every reason of `s` (after those already kept).
+  void Fail(const Status& s);
   void FailField(const std::string& key, const std::string& reason) { Fail(Status::Error(Sub(key) + ": " + reason)); }
-  // The first error, else an error for the first unknown key.
+  // Every error so far, then one for each unknown key; Ok if none.
   Status Done() const;
   const Status& status() const { return status_; }
 
@@ -54,5 +58,13 @@ class Fields {
   Status status_;
   bool is_object_ = true;
 };
+
+// A quantity field's value, a string ("500m", "512Gi") or a number (8, 0.5, 1e3), in the unit of
+// ParseQuantity (milli: thousandths) or, for gpus, whole devices (a fraction is an error).
+// Errors name `field`; a negative number is "must not be negative".
+StatusOr<int64_t> DecodeQuantity(const nlohmann::json& v, const std::string& field, bool milli, bool gpus);
+
+// Appends every reason of `s` to `*into` (Ok `into` takes `s` as it is).
+void AddReasons(Status* into, const Status& s);
 
 }  // namespace tidal

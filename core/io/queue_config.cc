@@ -64,30 +64,21 @@ void ReadResVec(const Document& doc, const nlohmann::json& j, const std::string&
       errors->push_back(doc.Locate(Status::Error(f + ": unknown resource (accepted: " + known + ")")).Message());
       continue;
     }
-    std::string text;
-    if (v.is_number_integer()) {
-      if (v.get<int64_t>() < 0) {
-        errors->push_back(doc.Locate(Status::Error(f + ": must not be negative, got " + std::to_string(v.get<int64_t>()))).Message());
-        continue;
-      }
-      text = std::to_string(v.get<int64_t>());
-    } else if (v.is_number_float()) {
-      if (v.get<double>() < 0) {
-        errors->push_back(doc.Locate(Status::Error(f + ": must not be negative")).Message());
-        continue;
-      }
-      text = v.dump();
-    } else if (v.is_string()) {
-      text = v.get<std::string>();
-      if (!text.empty() && text[0] == '-') {
-        errors->push_back(doc.Locate(Status::Error(f + ": must not be negative, got " + text)).Message());
-        continue;
-      }
-    } else {
+    if (v.is_number_integer() && v.get<int64_t>() < 0) {
+      errors->push_back(doc.Locate(Status::Error(f + ": must not be negative, got " + std::to_string(v.get<int64_t>()))).Message());
+      continue;
+    }
+    if (v.is_string() && !v.get<std::string>().empty() && v.get<std::string>()[0] == '-') {
+      errors->push_back(doc.Locate(Status::Error(f + ": must not be negative, got " + v.get<std::string>())).Message());
+      continue;
+    }
+    if (!v.is_number() && !v.is_string()) {
       errors->push_back(doc.Locate(Status::Error(f + ": must be a quantity")).Message());
       continue;
     }
-    auto q = ParseQuantity(text, name == "cpu", f);
+    // GPUs (gpus, gpus.<model>) are whole devices; cpu is in thousandths.
+    const bool gpus = name == "gpus" || name.rfind("gpus.", 0) == 0;
+    auto q = DecodeQuantity(v, f, name == "cpu", gpus);
     if (!q.ok()) {
       errors->push_back(doc.Locate(q.status()).Message());
       continue;

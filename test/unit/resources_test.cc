@@ -183,5 +183,31 @@ TEST(ResourcesTest, FormatHelpers) {
   EXPECT_EQ(FormatBytes(kMi + 1), std::to_string(kMi + 1));
 }
 
+
+// GPUs are whole devices (regression: 0.5, 1.5 and 100m were rounded up without a word).
+TEST(ParseGpuQuantityTest, WholeCountsOnly) {
+  EXPECT_EQ(*ParseGpuQuantity("8", "g"), 8);
+  EXPECT_EQ(*ParseGpuQuantity("3000m", "g"), 3);
+  EXPECT_EQ(*ParseGpuQuantity("2k", "g"), 2000);
+  for (const char* frac : {"0.5", "1.5", "100m", "1500m"}) {
+    auto q = ParseGpuQuantity(frac, "queues[0].nominal.gpus");
+    ASSERT_FALSE(q.ok()) << frac;
+    EXPECT_EQ(q.status().Message(), std::string("queues[0].nominal.gpus: ") + frac +
+                                        " is not a whole number of GPUs (GPUs are whole devices)");
+  }
+  EXPECT_THAT(ParseGpuQuantity("8x", "g").status().Message(), HasSubstr("unknown suffix"));
+  EXPECT_THAT(ParseGpuQuantity("9223372036854775807", "g").status().Message(), HasSubstr("too large"));
+}
+
+// A number read from YAML (regression: 1e20 was printed as "1e+20" and refused as a suffix).
+TEST(QuantityFromNumberTest, RangeAndUnits) {
+  EXPECT_EQ(*QuantityFromNumber(1000.0, /*milli=*/true, /*gpus=*/false, "cpu"), 1000000);
+  EXPECT_EQ(*QuantityFromNumber(0.5, true, false, "cpu"), 500);
+  EXPECT_EQ(*QuantityFromNumber(10.0, false, true, "gpus"), 10);
+  EXPECT_EQ(QuantityFromNumber(1e20, false, true, "gpus").status().Message(), "gpus: invalid quantity \"1e+20\": too large");
+  EXPECT_EQ(QuantityFromNumber(1e17, true, false, "cpu").status().Message(), "cpu: invalid quantity \"1e+17\": too large");
+  EXPECT_THAT(QuantityFromNumber(0.5, false, true, "gpus").status().Message(), HasSubstr("not a whole number of GPUs"));
+}
+
 }  // namespace
 }  // namespace tidal
