@@ -37,20 +37,21 @@ Status DecodeFrontDoors(const nlohmann::json& j, std::vector<FrontDoor>* out) {
   return Status::Ok();
 }
 
+// Appends each reason of `s`, located in the file, to `errors` (one problem per line).
+void AddLocated(const Document& doc, const Status& s, std::vector<std::string>* errors) {
+  const Status located = doc.Locate(s);  // kept: reasons() refers into it
+  for (const auto& r : located.reasons()) errors->push_back(r);
+}
+
 // Profile::Build's errors name the plugin as "profile NAME: plugins[I] (PLUGIN): reason" (or
 // "profile NAME: maxCandidates: ..."), not as a field path of the file: the line is that of
 // profile.plugins[I] (else of the profile's field the error names, else of profile itself).
-std::string LocateProfileError(const Document& doc, const std::string& message) {
-  std::string field = "profile";
-  const size_t at = message.find(": plugins[");
-  if (at != std::string::npos) {
-    const size_t close = message.find(']', at);
-    if (close != std::string::npos) field = "profile." + message.substr(at + 2, close - at - 1);
-  } else if (message.find(": maxCandidates:") != std::string::npos) {
-    field = "profile.maxCandidates";
+void AddProfileErrors(const Document& doc, const Status& s, std::vector<std::string>* errors) {
+  for (const auto& r : s.reasons()) {
+    const std::string field = ProfileErrorField(r);
+    const int line = doc.LineOf(field.empty() ? "profile" : "profile." + field);
+    errors->push_back(doc.file + (line > 0 ? ":" + std::to_string(line) : "") + ": " + r);
   }
-  const int line = doc.LineOf(field);
-  return doc.file + (line > 0 ? ":" + std::to_string(line) : "") + ": " + message;
 }
 
 }  // namespace
@@ -68,8 +69,9 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
   f.Int("planTtlSeconds", &cfg.plan_ttl_s, 1, 86400);
   f.Str("poolLabel", &cfg.pool_label);
   // Required keys present but empty (or not a label key) are errors naming the field, not defaults.
-  if (f.status().ok() && cfg.scheduler_name.empty()) f.FailField("schedulerName", "must not be empty");
-  if (f.status().ok() && !limits::IsLabelKey(cfg.pool_label)) {
+  // (A key of the wrong type keeps its valid default: no second error for it.)
+  if (cfg.scheduler_name.empty()) f.FailField("schedulerName", "must not be empty");
+  if (!limits::IsLabelKey(cfg.pool_label)) {
     f.FailField("poolLabel", "invalid node label key \"" + cfg.pool_label.substr(0, 100) + "\"");
   }
   f.Int("exclusionTtlSeconds", &cfg.exclusion_ttl_s, 1, 86400);
@@ -78,24 +80,24 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     int64_t max_ahead = cfg.explain_max_ahead;
     ef.Int("maxAhead", &max_ahead, 1, 10000000);
     cfg.explain_max_ahead = static_cast<int32_t>(max_ahead);
-    if (Status s = ef.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = ef.Done(); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* r = f.Get("reservations")) {
     Fields rf(*r, "reservations");
     rf.Bool("refreshInBackground", &cfg.refresh_in_background);
-    if (Status s = rf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = rf.Done(); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* r = f.Get("runtimeLimit")) {
     Fields rf(*r, "runtimeLimit");
     rf.Bool("enforce", &cfg.enforce_runtime_limit);
     rf.Int("graceSeconds", &cfg.runtime_limit_grace_s, 0, 7 * 86400);
-    if (Status s = rf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = rf.Done(); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* d = f.Get("disruption")) {
     Fields df(*d, "disruption");
     df.Int("maxNoticeSeconds", &cfg.max_notice_s, 0, 86400);
     df.Bool("preemptSlurmJobs", &cfg.preempt_slurm_jobs);
-    if (Status s = df.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = df.Done(); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* pe = f.Get("perishable")) {
     Fields pf(*pe, "perishable");
@@ -114,7 +116,7 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     if (const auto* rc = pf.Get("runtimeCorrection")) {
       if (Status s = DecodeRuntimeCorrection(*rc, pf.Sub("runtimeCorrection"), &cfg.runtime_correction); !s.ok()) pf.Fail(s);
     }
-    if (Status s = pf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = pf.Done(); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* e = f.Get("elastic")) {
     Fields ef(*e, "elastic");
@@ -122,44 +124,57 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
     int64_t min_members = cfg.elastic_grow_min_members;
     ef.Int("growMinMembers", &min_members, 1, 100000);
     cfg.elastic_grow_min_members = static_cast<int32_t>(min_members);
-    if (Status s = ef.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = ef.Done(); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* t = f.Get("topology")) {
     Fields tf(*t, "topology");
     if (const auto* l = tf.Get("levels")) {
       if (Status s = DecodeLevels(*l, "topology.levels", &cfg.levels); !s.ok()) tf.Fail(s);
     }
-    if (Status s = tf.Done(); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = tf.Done(); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* p = f.Get("profile")) {
     auto ps = ProfileSpec::FromJson(*p, "profile");
     if (!ps.ok()) {
-      errors.push_back(doc->Locate(ps.status()).Message());
+      AddLocated(*doc, ps.status(), &errors);
     } else {
       cfg.profile = *ps;
     }
   }
   if (const auto* h = f.Get("nodeHealth")) {
-    if (Status s = DecodeNodeHealth(*h, &cfg.node_health); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = DecodeNodeHealth(*h, &cfg.node_health); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* m = f.Get("maintenance")) {
-    if (Status s = DecodeMaintenance(*m, &cfg.maintenance); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = DecodeMaintenance(*m, &cfg.maintenance); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* r = f.Get("rollout")) {
-    if (Status s = DecodeRollout(*r, "rollout", &cfg.rollout); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = DecodeRollout(*r, "rollout", &cfg.rollout); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* p = f.Get("pools")) {
-    if (Status s = DecodeLending(*p, &cfg.pools); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = DecodeLending(*p, &cfg.pools); !s.ok()) AddLocated(*doc, s, &errors);
   }
   if (const auto* d = f.Get("frontDoors")) {
-    if (Status s = DecodeFrontDoors(*d, &cfg.front_doors); !s.ok()) errors.push_back(doc->Locate(s).Message());
+    if (Status s = DecodeFrontDoors(*d, &cfg.front_doors); !s.ok()) AddLocated(*doc, s, &errors);
   }
   f.Get("resources");
   f.Get("usageHalfLife");
   f.Get("queues");
   if (doc->root.is_object()) cfg.queues = DecodeQueueConfig(*doc, doc->root, &errors);
-  if (Status s = f.Done(); !s.ok()) errors.insert(errors.begin(), doc->Locate(s).Message());
-  if (errors.empty()) {
+  if (Status s = f.Done(); !s.ok()) {
+    std::vector<std::string> top;
+    AddLocated(*doc, s, &top);
+    errors.insert(errors.begin(), top.begin(), top.end());
+  }
+  if (!errors.empty()) {
+    // The queue tree is needed for the checks below; the profile is checked anyway, against no
+    // queues (no plugin's arguments depend on them), so its problems are reported with the rest.
+    auto none = QueueTree::Build(QueueConfig{});
+    if (none.ok()) {
+      QuotaLedger ledger(*none);
+      auto profile = Profile::Build(cfg.profile, plugins::DefaultRegistry(), PluginContext{cfg.levels, &ledger});
+      if (!profile.ok()) AddProfileErrors(*doc, profile.status(), &errors);
+    }
+  } else {
     auto tree = QueueTree::Build(cfg.queues);
     if (!tree.ok()) {
       errors.push_back(file + ": " + tree.status().Message());
@@ -177,7 +192,7 @@ StatusOr<EngineConfig> ParseEngineConfig(const std::string& text, const std::str
       QuotaLedger ledger(*tree);
       const Registry registry = plugins::DefaultRegistry();
       auto profile = Profile::Build(cfg.profile, registry, PluginContext{cfg.levels, &ledger});
-      if (!profile.ok()) errors.push_back(LocateProfileError(*doc, profile.status().Message()));
+      if (!profile.ok()) AddProfileErrors(*doc, profile.status(), &errors);
     }
   }
   if (!errors.empty()) {

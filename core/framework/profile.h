@@ -1,6 +1,7 @@
 // Profile: a named, validated set of plugin instances, each enabled at every extension point it
 // implements (like kube-scheduler's multiPoint), with weights for Score plugins.
 //
+// Decoding (FromJson) and building report every problem, one reason each, not the first.
 // Validation when built (errors name the field):
 //   - every plugin name is registered; no plugin is listed twice;
 //   - exactly one enabled plugin implements QueueSort;
@@ -57,8 +58,14 @@ struct ProfileSpec {
   static ProfileSpec Default();
   // Decodes {"name":..., "maxCandidates":..., "plugins":[{"name":..., "weight":..., "args":{...}}],
   //          "backfill": {"depth": 16, "defaultRuntime": {"training": "24h", ...}}}.
+  // Errors name "field.key" ("key" when field is empty: a bare profile file). An explicit plugin
+  // weight outside 1..100 (0 included) is an error; an absent one is the default, 1.
   static StatusOr<ProfileSpec> FromJson(const nlohmann::json& j, const std::string& field = "profile");
 };
+
+// The profile field (relative to the profile: "plugins[2]", "maxCandidates", "plugins") a reason
+// of Profile::Build names ("profile NAME: plugins[2] (x): ..."), "" if none: for locating it in a file.
+std::string ProfileErrorField(const std::string& reason);
 
 class Profile {
  public:
@@ -87,6 +94,9 @@ class Profile {
   std::vector<std::string> PluginNames() const;
 
  private:
+  // Enables `plugin` at every extension point it implements; f names it in errors.
+  Status Enable(const PluginSpec& ps, const std::string& f, std::unique_ptr<Plugin> plugin);
+
   std::string name_;
   int max_candidates_ = 4;
   BackfillSpec backfill_;

@@ -39,19 +39,23 @@ Status DecodePolicy(const nlohmann::json& j, const std::string& f, LendingPolicy
     *v = x.get<int64_t>();
     return Status::Ok();
   };
+  Status problems;  // every problem of the policy, one reason each
+  auto add = [&problems](const Status& s) {
+    for (const auto& r : s.reasons()) problems.ok() ? void(problems = Status::Error(r)) : void(problems.AddReason(r));
+  };
   for (const auto& [k, v] : j.items()) {
     Status st;
     int64_t n = 0;
     if (k == "lend") {
-      if (!v.is_boolean()) return Status::Error(f + ".lend: must be true or false");
-      out->lend = v.get<bool>();
+      if (!v.is_boolean()) st = Status::Error(f + ".lend: must be true or false");
+      else out->lend = v.get<bool>();
     } else if (k == "keep") {
       st = integer(k, 0, 1000000, &n);
       out->keep_nodes = static_cast<int32_t>(n);
     } else if (k == "to") {
       const std::string to = v.is_string() ? v.get<std::string>() : "";
       if (to != "preemptible" && to != "any") {
-        return Status::Error(f + ".to: unknown value " + v.dump().substr(0, 64) + " (accepted: preemptible, any)");
+        st = Status::Error(f + ".to: unknown value " + v.dump().substr(0, 64) + " (accepted: preemptible, any)");
       }
       out->preemptible_only = to == "preemptible";
     } else if (k == "idleSeconds") {
@@ -65,12 +69,12 @@ Status DecodePolicy(const nlohmann::json& j, const std::string& f, LendingPolicy
     } else if (k == "selector" && !IsDoorPool(out->pool)) {
       st = DecodeSelector(v, f + ".selector", &out->selector);
     } else {
-      return Status::Error(f + "." + k.substr(0, 64) + ": unknown field (accepted: lend, keep, to, idleSeconds, graceCapSeconds, loanSeconds" +
+      st = Status::Error(f + "." + k.substr(0, 64) + ": unknown field (accepted: lend, keep, to, idleSeconds, graceCapSeconds, loanSeconds" +
                            (IsDoorPool(out->pool) ? "" : ", queues, selector") + ")");
     }
-    if (!st.ok()) return st;
+    add(st);
   }
-  return Status::Ok();
+  return problems;
 }
 
 }  // namespace
@@ -120,26 +124,32 @@ Status DecodeLending(const nlohmann::json& j, std::vector<LendingPolicy>* out) {
   if (!j.is_object()) {
     return Status::Error("pools: must be a mapping of pool (kubernetes, slurm, or a named pool) to its lending policy");
   }
+  Status problems;  // every pool's problems, one reason each
+  auto add = [&problems](const Status& s) {
+    for (const auto& r : s.reasons()) problems.ok() ? void(problems = Status::Error(r)) : void(problems.AddReason(r));
+  };
   std::map<std::string, std::string> owner_of;  // queue -> named pool
   for (const auto& [name, v] : j.items()) {
     LendingPolicy p;
     p.pool = name;
     const std::string f = "pools." + name.substr(0, 64);
     if (!IsDoorPool(name) && (!IsValidLabelValue(name) || name == "shared")) {
-      return Status::Error(f + ": a named pool's name must be a label value other than shared (1-63 of [A-Za-z0-9._-])");
+      add(Status::Error(f + ": a named pool's name must be a label value other than shared (1-63 of [A-Za-z0-9._-])"));
+      continue;
     }
-    if (Status s = DecodePolicy(v, f, &p); !s.ok()) return s;
-    if (!IsDoorPool(name) && p.queues.empty()) {
-      return Status::Error(f + ".queues: a named pool needs its owner queues (e.g. queues: [inference])");
+    const Status policy = DecodePolicy(v, f, &p);
+    add(policy);
+    if (!IsDoorPool(name) && p.queues.empty() && (!v.is_object() || !v.contains("queues"))) {
+      add(Status::Error(f + ".queues: a named pool needs its owner queues (e.g. queues: [inference])"));
     }
     for (const auto& q : p.queues) {
       if (auto [it, fresh] = owner_of.emplace(q, name); !fresh) {
-        return Status::Error(f + ".queues: queue " + q + " already owns pool " + it->second + " (a queue owns one pool)");
+        add(Status::Error(f + ".queues: queue " + q + " already owns pool " + it->second + " (a queue owns one pool)"));
       }
     }
-    out->push_back(std::move(p));
+    if (policy.ok()) out->push_back(std::move(p));
   }
-  return Status::Ok();
+  return problems;
 }
 
 const PoolLending::Loan* PoolLending::Find(const std::string& node) const {

@@ -458,5 +458,49 @@ TEST(FromJsonTest, OutOfRangeMaxCandidatesIsRefusedByBuild) {
   EXPECT_THAT(p.status().Message(), HasSubstr("maxCandidates: must be 1..64, got 100"));
 }
 
+
+// Regressions (admin exploration): every problem is reported, weight 0 is refused, a bare profile
+// file's fields have no leading dot.
+TEST(FromJsonTest, ReportsEveryProblem) {
+  auto s = ProfileSpec::FromJson(nlohmann::json::parse(
+      R"({"backfill": {"depth": -2, "minGpus": -1}, "plugins": [{"name": "topology", "weight": 0, "x": 1}], "bogus": 1})"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().reasons(),
+              ::testing::UnorderedElementsAre("profile.backfill.depth: must be -1 (all), 0 (off) or 1..100000",
+                                              "profile.backfill.minGpus: must be a non-negative integer (0 = one node's GPUs)",
+                                              "profile.plugins[0].weight: must be 1..100, got 0",
+                                              "profile.plugins[0].x: unknown field (accepted: name, weight, args)",
+                                              "profile.bogus: unknown field (accepted: name, maxCandidates, plugins, backfill)"));
+}
+
+TEST(FromJsonTest, WeightZeroIsRefusedAbsentIsTheDefault) {
+  auto zero = ProfileSpec::FromJson(nlohmann::json::parse(R"({"plugins": ["priority", {"name": "topology", "weight": 0}]})"));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.status().Message(), "profile.plugins[1].weight: must be 1..100, got 0");
+  auto absent = ProfileSpec::FromJson(nlohmann::json::parse(R"({"plugins": ["priority", {"name": "topology"}]})"));
+  ASSERT_TRUE(absent.ok()) << absent.status().ToString();
+  EXPECT_EQ(absent->plugins[1].weight, 0);
+  EXPECT_TRUE(Profile::Build(*absent, plugins::DefaultRegistry(), Ctx()).ok());
+}
+
+TEST(FromJsonTest, EmptyPrefixHasNoLeadingDot) {
+  auto s = ProfileSpec::FromJson(nlohmann::json::parse(R"({"bogus": 1, "backfill": {"dpeth": 1}})"), "");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().reasons(),
+              ::testing::UnorderedElementsAre("bogus: unknown field (accepted: name, maxCandidates, plugins, backfill)",
+                                              "backfill.dpeth: unknown field (accepted: depth, minGpus, agedAfter, defaultRuntime)"));
+}
+
+TEST(ProfileBuildTest, ReportsEveryProblem) {
+  auto p = Profile::Build(Spec({P("priority"), P("quotaa"), P("gang", 5), P("nope")}, 0), TestRegistry(), Ctx());
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().reasons().size(), 4u) << p.status().ToString();
+  EXPECT_EQ(ProfileErrorField(p.status().reasons()[0]), "maxCandidates");
+  EXPECT_EQ(ProfileErrorField(p.status().reasons()[1]), "plugins[1]");
+  EXPECT_EQ(ProfileErrorField(p.status().reasons()[2]), "plugins[2]");
+  EXPECT_EQ(ProfileErrorField(p.status().reasons()[3]), "plugins[3]");
+  EXPECT_EQ(ProfileErrorField("something else"), "");
+}
+
 }  // namespace
 }  // namespace tidal
