@@ -13,9 +13,12 @@ Usage:
       Place workloads on a fabric with the engine's own scheduling core and print, per workload,
       where it landed and why (or why it waits). Without files: the built-in sample
       (deploy/examples/sample-fabric.yaml and sample-workloads.yaml). Files are YAML or JSON.
+      --profile FILE: a bare profile (name, maxCandidates, plugins, backfill: what an engine
+      config holds under profile:) or a whole engine config, whose profile: is used.
   tidalctl config validate FILE
       Validate an engine config (topology levels, profile, queues) as tidal-engine would load it;
-      every problem is printed as "file:line: field: reason" and the exit code is 1.
+      every problem is printed as "file:line: field: reason" and the exit code is 1
+      (docs/fair-share.md says which checks wait for others to pass).
   tidalctl config diff FILE [--engine http://127.0.0.1:8081] [-o text|json]
       What the live engine runs against FILE (e.g. what git holds), field by field, as documents
       (a default spelled out or a number quoted differs; an engine without --config runs {}):

@@ -1,4 +1,7 @@
 // tidalctl place: one scheduling cycle of the engine's core over a fabric and a workload list.
+// --profile FILE: a bare profile mapping (name, maxCandidates, plugins, backfill: the engine
+// config's `profile:` section on its own), or a whole engine config, whose `profile:` is used (its
+// built-in default profile when it has none); errors read "file:line: field: reason".
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -8,8 +11,10 @@
 #include "cmd/tidalctl/commands.h"
 #include "core/framework/scheduler.h"
 #include "core/io/cluster_file.h"
+#include "core/io/fields.h"
 #include "core/io/sample.h"
 #include "core/io/workload_file.h"
+#include "engine/engine.h"
 #include "plugins/registry.h"
 
 namespace tidal::cli {
@@ -68,6 +73,52 @@ nlohmann::json ToJson(const ClusterState& st, const CycleResult& r) {
   return out;
 }
 
+// Prints every reason of `s`, one a line; returns 1 (place's exit code for bad input).
+int PrintErrors(const Status& s) {
+  for (const auto& r : s.reasons()) std::cerr << r << "\n";
+  return 1;
+}
+
+// A bare profile has a profile's own fields; a mapping with `profile:` or with none of them is an
+// engine config (a file that is no mapping is refused as a profile).
+bool IsBareProfile(const nlohmann::json& root) {
+  if (!root.is_object()) return true;
+  if (root.contains("profile")) return false;
+  for (const char* k : {"name", "maxCandidates", "plugins", "backfill"}) {
+    if (root.contains(k)) return true;
+  }
+  return false;
+}
+
+// --profile FILE, built on `levels`; every error located in FILE.
+StatusOr<std::unique_ptr<Profile>> LoadProfile(const std::string& file, const TopologyLevels& levels) {
+  auto text = ReadFile(file);
+  if (!text.ok()) return text.status();
+  auto doc = ParseDocument(*text, file);
+  if (!doc.ok()) return doc.status();
+  ProfileSpec spec;
+  std::string prefix;  // where the profile sits in the file
+  if (IsBareProfile(doc->root)) {
+    auto ps = ProfileSpec::FromJson(doc->root, "");
+    if (!ps.ok()) return doc->Locate(ps.status());
+    spec = *ps;
+  } else {
+    auto cfg = ParseEngineConfig(*text, file);  // the engine's own checks, its profile's included
+    if (!cfg.ok()) return cfg.status();
+    spec = cfg->profile;
+    prefix = "profile";
+  }
+  auto profile = Profile::Build(spec, plugins::DefaultRegistry(), PluginContext{levels});
+  if (profile.ok()) return profile;
+  Status located;
+  for (const auto& r : profile.status().reasons()) {
+    const std::string field = ProfileErrorField(r);
+    const int line = doc->LineOf(prefix.empty() || field.empty() ? prefix + field : prefix + "." + field);
+    AddReasons(&located, Status::Error(file + (line > 0 ? ":" + std::to_string(line) : "") + ": " + r));
+  }
+  return located;
+}
+
 }  // namespace
 
 int Place(const Args& args) {
@@ -80,28 +131,21 @@ int Place(const Args& args) {
   }
   const std::string topo_file = flags.Get("--topology"), wl_file = flags.Get("--workloads");
   auto topo_doc = topo_file.empty() ? ParseDocument(kSampleFabricYaml, "<built-in sample fabric>") : LoadDocument(topo_file);
-  if (!topo_doc.ok()) return std::cerr << topo_doc.status().Message() << "\n", 1;
+  if (!topo_doc.ok()) return PrintErrors(topo_doc.status());
   auto spec = DecodeClusterSpec(*topo_doc);
-  if (!spec.ok()) return std::cerr << spec.status().Message() << "\n", 1;
+  if (!spec.ok()) return PrintErrors(spec.status());
   auto state = ClusterState::Build(spec->levels, std::move(spec->nodes));
   if (!state.ok()) return std::cerr << topo_doc->file << ": " << state.status().Message() << "\n", 1;
 
   auto wl_doc = wl_file.empty() ? ParseDocument(kSampleWorkloadsYaml, "<built-in sample workloads>") : LoadDocument(wl_file);
-  if (!wl_doc.ok()) return std::cerr << wl_doc.status().Message() << "\n", 1;
+  if (!wl_doc.ok()) return PrintErrors(wl_doc.status());
   auto workloads = DecodeWorkloads(*wl_doc);
-  if (!workloads.ok()) return std::cerr << workloads.status().Message() << "\n", 1;
+  if (!workloads.ok()) return PrintErrors(workloads.status());
 
-  ProfileSpec pspec = ProfileSpec::Default();
-  if (const std::string pf = flags.Get("--profile"); !pf.empty()) {
-    auto pdoc = LoadDocument(pf);
-    if (!pdoc.ok()) return std::cerr << pdoc.status().Message() << "\n", 1;
-    auto ps = ProfileSpec::FromJson(pdoc->root, "");
-    if (!ps.ok()) return std::cerr << pdoc->Locate(ps.status()).Message() << "\n", 1;
-    pspec = *ps;
-  }
-  const Registry registry = plugins::DefaultRegistry();
-  auto profile = Profile::Build(pspec, registry, PluginContext{state->levels()});
-  if (!profile.ok()) return std::cerr << profile.status().Message() << "\n", 1;
+  const std::string pf = flags.Get("--profile");
+  auto profile = pf.empty() ? Profile::Build(ProfileSpec::Default(), plugins::DefaultRegistry(), PluginContext{state->levels()})
+                            : LoadProfile(pf, state->levels());
+  if (!profile.ok()) return PrintErrors(profile.status());
   Scheduler scheduler(std::move(profile).value());
 
   const int64_t free_before = state->FreeGpus(state->root());
