@@ -72,7 +72,12 @@ StatusOr<std::string> GenMixText(const std::string& name);
 StatusOr<GenSpec> ParseGenSpec(const std::string& text, const std::string& file);
 // A mix name or a spec file.
 StatusOr<GenSpec> LoadGenSpec(const std::string& mix_or_path);
-// "field: reason" for the first field out of range (sizes larger than gpus, weights <= 0, ...).
+// The most jobs a spec may give in expectation (load x gpus x days / mean job GPU-time): 20 million,
+// several times the largest public traces, and still a few GB in memory.
+inline constexpr int64_t kMaxGenJobs = 20000000;
+// "field: reason" for the first field out of range (sizes larger than gpus, weights <= 0, ...), or
+// "jobs: ..." when the expected job count passes kMaxGenJobs (naming load, days and gpus).
+// ParseGenSpec checks the fields only, so that the command line's overrides may lower the count.
 Status ValidateGenSpec(const GenSpec& spec);
 
 // What the spec gives in expectation (analytic; durations' cap included, rounding not).

@@ -238,6 +238,10 @@ StatusOr<std::string> GenMixText(const std::string& name) {
   return Status::Error("no mix \"" + name + "\" (mixes: " + MixList() + ")");
 }
 
+namespace {
+Status ValidateGenFields(const GenSpec& s);
+}  // namespace
+
 StatusOr<GenSpec> ParseGenSpec(const std::string& text, const std::string& file) {
   auto doc = ParseDocument(text, file);
   if (!doc.ok()) return doc.status();
@@ -252,7 +256,7 @@ StatusOr<GenSpec> ParseGenSpec(const std::string& text, const std::string& file)
     s = *base;
   }
   if (Status st = Decode(doc->root, &s); !st.ok()) return doc->Locate(st);
-  if (Status st = ValidateGenSpec(s); !st.ok()) return doc->Locate(st);
+  if (Status st = ValidateGenFields(s); !st.ok()) return doc->Locate(st);
   return s;
 }
 
@@ -263,11 +267,15 @@ StatusOr<GenSpec> LoadGenSpec(const std::string& mix_or_path) {
   return ParseGenSpec(*text, mix_or_path);
 }
 
-Status ValidateGenSpec(const GenSpec& s) {
+namespace {
+
+// Every field within its range (ValidateGenSpec less the job count, which the command line's
+// overrides may still change).
+Status ValidateGenFields(const GenSpec& s) {
   constexpr double kMaxGenSeconds = 1e15;  // trace_fields::kMaxTraceSeconds: what the replay reads
   auto bad = [](const std::string& field, const std::string& why) { return Status::Error(field + ": " + why); };
   if (s.gpus < 1 || s.gpus > (int64_t{1} << 30)) return bad("gpus", "must be 1..2^30");
-  if (!(s.load > 0) || s.load > 100) return bad("load", "must be > 0 (offered load: 0.8 = 80% of the GPUs)");
+  if (!(s.load > 0) || s.load > 100) return bad("load", "must be in (0, 100] (offered load: 0.8 = 80% of the GPUs; at most 10000%)");
   if (!(s.days > 0) || s.days > 3650) return bad("days", "must be > 0 and at most 3650");
   if (s.sizes.empty()) return bad("sizes", "at least one {gpus, weight}");
   // Weights are relative; bounded so that their sum stays finite (1e308 + 1e308 is inf, and the
@@ -292,13 +300,13 @@ Status ValidateGenSpec(const GenSpec& s) {
   if (!(s.diurnal >= 0 && s.diurnal < 1)) return bad("arrivals.diurnal", "must be in [0, 1) (the sine's amplitude)");
   if (!(s.peak_hour >= 0 && s.peak_hour < 24)) return bad("arrivals.peakHour", "must be in [0, 24)");
   if (!(s.bursts_per_day >= 0 && s.bursts_per_day <= 1000)) return bad("arrivals.burstsPerDay", "must be 0..1000");
-  if (!(s.burst_s > 0) || s.burst_s > 30 * 86400.0) return bad("arrivals.burstLength", "must be a positive duration");
+  if (!(s.burst_s > 0) || s.burst_s > 30 * 86400.0) return bad("arrivals.burstLength", "must be a duration from 1 s to 30 days");
   if (!(s.burst_factor >= 1 && s.burst_factor <= 100)) return bad("arrivals.burstFactor", "must be 1..100");
   if (s.teams < 1 || s.teams > 100000) return bad("teams.count", "must be 1..100000");
   if (!(s.team_skew >= 0 && s.team_skew <= 10)) return bad("teams.skew", "must be 0..10 (weight 1/i^skew)");
   if (!ValidPrefix(s.team_prefix)) return bad("teams.prefix", "must be 1-40 of [a-z0-9-], starting alphanumeric");
   if (!(s.declared_none >= 0 && s.declared_none <= 1)) return bad("declared.none", "must be a share in [0, 1]");
-  if (!(s.declared_median > 0) || s.declared_median > 1000) return bad("declared.median", "must be > 0");
+  if (!(s.declared_median > 0) || s.declared_median > 1000) return bad("declared.median", "must be in (0, 1000]");
   if (!(s.declared_sigma >= 0 && s.declared_sigma <= 5)) return bad("declared.sigma", "must be 0..5");
   if (!(s.declared_min > 0)) return bad("declared.min", "must be > 0");
   if (!(s.declared_max >= s.declared_min) || s.declared_max > 1000) return bad("declared.max", "must be >= declared.min and <= 1000");
@@ -307,6 +315,23 @@ Status ValidateGenSpec(const GenSpec& s) {
     std::snprintf(why, sizeof why, "times declared.max (%g) must be at most 1e15 s, the longest declared limit tidalctl sim reads",
                   s.declared_max);
     return bad("duration.max", why);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateGenSpec(const GenSpec& s) {
+  if (Status st = ValidateGenFields(s); !st.ok()) return st;
+  // A trace holds its jobs in memory (about 300 bytes each, more as text): beyond the cap a run
+  // exhausts memory instead of finishing.
+  const double expected = Expected(s).jobs_per_day * s.days;
+  if (!(expected <= static_cast<double>(kMaxGenJobs))) {
+    char why[320];
+    std::snprintf(why, sizeof why,
+                  "load %g, days %g and gpus %lld give %.3g jobs in expectation; at most %lld (lower the load, days or gpus)",
+                  s.load, s.days, static_cast<long long>(s.gpus), expected, static_cast<long long>(kMaxGenJobs));
+    return Status::Error(std::string("jobs: ") + why);
   }
   return Status::Ok();
 }

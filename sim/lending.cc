@@ -30,6 +30,13 @@ int64_t PendingGpus(const Simulator& sim, size_t d, bool preemptible_only, int64
 
 }  // namespace
 
+bool LendingDriver::MayLendTo(Pool pool, const Workload& w) const {
+  if (pool != Pool::kKubernetes && pool != Pool::kSlurm) return false;
+  if (BorrowerDoor(pool) != w.front_door) return false;
+  const LendingPolicy* p = PolicyOf(policies_, pool);
+  return p != nullptr && p->lend && (!p->preemptible_only || w.preemptible);
+}
+
 void LendingDriver::Prepare(const Simulator& sim) {
   const ClusterState& st = sim.state();
   owner_.clear();

@@ -61,6 +61,9 @@ class LendingDriver {
   void Finish(int64_t now);
 
   bool lends() const { return !policies_.empty(); }
+  // Whether node pool `pool` may ever be lent to `w` (a door pool whose policy lends to the other
+  // door, to any work or `w` being preemptible). Before or during the replay alike.
+  bool MayLendTo(Pool pool, const Workload& w) const;
   int64_t lent_gpus() const { return lent_gpus_; }
   nlohmann::json Metrics() const;
 

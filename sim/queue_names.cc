@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "sim/trace_fields.h"
 
@@ -26,10 +27,10 @@ namespace {
 
 // The next code point of `s` at `*i` (advanced past it): UTF-8, or one Latin-1 byte where the
 // bytes are not valid UTF-8 (overlong forms and surrogates included).
-uint32_t NextCodePoint(const std::string& s, size_t* i) {
+uint32_t NextCodePoint(std::string_view s, size_t* i) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = b(*i);
-  if (c < 0x80) return s[(*i)++];
+  if (c < 0x80) return static_cast<unsigned char>(s[(*i)++]);
   int n = 0;
   uint32_t cp = 0, min = 0;
   if ((c & 0xE0) == 0xC0) {
@@ -85,7 +86,32 @@ bool IsSeparator(uint32_t cp) {
          cp == 0xD7 || cp == 0xF7 || (cp >= 0x2000 && cp <= 0x206F) || (cp >= 0x3000 && cp <= 0x303F);
 }
 
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    *out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    *out += static_cast<char>(0xC0 | (cp >> 6));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    *out += static_cast<char>(0xE0 | (cp >> 12));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    *out += static_cast<char>(0xF0 | (cp >> 18));
+    *out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
 }  // namespace
+
+std::string ToUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) AppendUtf8(NextCodePoint(text, &i), &out);
+  return out;
+}
 
 std::string NormaliseQueueName(const std::string& raw) {
   std::string out;

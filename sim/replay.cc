@@ -2,7 +2,8 @@
 
 #include <map>
 #include <set>
-#include <sstream>
+#include <algorithm>
+#include <climits>
 
 #include "sim/fabric.h"
 #include "sim/lending.h"
@@ -15,9 +16,13 @@ namespace tidal::sim {
 StatusOr<std::vector<std::string>> ParsePolicies(const std::string& text) {
   if (text == "all") return PolicyNames();
   std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string p;
-  while (std::getline(ss, p, ',')) {
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string p = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (p.empty()) return Status::Error("--policy: an empty name in \"" + text + "\"");
+    if (p == "all") return Status::Error("--policy: all cannot be combined with other policies");
     bool known = p == kLendingPolicyName;
     for (const auto& n : PolicyNames()) known = known || n == p;
     if (!known) {
@@ -30,8 +35,17 @@ StatusOr<std::vector<std::string>> ParsePolicies(const std::string& text) {
     }
     out.push_back(p);
   }
-  if (out.empty()) return Status::Error("--policy: empty");
   return out;
+}
+
+int64_t TraceSpan(const std::vector<SimJob>& jobs) {
+  if (jobs.empty()) return 0;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& j : jobs) {
+    lo = std::min(lo, j.w.submit_time_s);
+    hi = std::max(hi, j.w.submit_time_s + j.duration_s);
+  }
+  return hi - lo;
 }
 
 std::vector<LendingPolicy> DefaultSimLending() {
@@ -110,15 +124,8 @@ StatusOr<Replay> MakeReplay(const ReplaySpec& spec, const std::string& policy) {
   for (const auto& q : queues.queues) weights[q.name] = q.weight;
   r.sim->SetQueueWeights(std::move(weights));
   int64_t interval = spec.sample_interval_s;
-  if (interval <= 0 && !spec.jobs->empty()) {
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (const auto& j : *spec.jobs) {
-      lo = std::min(lo, j.w.submit_time_s);
-      hi = std::max(hi, j.w.submit_time_s + j.duration_s);
-    }
-    interval = std::max<int64_t>(60, (hi - lo) / 2000);
-  }
-  r.sim->SetSampleInterval(interval);
+  if (interval <= 0) interval = std::max<int64_t>(60, TraceSpan(*spec.jobs) / 2000);
+  r.sim->SetSampleInterval(spec.series ? interval : 0);
   for (const auto& j : *spec.jobs) r.sim->Submit(j);
   return r;
 }

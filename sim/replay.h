@@ -33,7 +33,7 @@ inline const std::vector<std::string>& PolicyNames() {
 }
 inline constexpr const char* kLendingPolicyName = "tidal+lending";
 // "all" or a comma-separated list of policy names (PolicyNames() or kLendingPolicyName); errors
-// name the unknown one.
+// name the unknown one, an empty item, a name given twice, or "all" in a list.
 StatusOr<std::vector<std::string>> ParsePolicies(const std::string& text);
 
 // Both pools lend, to any work, after 60 s idle, with 120 s of notice on reclaim (the engine's
@@ -46,6 +46,7 @@ struct ReplaySpec {
   QueueConfig queues;                     // no queues = one per trace queue (see above)
   ProfileSpec profile = ProfileSpec::Default();
   int64_t sample_interval_s = 0;          // 0 = auto: about 2,000 samples over the trace
+  bool series = true;                     // false: no time series at all (nothing will read it)
   bool tidal_shortcuts = true;            // the tidal policy's exact shortcuts (policies/tidal.h)
   std::vector<LendingPolicy> lending = DefaultSimLending();  // for kLendingPolicyName
 };
@@ -56,6 +57,9 @@ struct Replay {
   std::unique_ptr<Simulator> sim;
 };
 
+// Seconds from the first submit to the last submit + duration (0 without jobs): the span the
+// automatic sample interval divides, and the least a replay lasts.
+int64_t TraceSpan(const std::vector<SimJob>& jobs);
 StatusOr<Replay> MakeReplay(const ReplaySpec& spec, const std::string& policy);
 // The queue config actually used (the auto-generated one when the spec has no queues).
 QueueConfig EffectiveQueues(const ReplaySpec& spec);

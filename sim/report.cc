@@ -1,6 +1,8 @@
 #include "sim/report.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -117,7 +119,7 @@ std::string MarkdownReport(const nlohmann::json& doc) {
   std::string out;
   const auto& in = doc.value("input", nlohmann::json::object());
   out += "# Trace replay\n\n";
-  for (const auto& [k, v] : in.items()) out += "- " + k + ": " + (v.is_string() ? v.get<std::string>() : v.dump()) + "\n";
+  for (const auto& [k, v] : in.items()) out += "- " + k + ": " + (v.is_string() ? v.get<std::string>() : DumpJson(v)) + "\n";
   out += "\n| policy | completed | JCT avg / p50 / p99 | queueing avg / p50 / p99 | makespan | GPU alloc | stranded | Jain | preempt (GPU-h lost) | multi-node in one";
   const auto& pols = doc.at("policies");
   std::vector<std::string> levels;
@@ -157,19 +159,25 @@ std::string MarkdownReport(const nlohmann::json& doc) {
   return out;
 }
 
+std::string DumpJson(const nlohmann::json& doc, int indent) {
+  return doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  errno = 0;
+  std::ofstream f(path, std::ios::binary);
+  if (f) f << text;
+  if (f) f.close();  // flushes: a full disk shows here
+  if (!f) return Status::Error("cannot write " + path + ": " + (errno != 0 ? std::strerror(errno) : "write failed"));
+  return Status::Ok();
+}
+
 Status WriteReport(const std::string& dir, const nlohmann::json& doc) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Error(dir + ": cannot create directory: " + ec.message());
-  {
-    std::ofstream md(dir + "/report.md");
-    if (!md) return Status::Error(dir + "/report.md: cannot write");
-    md << MarkdownReport(doc);
-  }
-  std::ofstream js(dir + "/metrics.json");
-  if (!js) return Status::Error(dir + "/metrics.json: cannot write");
-  js << doc.dump() << "\n";
-  return Status::Ok();
+  if (Status s = WriteTextFile(dir + "/report.md", MarkdownReport(doc)); !s.ok()) return s;
+  return WriteTextFile(dir + "/metrics.json", DumpJson(doc) + "\n");
 }
 
 }  // namespace tidal::sim

@@ -282,8 +282,17 @@ void Simulator::Account(int64_t t) {
     s.lent = lending_ ? lending_->lent_gpus() : 0;
     series_.push_back(std::move(s));
     next_sample_ += sample_interval_;
+    if (series_.size() >= kMaxSamples) ThinSeries();
   }
   now_ = t;
+}
+
+void Simulator::ThinSeries() {
+  // Samples at t0 + k x interval for k < kMaxSamples (even): the even ones are the series at twice
+  // the period, and next_sample_ = t0 + kMaxSamples x interval continues it.
+  for (size_t k = 0; 2 * k < series_.size(); ++k) series_[k] = std::move(series_[2 * k]);
+  series_.resize((series_.size() + 1) / 2);
+  sample_interval_ *= 2;
 }
 
 void Simulator::Complete(int64_t t, Changes* ch) {

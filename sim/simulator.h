@@ -124,8 +124,12 @@ class Simulator {
   // Pools lending to each other by the engine's rules (sim/lending.h); null = none. Before Start.
   void SetLending(std::unique_ptr<LendingDriver> d);
   const LendingDriver* lending() const { return lending_.get(); }
+  // The most samples a series keeps: when a replay runs so long that it would take more, the
+  // period doubles and every other sample is dropped, so memory stays bounded whatever the period.
+  static constexpr size_t kMaxSamples = 200000;
   // Time-series sampling period in virtual seconds (0 = no series).
   void SetSampleInterval(int64_t s) { sample_interval_ = s; }
+  int64_t sample_interval() const { return sample_interval_; }  // after any doubling
   // Freezes the job list and prepares the policy (called by Run if not called before; idempotent).
   Status Start();
   // Runs until every job has finished or been rejected, or until `until_s` (virtual seconds).
@@ -243,6 +247,7 @@ class Simulator {
   int64_t now_ = 0, first_submit_ = 0;
   bool started_ = false;
   Status status_;
+  void ThinSeries();  // at kMaxSamples: twice the period, every other sample kept
   int64_t sample_interval_ = 0, next_sample_ = 0;
   std::vector<Sample> series_;
   Integrals integrals_;

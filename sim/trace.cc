@@ -1,7 +1,9 @@
 #include "sim/trace.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <set>
@@ -103,7 +105,7 @@ Status trace_reader::Reader::Philly(const std::string& text, std::vector<Row>* r
     int64_t gpus = 0;
     const std::string& gs = f[col["num_gpus"]];
     if (!ParseInt(gs, &gpus) || gpus < 1 || gpus > 1000000) {
-      stop = !Bad(line, "num_gpus", "must be a whole number of GPUs >= 1, got \"" + gs + "\"");
+      stop = !Bad(line, "num_gpus", "must be a whole number of GPUs from 1 to 1000000, got \"" + gs + "\"");
       return;
     }
     bool corrected = false;
@@ -151,8 +153,9 @@ Status trace_reader::Reader::Json(const std::string& text, std::vector<Row>* row
   const nlohmann::json* list = &doc->root;
   std::string prefix;
   if (doc->root.is_object()) {
-    if (!doc->root.contains("jobs") || doc->root.size() != 1) {
-      return doc->Locate(Status::Error("document: expected {jobs: [...]} or a list of jobs"));
+    if (!doc->root.contains("jobs")) return doc->Locate(Status::Error("document: expected {jobs: [...]} or a list of jobs"));
+    for (const auto& [key, value] : doc->root.items()) {
+      if (key != "jobs") return doc->Locate(Status::Error(key + ": unknown field (a trace document holds jobs only)"));
     }
     list = &doc->root.at("jobs");
     prefix = "jobs";
@@ -227,23 +230,71 @@ int64_t WholeSeconds(double s) { return static_cast<int64_t>(std::clamp(s, -1e18
 
 }  // namespace
 
-StatusOr<Trace> ParseTrace(const std::string& raw_text, const std::string& file, const TraceOptions& opts) {
+namespace {
+
+// A number as "%g" (2e+06, 0.5): a message never prints 300 digits.
+std::string Num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+// An error of an option, not of the file: the flag is the Status's plugin (trace.h).
+Status FlagError(const std::string& flag, const std::string& why) { return Status::Error(flag + ": " + why, flag); }
+
+// Whether a window bound is written as a timestamp (ParseWindowBound reads it so).
+bool TimestampBound(const std::string& text) {
+  return text.find('-') != std::string::npos && text.size() >= 10 && std::isdigit(static_cast<unsigned char>(text[0]));
+}
+
+// --from/--to as far as no trace is needed: each bound's syntax, and their order when both are
+// timestamps or both durations.
+Status CheckWindow(const TraceOptions& opts) {
+  int64_t bound[2] = {0, 0};
+  const std::string* text[2] = {&opts.from, &opts.to};
+  const std::string* flag[2] = {&opts.from_flag, &opts.to_flag};
+  for (int i = 0; i < 2; ++i) {
+    if (text[i]->empty()) continue;
+    auto v = ParseWindowBound(*text[i], TimestampBound(*text[i]), 0, *flag[i]);
+    if (!v.ok()) return Status::Error(v.status().Message(), *flag[i]);
+    bound[i] = *v;
+  }
+  if (!opts.from.empty() && !opts.to.empty() && TimestampBound(opts.from) == TimestampBound(opts.to) && bound[1] <= bound[0]) {
+    return FlagError(opts.to_flag, "must be after " + opts.from_flag + " (" + opts.from + "), got " + opts.to);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckTraceOptions(const TraceOptions& opts) {
   if (!(opts.limit_factor >= 1.0) || opts.limit_factor > 1e6) {
-    return Status::Error("limit factor must be >= 1 (declared limit = actual x factor), got " + std::to_string(opts.limit_factor));
+    return FlagError("--limit-factor", "must be in [1, 1e6] (declared limit = actual x factor), got " + Num(opts.limit_factor));
   }
   if (!(opts.gpu_time_tolerance >= 0) || opts.gpu_time_tolerance > 1) {
-    return Status::Error("gpu_time tolerance must be in 0..1 (0.01 = 1%), got " + std::to_string(opts.gpu_time_tolerance));
+    return FlagError("--gpu-time-tolerance", "must be in [0, 1] (0.01 = 1%), got " + Num(opts.gpu_time_tolerance));
   }
-  if (!(opts.load_scale > 0) || opts.load_scale > 1e6) {
-    return Status::Error("load scale must be > 0, got " + std::to_string(opts.load_scale));
+  if (!(opts.load_scale >= 1e-6) || opts.load_scale > 1e6) {
+    return FlagError("--load-scale", "must be in [1e-6, 1e6] (submit times are divided by it), got " + Num(opts.load_scale));
   }
-  if (Status c = CheckColumns(opts.columns); !c.ok()) return c;
-  if (!opts.columns.empty() && opts.format != "auto" && opts.format != "csv") {
-    return Status::Error("--columns: only csv tables are read by column names of their own, not --format " + opts.format);
+  const std::string& f = opts.format;
+  if (f != "auto" && f != "philly" && f != "csv" && f != "json" && f != "sacct") {
+    return FlagError("--format", "unknown trace format \"" + f + "\" (accepted: auto, philly, csv, json, sacct)");
   }
-  const std::string text(WithoutBom(raw_text));
+  if (Status c = CheckColumns(opts.columns); !c.ok()) return Status::Error(c.Message(), "--columns");
+  if (!opts.columns.empty() && f != "auto" && f != "csv") {
+    return Status::Error("--columns: only csv tables are read by column names of their own, not --format " + f, "--columns");
+  }
+  return CheckWindow(opts);
+}
+
+StatusOr<Trace> ParseTrace(const std::string& raw_text, const std::string& raw_file, const TraceOptions& opts) {
+  if (Status s = CheckTraceOptions(opts); !s.ok()) return s;
+  // Latin-1 bytes become UTF-8 here, once: every name read from the text is then valid UTF-8.
+  const std::string text = ToUtf8(WithoutBom(raw_text));
   Trace t;
-  t.file = file;
+  t.file = ToUtf8(raw_file);
+  const std::string& file = t.file;
   std::string fmt = opts.format;
   if (fmt == "auto") {
     fmt = opts.columns.empty() ? FormatByContent(text) : "csv";
@@ -259,10 +310,8 @@ StatusOr<Trace> ParseTrace(const std::string& raw_text, const std::string& file,
     s = reader.Csv(text, &rows);
   } else if (fmt == "json") {
     s = reader.Json(text, &rows);
-  } else if (fmt == "sacct") {
-    s = reader.Sacct(text, &rows);
   } else {
-    return Status::Error("unknown trace format \"" + fmt + "\" (accepted: auto, philly, csv, json, sacct)");
+    s = reader.Sacct(text, &rows);  // CheckTraceOptions took no other format
   }
   if (!s.ok()) return s;
   reader.Finish();
@@ -295,16 +344,18 @@ StatusOr<Trace> ParseTrace(const std::string& raw_text, const std::string& file,
   }
   int64_t from = INT64_MIN, to = INT64_MAX;
   if (!opts.from.empty()) {
-    auto v = ParseWindowBound(opts.from, timestamps, origin, "--from");
-    if (!v.ok()) return v.status();
+    auto v = ParseWindowBound(opts.from, timestamps, origin, opts.from_flag);
+    if (!v.ok()) return Status::Error(v.status().Message(), opts.from_flag);
     from = *v;
   }
   if (!opts.to.empty()) {
-    auto v = ParseWindowBound(opts.to, timestamps, origin, "--to");
-    if (!v.ok()) return v.status();
+    auto v = ParseWindowBound(opts.to, timestamps, origin, opts.to_flag);
+    if (!v.ok()) return Status::Error(v.status().Message(), opts.to_flag);
     to = *v;
   }
-  if (from != INT64_MIN && to != INT64_MAX && to <= from) return Status::Error("--to must be after --from");
+  if (from != INT64_MIN && to != INT64_MAX && to <= from) {
+    return FlagError(opts.to_flag, "must be after " + opts.from_flag + " (" + opts.from + "), got " + opts.to);
+  }
   const int64_t base = from == INT64_MIN ? 0 : from;
   for (auto& r : rows) r.raw_submit -= origin;
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {

@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/api/status.h"
@@ -65,6 +66,7 @@ struct TraceOptions {
   // Window on trace time, each "" (open), a timestamp "2017-10-01[ 12:00[:00]]" (traces with
   // timestamps) or a duration from the trace origin ("30d", "3600").
   std::string from, to;
+  std::string from_flag = "--from", to_flag = "--to";  // the flags they came from, for errors
   double load_scale = 1.0;      // submit times are divided by this
   int64_t max_jobs = 0;         // 0 = all; else the first N jobs in submit order (after the window)
   // philly gpu_time vs duration x num_gpus: relative error accepted beyond the columns' rounding.
@@ -107,8 +109,19 @@ std::string DescribeQueueNames(const Trace& t);
 // "40 job steps (sacct -X leaves them out), 3 never started": Trace::skipped; "" when none.
 std::string DescribeSkipped(const Trace& t);
 
+// The options that need no trace, checked as the flags they come from (--format, --load-scale,
+// --limit-factor, --gpu-time-tolerance, --columns, the syntax of --from/--to and their order when
+// both are of one kind); the error names the flag and the accepted range.
+Status CheckTraceOptions(const TraceOptions& opts);
+// Errors that come from an option rather than from the file (CheckTraceOptions', and a window
+// bound the trace cannot take: a timestamp on a trace without timestamps) carry the flag as
+// Status::plugin() ("--from"): a usage error for the caller. Others are the file's.
+// Text is read as UTF-8, a byte that is not valid UTF-8 as Latin-1 (AsUtf8): every name kept in the
+// Trace (ids, queues, the file name) is valid UTF-8.
 StatusOr<Trace> LoadTrace(const std::string& path, const TraceOptions& opts);
 StatusOr<Trace> ParseTrace(const std::string& text, const std::string& file, const TraceOptions& opts);
+// `text` as valid UTF-8: a byte that is not part of valid UTF-8 is read as Latin-1 (0xE9 -> "é").
+std::string AsUtf8(std::string_view text);
 
 // "YYYY-MM-DD HH:MM:SS" (or "YYYY-MM-DD", "YYYY-MM-DDTHH:MM[:SS]") as seconds since 1970, read as UTC.
 StatusOr<int64_t> ParseTimestamp(const std::string& text);

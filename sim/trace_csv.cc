@@ -1,7 +1,8 @@
 // The generic csv reader (sim/trace.h, format "csv"): a header naming its columns (CsvColumns), in
 // any order, or naming them its own way with TraceOptions::columns (--columns); submit times in
-// seconds or, when the first row's is one, timestamps. docs/simulator.md has the reference.
+// seconds or, when the first row whose submit reads is one, timestamps. docs/simulator.md has the reference.
 // Threading: a Reader method (trace_reader.h).
+#include <cctype>
 #include <map>
 #include <set>
 #include <string>
@@ -65,6 +66,50 @@ StatusOr<std::map<std::string, std::string>> ParseColumns(const std::string& tex
   return out;
 }
 
+namespace {
+
+// Why a submit that is neither seconds nor a timestamp is malformed: an impossible date, a time zone
+// suffix, or neither form.
+std::string SubmitError(const std::string& submit) {
+  const std::string s = Trim(submit);
+  if (s.size() >= 10 && s[4] == '-' && s[7] == '-' && std::isdigit(static_cast<unsigned char>(s[0]))) {
+    for (size_t zone = s.size(); zone-- > 10;) {  // "...00Z", "...00+02:00": a timestamp, then a zone
+      if ((s[zone] == 'Z' || s[zone] == 'z' || s[zone] == '+' || s[zone] == '-') && ParseTimestamp(s.substr(0, zone)).ok()) {
+        return "\"" + submit + "\": a time zone suffix (\"" + s.substr(zone) +
+               "\") is not read: timestamps are UTC, YYYY-MM-DD HH:MM:SS";
+      }
+    }
+    auto t = ParseTimestamp(s);
+    return t.status().Message() + " (expected YYYY-MM-DD HH:MM:SS)";
+  }
+  return SecondsError(submit) + ", or a timestamp (YYYY-MM-DD HH:MM:SS)";
+}
+
+}  // namespace
+
+bool trace_reader::Reader::SubmitTime(int64_t line, const std::string& submit, int64_t* out, bool* stop) {
+  int64_t secs = 0;
+  const bool is_secs = ParseSeconds(submit, &secs);
+  auto ts = is_secs ? StatusOr<int64_t>(Status::Error("")) : ParseTimestamp(Trim(submit));
+  if (!is_secs && !ts.ok()) {
+    *stop = !Bad(line, "submit", SubmitError(submit));
+    return false;
+  }
+  if (submit_form_line_ == 0) {  // the first submit that reads decides
+    submit_form_line_ = line;
+    timestamps_ = !is_secs;
+  }
+  if (timestamps_ != !is_secs) {
+    const std::string form = timestamps_ ? "a timestamp" : "seconds";
+    *stop = !Bad(line, "submit", "\"" + submit + "\" is " + (is_secs ? "seconds" : "a timestamp") + ", but line " +
+                                     std::to_string(submit_form_line_) + "'s submit, the first read, is " + form +
+                                     ": a file's submit times are all seconds on the replay clock or all timestamps");
+    return false;
+  }
+  *out = is_secs ? secs : *ts;
+  return true;
+}
+
 Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows) {
   const std::set<std::string>& kColumns = CsvColumns();
   std::map<std::string, size_t> col;
@@ -73,7 +118,7 @@ Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows
   bool stop = false;
   std::set<std::string> ids;
   std::vector<std::string> f;
-  bool have_header = false, submit_form_known = false;
+  bool have_header = false;
   ForEachLine(text, [&](int64_t line, const std::string& l) {
     if (stop || !header_error.ok()) return;
     if (Trim(l).empty() || Trim(l)[0] == '#') return;  // blank lines and comments
@@ -129,28 +174,10 @@ Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows
     Row r;
     Workload& w = r.job.w;
     int64_t v = 0;
-    // Submit times are seconds on the replay clock, or timestamps: the first row says which, for
-    // the whole file (timestamps are then rebased to the earliest, as philly's).
-    const std::string submit = get("submit");
-    if (!submit_form_known) {
-      submit_form_known = true;
-      int64_t secs = 0;
-      timestamps_ = !ParseSeconds(submit, &secs) && ParseTimestamp(Trim(submit)).ok();
-    }
-    if (timestamps_) {
-      auto t = ParseTimestamp(Trim(submit));
-      if (!t.ok()) {
-        stop = !Bad(line, "submit", "\"" + submit + "\" is not a timestamp (YYYY-MM-DD HH:MM:SS), as the first row's submit is");
-        return;
-      }
-      r.raw_submit = *t;
-    } else if (!ParseSeconds(submit, &r.raw_submit)) {
-      stop = !Bad(line, "submit", ParseTimestamp(Trim(submit)).ok()
-                                      ? "\"" + submit + "\" is a timestamp, but the first row's submit is seconds: a file's "
-                                        "submit times are all seconds on the replay clock or all timestamps"
-                                      : SecondsError(submit));
-      return;
-    }
+    // Submit times are seconds on the replay clock, or timestamps: the first row whose submit reads
+    // as either says which, for the whole file (timestamps are then rebased to the earliest, as
+    // philly's). Rows before it are malformed whatever the form.
+    if (!SubmitTime(line, get("submit"), &r.raw_submit, &stop)) return;
     if (!ParseSeconds(get("duration"), &r.job.duration_s)) {
       stop = !Bad(line, "duration", SecondsError(get("duration")));
       return;
@@ -158,16 +185,16 @@ Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows
     const std::string gs = get("gpus"), ms = get("members"), gps = get("gpus_per_member");
     int64_t gpus = -1, members = -1, per = -1;
     if (!gs.empty() && (!ParseInt(gs, &gpus) || gpus < 0 || gpus > 1000000)) {
-      stop = !Bad(line, "gpus", "must be a whole number >= 0, got \"" + gs + "\"");
+      stop = !Bad(line, "gpus", "must be a whole number from 0 to 1000000, got \"" + gs + "\"");
       return;
     }
     if (!ms.empty() && (!ParseInt(ms, &members) || members < 1 || members > 1000000)) {
-      stop = !Bad(line, "members", "must be a whole number >= 1, got \"" + ms + "\"");
+      stop = !Bad(line, "members", "must be a whole number from 1 to 1000000, got \"" + ms + "\"");
       return;
     }
     if (!gps.empty() && (!ParseInt(gps, &per) || per < 1 || per > 1000000)) {
       // >= 1: a csv row carries GPUs only, so a member of 0 GPUs would ask for nothing at all.
-      stop = !Bad(line, "gpus_per_member", "must be a whole number >= 1, got \"" + gps + "\"");
+      stop = !Bad(line, "gpus_per_member", "must be a whole number from 1 to 1000000, got \"" + gps + "\"");
       return;
     }
     if (per >= 0) {
@@ -214,7 +241,7 @@ Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows
     }
     if (const std::string s = get("priority"); !s.empty()) {
       if (!ParseInt(s, &v) || v < -1000000000 || v > 1000000000) {
-        stop = !Bad(line, "priority", "must be a whole number, got \"" + s + "\"");
+        stop = !Bad(line, "priority", "must be a whole number from -1000000000 to 1000000000, got \"" + s + "\"");
         return;
       }
       w.priority = static_cast<int32_t>(v);

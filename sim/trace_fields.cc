@@ -255,7 +255,7 @@ StatusOr<int64_t> ParseTimestamp(const std::string& text) {
 StatusOr<int64_t> ParseWindowBound(const std::string& text, bool has_timestamps, int64_t origin_unix,
                                    const std::string& flag) {
   if (text.find('-') != std::string::npos && text.size() >= 10 && std::isdigit(static_cast<unsigned char>(text[0]))) {
-    if (!has_timestamps) return Status::Error(flag + ": a timestamp needs a trace with timestamps (philly); give seconds or a duration from the start");
+    if (!has_timestamps) return Status::Error(flag + ": a timestamp needs a trace with timestamps (philly, sacct, csv with timestamped submits); give seconds or a duration from the start");
     auto t = ParseTimestamp(text);
     if (!t.ok()) return Status::Error(flag + ": " + t.status().Message());
     return *t - origin_unix;
@@ -270,6 +270,8 @@ StatusOr<int64_t> ParseWindowBound(const std::string& text, bool has_timestamps,
 }  // namespace tidal::sim
 
 namespace tidal::sim {
+
+std::string AsUtf8(std::string_view text) { return trace_fields::ToUtf8(text); }
 
 std::string DescribeQueueNames(const Trace& t) {
   std::string out;

@@ -39,6 +39,10 @@ bool SplitCsv(const std::string& line, std::vector<std::string>* out, char sep =
 char DetectSeparator(const std::string& header);
 // `text` without a leading UTF-8 byte order mark (spreadsheet exports write one).
 std::string_view WithoutBom(std::string_view text);
+// `text` as valid UTF-8: UTF-8 sequences kept, every byte that is not part of one read as Latin-1
+// (0xE9 -> "é"), as the queue names are (sim/queue_names.cc). The readers convert a whole trace
+// so that every name they keep (ids, queues, file names) is valid in the JSON outputs.
+std::string ToUtf8(std::string_view text);
 // A finite decimal number, the whole field.
 bool ParseNumber(const std::string& s, double* out);
 bool ParseInt(const std::string& s, int64_t* out);

@@ -61,9 +61,12 @@ class Reader {
   // The generic csv table (trace_csv.cc).
   Status Csv(const std::string& text, std::vector<Row>* rows);
   Status Json(const std::string& text, std::vector<Row>* rows);
+  // csv: a row's submit time, seconds or a timestamp as the file's first readable submit says;
+  // false when malformed (reported, `*stop` set by the bad-row policy).
+  bool SubmitTime(int64_t line, const std::string& submit, int64_t* out, bool* stop);
   // sacct -P output (trace_sacct.cc).
   Status Sacct(const std::string& text, std::vector<Row>* rows);
-  // Whether the csv table's submit times were timestamps (its first row's were).
+  // Whether the csv table's submit times were timestamps (the first row's whose submit reads).
   bool csv_timestamps() const { return timestamps_; }
 
  private:
@@ -73,6 +76,7 @@ class Reader {
   trace_fields::QueueNamer namer_;
   char sep_ = ',';  // the table's field separator, from its header line
   bool timestamps_ = false;  // csv: submit times are timestamps
+  int64_t submit_form_line_ = 0;  // csv: the line whose submit decided timestamps_ (0: none yet)
 };
 
 }  // namespace tidal::sim::trace_reader

@@ -199,13 +199,15 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
     int64_t limit = 0;
     if (const std::string* tl = col.Get(f, "timelimit"); tl != nullptr && !NoLimit(*tl)) {
       if (!ParseSeconds(Trim(*tl), &limit) || limit <= 0) {
-        stop = !Bad(line, "Timelimit", SecondsError(*tl));
+        stop = !Bad(line, "Timelimit", limit == 0 && ParseSeconds(Trim(*tl), &limit)
+                                           ? "must be more than 0 s (or UNLIMITED), got \"" + *tl + "\""
+                                           : SecondsError(*tl));
         return;
       }
     } else if (const std::string* raw = col.Get(f, "timelimitraw"); raw != nullptr && !NoLimit(*raw)) {
       int64_t minutes = 0;
       if (!ParseInt(Trim(*raw), &minutes) || minutes <= 0 || minutes > 1000000000) {
-        stop = !Bad(line, "TimelimitRaw", "must be a whole number of minutes > 0 or UNLIMITED, got \"" + *raw + "\"");
+        stop = !Bad(line, "TimelimitRaw", "must be a whole number of minutes from 1 to 1000000000 or UNLIMITED, got \"" + *raw + "\"");
         return;
       }
       limit = minutes * 60;

@@ -1,6 +1,7 @@
 // tidalctl sim: replays a job trace on a virtual clock through the scheduling core (policy tidal)
 // and sim-only baselines, and reports metrics per policy (sim/, docs/simulator.md).
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -39,10 +40,11 @@ Input
                           beyond the columns' rounding; such rows are counted as corrected
   --from T, --to T        window on submit time: a timestamp ("2017-10-01", "2017-10-01 12:00:00",
                           traces with timestamps) or a duration from the trace start ("30d", "3600")
-  --max-jobs N            only the first N jobs (submit order) of the window
-  --load-scale X          divide submit times by X (time compression; 2 = twice the arrival rate)
+  --max-jobs N            only the first N (>= 1) jobs (submit order) of the window
+  --load-scale X          divide submit times by X (time compression; 2 = twice the arrival rate;
+                          1e-6..1e6)
   --limit-factor F        declared runtime limit = actual duration x F for jobs that declare none
-                          (default 2; the traces carry actual durations only)
+                          (default 2, 1..1e6; the traces carry actual durations only)
 Two pools (docs/simulator.md, "Two pools")
   --slurm-trace FILE      a second trace, submitted through the Slurm door; --trace is then the
                           Kubernetes door's. The fabric is split into a Kubernetes and a Slurm pool;
@@ -73,7 +75,8 @@ Output
   --report DIR            DIR/report.md (tables), DIR/metrics.json and PNG plots (python3 +
                           matplotlib, tools/plot/sim_report.py)
   --plot-script FILE      the plotting script (default: found from the working directory or binary)
-  --sample-interval D     time-series period (default: about 2,000 samples over the trace)
+  --sample-interval D     --report's time-series period (default: about 2,000 samples over the
+                          trace); one giving more than 200,000 samples over the trace is refused
   --timing on|off         include the simulator's wall time (default on; off for byte-identical output)
   --tidal-shortcuts on|off  tidal's exact shortcuts (skipped, verified-prefix and PostFilter-free
                           cycles while no victim can exist; default on). off = every cycle over the
@@ -151,6 +154,40 @@ std::string NoJobsWhy(const sim::Trace& t, const sim::TraceOptions& o) {
   if (const std::string sk = sim::DescribeSkipped(t); !sk.empty()) out += ", skipped: " + sk;
   if (t.outside_window > 0) out += ", " + std::to_string(t.outside_window) + " outside the window [" + o.from + ", " + o.to + ")";
   return out;
+}
+
+// The trace options --slurm-trace is read with: --trace's, less --columns, with its own window.
+sim::TraceOptions SlurmTraceOptions(const sim::TraceOptions& to, const Flags& flags) {
+  sim::TraceOptions so = to;
+  so.columns.clear();  // --columns names --trace's columns
+  so.from = flags.Get("--slurm-from", to.from);
+  so.to = flags.Get("--slurm-to", to.to);
+  so.from_flag = flags.Get("--slurm-from").empty() ? to.from_flag : "--slurm-from";
+  so.to_flag = flags.Get("--slurm-to").empty() ? to.to_flag : "--slurm-to";
+  return so;
+}
+
+// A trace that did not load: exit 2 when an option caused it (the Status names the flag, trace.h),
+// else 1 (the file's problem).
+int TraceFailed(const Status& s) {
+  const bool usage = s.plugin().rfind("--", 0) == 0;
+  std::cerr << (usage ? "tidalctl sim: " : "") << s.Message() << "\n";
+  return usage ? 2 : 1;
+}
+
+// --sample-interval against the trace's span: "" when the series stays within
+// Simulator::kMaxSamples, else why not (naming the flag, the count and the least period).
+std::string TooManySamples(const std::string& flag_value, int64_t interval, int64_t span) {
+  const double samples = static_cast<double>(span) / static_cast<double>(interval);
+  if (samples <= static_cast<double>(sim::Simulator::kMaxSamples)) return "";
+  const int64_t least = span / static_cast<int64_t>(sim::Simulator::kMaxSamples) + 1;
+  char why[320];
+  std::snprintf(why, sizeof why,
+                "tidalctl sim: --sample-interval %s gives %.3g samples over the trace's %s (first submit to last "
+                "end); at most %zu: give at least %llds",
+                flag_value.c_str(), samples, sim::HumanSeconds(static_cast<double>(span)).c_str(),
+                sim::Simulator::kMaxSamples, static_cast<long long>(least));
+  return why;
 }
 
 std::string Quote(const std::string& s) {
@@ -234,10 +271,15 @@ int Sim(const Args& args) {
   to.to = flags.Get("--to");
   if (!ParseDouble("--load-scale", flags.Get("--load-scale", "1"), &to.load_scale)) return 2;
   if (!ParseDouble("--limit-factor", flags.Get("--limit-factor", "2"), &to.limit_factor)) return 2;
-  if (!ParseInt64("--max-jobs", flags.Get("--max-jobs", "0"), 0, INT64_MAX / 2, &to.max_jobs)) return 2;
+  if (const std::string mj = flags.Get("--max-jobs"); !mj.empty() && !ParseInt64("--max-jobs", mj, 1, INT64_MAX / 2, &to.max_jobs)) {
+    return 2;
+  }
   auto tol = sim::ParseRelativeTolerance(flags.Get("--gpu-time-tolerance", "1%"), "--gpu-time-tolerance");
   if (!tol.ok()) return std::cerr << "tidalctl sim: " << tol.status().Message() << "\n", 2;
   to.gpu_time_tolerance = *tol;
+  for (const sim::TraceOptions& o : {to, SlurmTraceOptions(to, flags)}) {  // before any file is read
+    if (Status s = sim::CheckTraceOptions(o); !s.ok()) return std::cerr << "tidalctl sim: " << s.Message() << "\n", 2;
+  }
   const std::string timing = flags.Get("--timing", "on");
   if (timing != "on" && timing != "off") {
     std::cerr << "tidalctl sim: --timing: expected on or off\n";
@@ -253,6 +295,16 @@ int Sim(const Args& args) {
   auto policies = sim::ParsePolicies(flags.Get("--policy", two_pools ? std::string("tidal,") + sim::kLendingPolicyName : "tidal"));
   if (!policies.ok()) return std::cerr << "tidalctl sim: " << policies.status().Message() << "\n", 2;
   if (two_pools && flags.Get("--policy") == "all") policies->push_back(sim::kLendingPolicyName);
+  for (const auto& p : *policies) {
+    if (p == sim::kLendingPolicyName && !two_pools) {
+      return std::cerr << "tidalctl sim: --policy " << p << " needs two pools (--slurm-trace)\n", 2;
+    }
+  }
+  if (const std::string ps = flags.Get("--plot-script"); !ps.empty()) {
+    if (std::error_code ec; !std::filesystem::is_regular_file(ps, ec)) {
+      return std::cerr << "tidalctl sim: --plot-script " << ps << ": no such file\n", 2;
+    }
+  }
 
   // Config: levels, queues, profile.
   EngineConfig cfg;
@@ -292,7 +344,7 @@ int Sim(const Args& args) {
     fabric.emplace(std::move(st).value());
     int64_t g = 0;
     for (const auto& n : fabric->nodes()) g += n.capacity.gpus;
-    fabric_desc = topo + ": " + std::to_string(fabric->node_count()) + " nodes, " + std::to_string(g) + " GPUs, levels " +
+    fabric_desc = sim::AsUtf8(topo) + ": " + std::to_string(fabric->node_count()) + " nodes, " + std::to_string(g) + " GPUs, levels " +
                   fabric->levels().Accepted();
     to.gpus_per_node = fabric->max_gpus_per_node();
   } else {
@@ -305,7 +357,7 @@ int Sim(const Args& args) {
 
   // Trace.
   auto trace = sim::LoadTrace(trace_file, to);
-  if (!trace.ok()) return std::cerr << trace.status().Message() << "\n", 1;
+  if (!trace.ok()) return TraceFailed(trace.status());
   for (const auto& b : trace->bad_rows) std::cerr << b.message << "\n";
   if (!trace->bad_rows.empty()) {
     std::cerr << "tidalctl sim: " << trace->bad_rows.size() << " malformed row(s) skipped (--on-bad-row=fail refuses them)\n";
@@ -320,12 +372,9 @@ int Sim(const Args& args) {
   if (!ApplyCheckpoint("--checkpoint", flags.Get("--checkpoint", "none"), jobs.begin(), jobs.end())) return 2;
   nlohmann::json pools_input;
   if (two_pools) {
-    sim::TraceOptions so = to;
-    so.columns.clear();  // --columns names --trace's columns
-    so.from = flags.Get("--slurm-from", to.from);
-    so.to = flags.Get("--slurm-to", to.to);
+    const sim::TraceOptions so = SlurmTraceOptions(to, flags);
     auto st = sim::LoadTrace(slurm_file, so);
-    if (!st.ok()) return std::cerr << st.status().Message() << "\n", 1;
+    if (!st.ok()) return TraceFailed(st.status());
     for (const auto& b : st->bad_rows) std::cerr << b.message << "\n";
     if (!st->bad_rows.empty()) {
       std::cerr << "tidalctl sim: " << st->bad_rows.size() << " malformed row(s) of " << slurm_file
@@ -348,17 +397,17 @@ int Sim(const Args& args) {
     int64_t total = 0;
     for (const auto& n : fabric->nodes()) total += n.capacity.gpus;
     int64_t slurm_gpus = total / 2;
-    if (!ParseInt64("--slurm-gpus", flags.Get("--slurm-gpus", std::to_string(slurm_gpus)), 1, total, &slurm_gpus)) return 2;
+    if (!ParseInt64("--slurm-gpus", flags.Get("--slurm-gpus", std::to_string(slurm_gpus)), 1, total - 1, &slurm_gpus)) return 2;
     if (Status s = sim::SplitPools(*fabric, slurm_gpus); !s.ok()) return std::cerr << "tidalctl sim: " << s.Message() << "\n", 2;
     int64_t pool_gpus[2] = {0, 0};
     for (const auto& n : fabric->nodes()) pool_gpus[n.pool == Pool::kSlurm ? 1 : 0] += n.capacity.gpus;
-    pools_input = {{"slurm_trace", slurm_file + " (" + st->format + ")"},
+    pools_input = {{"slurm_trace", st->file + " (" + st->format + ")"},
                    {"slurm_jobs", static_cast<int64_t>(st->jobs.size())},
                    {"malformed_rows", static_cast<int64_t>(st->bad_rows.size())},
                    {"skipped_rows", sim::DescribeSkipped(*st)},
                    {"kubernetes_gpus", pool_gpus[0]},
                    {"slurm_gpus", pool_gpus[1]}};
-    if (!so.from.empty() || !so.to.empty()) pools_input["slurm_window"] = "[" + so.from + ", " + so.to + ")";
+    if (!so.from.empty() || !so.to.empty()) pools_input["slurm_window"] = sim::AsUtf8("[" + so.from + ", " + so.to + ")");
   } else {
     for (const char* f : {"--slurm-gpus", "--slurm-from", "--slurm-to", "--slurm-checkpoint"}) {
       if (!flags.Get(f).empty()) return std::cerr << "tidalctl sim: " << f << " needs --slurm-trace\n", 2;
@@ -375,14 +424,16 @@ int Sim(const Args& args) {
   spec.queues = cfg.queues;
   spec.profile = cfg.profile;
   spec.tidal_shortcuts = shortcuts == "on";
+  spec.series = !flags.Get("--report").empty();  // only --report's metrics.json and plots read it
   if (const std::string si = flags.Get("--sample-interval"); !si.empty()) {
     auto d = ParseDurationSeconds(si, "--sample-interval");
     if (!d.ok() || *d <= 0) return std::cerr << "tidalctl sim: --sample-interval: expected a positive duration\n", 2;
     spec.sample_interval_s = *d;
+    if (const std::string why = TooManySamples(si, *d, sim::TraceSpan(jobs)); !why.empty()) return std::cerr << why << "\n", 2;
   }
 
   nlohmann::json input;
-  input["trace"] = trace_file + " (" + trace->format + ")";
+  input["trace"] = trace->file + " (" + trace->format + ")";
   input["jobs"] = static_cast<int64_t>(jobs.size());
   input["rows"] = trace->rows;
   input["malformed_rows"] = static_cast<int64_t>(trace->bad_rows.size());
@@ -395,7 +446,7 @@ int Sim(const Args& args) {
     std::cerr << "tidalctl sim: queue names normalised: " << qn << "\n";
   }
   if (!trace->origin.empty()) input["trace_start"] = trace->origin;
-  if (!to.from.empty() || !to.to.empty()) input["window"] = "[" + to.from + ", " + to.to + ")";
+  if (!to.from.empty() || !to.to.empty()) input["window"] = sim::AsUtf8("[" + to.from + ", " + to.to + ")");
   if (to.max_jobs > 0) input["max_jobs"] = to.max_jobs;
   input["load_scale"] = to.load_scale;
   input["checkpoint"] = flags.Get("--checkpoint", "none") +
@@ -406,7 +457,7 @@ int Sim(const Args& args) {
   const QueueConfig queues = sim::EffectiveQueues(spec);
   input["queues"] = cfg.queues.queues.empty()
                         ? std::to_string(queues.queues.size()) + " (one per trace queue, weight 1, no quota limits)"
-                        : std::to_string(queues.queues.size()) + " (from " + flags.Get("--config") + ")";
+                        : std::to_string(queues.queues.size()) + " (from " + sim::AsUtf8(flags.Get("--config")) + ")";
   std::string plugins;
   for (const auto& p : cfg.profile.plugins) plugins += (plugins.empty() ? "" : ", ") + p.name;
   input["tidal_profile"] = cfg.profile.name + " (" + plugins + "; backfill depth " +
@@ -419,7 +470,7 @@ int Sim(const Args& args) {
                  " to " + (l.preemptible_only ? "preemptible" : "any") + " work, keep " + std::to_string(l.keep_nodes) +
                  ", idle " + std::to_string(l.idle_s) + " s, grace cap " + std::to_string(l.grace_cap_s) + " s";
     }
-    pools_input["lending"] = lending + (cfg.pools.empty() ? " (default)" : " (from " + flags.Get("--config") + ")");
+    pools_input["lending"] = lending + (cfg.pools.empty() ? " (default)" : " (from " + sim::AsUtf8(flags.Get("--config")) + ")");
     input["pools"] = pools_input;
   }
   nlohmann::json doc;
@@ -427,6 +478,7 @@ int Sim(const Args& args) {
   doc["policies"] = nlohmann::json::array();
   sim::MetricsOptions mopts;
   mopts.timing = timing == "on";
+  mopts.series = spec.series;
   for (const auto& p : *policies) {
     std::cerr << "tidalctl sim: replaying " << jobs.size() << " jobs under " << p << " ...\n";
     auto m = sim::RunPolicy(spec, p, mopts);
@@ -452,12 +504,12 @@ int Sim(const Args& args) {
   }
   std::cout << sim::MarkdownReport(printable);
   if (const std::string out = flags.Get("--out"); !out.empty()) {
-    std::ofstream o(out);
-    if (!o) return std::cerr << "tidalctl sim: --out " << out << ": cannot write: " << std::strerror(errno) << "\n", 1;
-    o << printable.dump(1) << "\n";
+    if (Status s = sim::WriteTextFile(out, sim::DumpJson(printable, 1) + "\n"); !s.ok()) {
+      return std::cerr << "tidalctl sim: --out: " << s.Message() << "\n", 1;
+    }
   }
   if (const std::string dir = flags.Get("--report"); !dir.empty()) {
-    if (Status s = sim::WriteReport(dir, doc); !s.ok()) return std::cerr << "tidalctl sim: " << s.Message() << "\n", 1;
+    if (Status s = sim::WriteReport(dir, doc); !s.ok()) return std::cerr << "tidalctl sim: --report: " << s.Message() << "\n", 1;
     const std::string script = FindPlotScript(flags.Get("--plot-script"));
     if (script.empty()) {
       std::cerr << "tidalctl sim: plots not drawn: tools/plot/sim_report.py not found (give --plot-script)\n";

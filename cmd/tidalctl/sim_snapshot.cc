@@ -14,6 +14,7 @@
 #include "core/io/document_diff.h"
 #include "engine/engine.h"
 #include "sim/dryrun.h"
+#include "sim/report.h"
 #include "sim/trace.h"
 
 namespace tidal::cli {
@@ -208,20 +209,21 @@ int SimSnapshot(const Args& args) {
   nlohmann::json printable = report;
   for (const char* side : {"current", "new"}) printable[side].erase("series");
   if (format == "json") {
-    std::cout << printable.dump(1) << "\n";
+    std::cout << sim::DumpJson(printable, 1) << "\n";
   } else {
     std::cout << sim::DryRunText(report);
   }
   if (const std::string out = flags.Get("--out"); !out.empty()) {
-    std::ofstream o(out);
-    if (!(o << printable.dump(1) << "\n")) return std::cerr << "tidalctl sim: " << out << ": cannot write\n", 2;
+    if (Status s = sim::WriteTextFile(out, sim::DumpJson(printable, 1) + "\n"); !s.ok()) {
+      return std::cerr << "tidalctl sim: " << s.Message() << "\n", 2;
+    }
   }
   if (const std::string dir = flags.Get("--plots"); !dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    std::ofstream o(dir + "/dryrun.json");
-    if (!(o << report.dump() << "\n")) return std::cerr << "tidalctl sim: " << dir << "/dryrun.json: cannot write\n", 2;
-    o.close();
+    if (Status s = sim::WriteTextFile(dir + "/dryrun.json", sim::DumpJson(report) + "\n"); !s.ok()) {
+      return std::cerr << "tidalctl sim: " << s.Message() << "\n", 2;
+    }
     const std::string script = PlotScript(flags.Get("--plot-script"));
     if (script.empty()) return std::cerr << "tidalctl sim: plots not drawn: tools/plot/dryrun_report.py not found (give --plot-script)\n", 2;
     std::string python = "python3";

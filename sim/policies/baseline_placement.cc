@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/state/lending.h"
+#include "sim/fabric.h"
+
 namespace tidal::sim {
 
 bool NodeAdmits(const Node& n, const Workload& w) {
@@ -126,23 +129,31 @@ NodeId LeastAllocatedNode(const ClusterState& st, const Workload& w, bool unifor
   return best;
 }
 
+std::string NeverFitsOn(const ClusterState& st, const Workload& w, const std::function<bool(const Node&)>& admits,
+                        const std::string& where) {
+  int64_t cap = 0;
+  for (const auto& n : st.nodes()) {
+    if (!admits(n)) continue;
+    cap += std::max<int64_t>(0, n.capacity.CopiesOf(w.per_member));
+    if (cap >= w.min_members) return "";
+  }
+  const Resources& r = w.per_member;
+  const std::string shape = r.cpu_milli == 0 && r.memory_bytes == 0 ? std::to_string(r.gpus) + " GPU" : r.ToString();
+  return "can never fit: needs " + std::to_string(w.min_members) + " member(s) of " + shape + "; " + where +
+         " holds at most " + std::to_string(cap) + " such member(s)";
+}
+
+std::string DoorPlaces(const ClusterState& st, const Workload& w) {
+  return HasPools(st) ? "the " + std::string(PoolName(PoolOwnedBy(w.front_door))) + " pool" : std::string("the cluster");
+}
+
 std::string NeverFits::Check(const ClusterState& st, const Workload& w) {
   for (const auto& e : memo_) {
     if (e.per_member == w.per_member && e.members == w.min_members && e.gpu_model == w.gpu_model && e.door == w.front_door) {
       return e.why;
     }
   }
-  int64_t cap = 0;
-  for (const auto& n : st.nodes()) {
-    if (!NodeAdmits(n, w)) continue;
-    cap += std::max<int64_t>(0, n.capacity.CopiesOf(w.per_member));
-    if (cap >= w.min_members) break;
-  }
-  std::string why;
-  if (cap < w.min_members) {
-    why = "can never fit: needs " + std::to_string(w.min_members) + " member(s) of " + w.per_member.ToString() +
-          "; the whole cluster holds " + std::to_string(cap);
-  }
+  std::string why = NeverFitsOn(st, w, [&w](const Node& n) { return NodeAdmits(n, w); }, DoorPlaces(st, w));
   memo_.push_back(Entry{w.per_member, w.min_members, w.gpu_model, w.front_door, why});
   return why;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,16 @@ NodeId LeastAllocatedNode(const ClusterState& st, const Workload& w, bool unifor
 // The most free GPUs on any schedulable node.
 int64_t MaxNodeFreeGpus(const ClusterState& st);
 
-// Why `w` can never start, even on the empty, healthy cluster ("" if it can). Memoized by shape.
+// Why `w` can never start on the nodes `admits` lets it use, even empty and healthy ("" if it can):
+// "can never fit: needs 2 member(s) of 8 GPU; the slurm pool holds at most 1 such member". `where`
+// names those nodes ("the cluster", "the slurm pool").
+std::string NeverFitsOn(const ClusterState& st, const Workload& w, const std::function<bool(const Node&)>& admits,
+                        const std::string& where);
+// Where a job of `w`'s door may run on `st` without loans: "the cluster", or its door's pool.
+std::string DoorPlaces(const ClusterState& st, const Workload& w);
+
+// Why `w` can never start, even on the empty, healthy cluster ("" if it can): NeverFitsOn the nodes
+// NodeAdmits (its door's pool when the fabric has pools). Memoized by shape.
 class NeverFits {
  public:
   std::string Check(const ClusterState& st, const Workload& w);

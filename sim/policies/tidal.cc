@@ -7,6 +7,8 @@
 
 #include "plugins/registry.h"
 #include "sim/fabric.h"
+#include "sim/lending.h"
+#include "sim/policies/baseline_placement.h"
 #include "sim/simulator.h"
 
 namespace tidal::sim {
@@ -51,7 +53,10 @@ Status TidalPolicy::Prepare(Simulator& sim) {
   }
   pooled_ = HasPools(sim.state());
   RankIds(sim);
-  if (ledger_ == nullptr) return Status::Ok();
+  if (ledger_ == nullptr) {
+    FindDoomed(sim, false);  // without queue ids the core is not asked
+    return Status::Ok();
+  }
   const QueueTree& tree = ledger_->tree();
   ResVec cap(static_cast<size_t>(tree.resources()), 0);
   for (const auto& n : sim.state().nodes()) {
@@ -64,7 +69,7 @@ Status TidalPolicy::Prepare(Simulator& sim) {
     Workload& w = sim.mutable_job(j).w;
     if (w.queue_id < 0) w.queue_id = tree.Find(w.queue);
   }
-  FindDoomed(sim);
+  FindDoomed(sim, true);
   return Status::Ok();
 }
 
@@ -80,17 +85,30 @@ void TidalPolicy::RankIds(const Simulator& sim) {
   }
 }
 
-void TidalPolicy::FindDoomed(Simulator& sim) {
+void TidalPolicy::FindDoomed(Simulator& sim, bool ask_core) {
   // Rejected (unresolvable: cannot fit even on the empty, healthy cluster; unknown queue; bad
   // topology level) does not depend on the cluster's state. Ask the core once per distinct request
   // on an empty copy of the fabric (undoing any placement and quota charge it makes).
   doomed_.assign(sim.jobs().size(), std::string());
   any_doomed_ = false;
-  if (!shortcuts_) return;
+  if (pooled_) {
+    std::map<std::string, std::string> pool_memo;  // by shape and door
+    for (JobId j = 0; j < sim.jobs().size(); ++j) {
+      const Workload& w = sim.job(j).w;
+      const std::string key = w.per_member.ToString() + "/" + std::to_string(w.min_members) + "/" + w.gpu_model + "/" +
+                              std::to_string(static_cast<int>(w.front_door)) + (w.preemptible ? "/p" : "");
+      auto it = pool_memo.find(key);
+      if (it == pool_memo.end()) it = pool_memo.emplace(key, PoolNeverFits(sim, w)).first;
+      doomed_[j] = it->second;
+      any_doomed_ = any_doomed_ || !it->second.empty();
+    }
+  }
+  if (!shortcuts_ || !ask_core) return;
   const Scheduler& sched = inert_scheduler_ ? *inert_scheduler_ : *scheduler_;
   ClusterState empty = sim.state();
   std::map<std::string, std::string> memo;
   for (JobId j = 0; j < sim.jobs().size(); ++j) {
+    if (!doomed_[j].empty()) continue;  // PoolNeverFits said why
     const Workload& w = sim.job(j).w;
     const std::string key = std::to_string(w.per_member.gpus) + "/" + std::to_string(w.per_member.cpu_milli) + "/" +
                             std::to_string(w.per_member.memory_bytes) + "/" + std::to_string(w.members) + "/" +
@@ -111,6 +129,17 @@ void TidalPolicy::FindDoomed(Simulator& sim) {
     doomed_[j] = it->second;
     any_doomed_ = any_doomed_ || !it->second.empty();
   }
+}
+
+std::string TidalPolicy::PoolNeverFits(const Simulator& sim, const Workload& w) const {
+  const LendingDriver* lending = sim.lending();
+  const bool lends = lending != nullptr && lending->lends();
+  auto admits = [&](const Node& n) {
+    if (NodeAdmits(n, w)) return true;
+    return lends && n.Schedulable() && (w.gpu_model.empty() || n.gpu_model == w.gpu_model) && lending->MayLendTo(n.pool, w);
+  };
+  const std::string own = DoorPlaces(sim.state(), w);
+  return NeverFitsOn(sim.state(), w, admits, lends ? own + " and the nodes lent to it" : own);
 }
 
 void TidalPolicy::AdvanceTo(Simulator&, int64_t t) {
@@ -428,7 +457,9 @@ void TidalPolicy::Schedule(Simulator& sim, const Changes& changes) {
   inert_ = shortcuts_ && PostFilterInert(sim);
   // Jobs the core rejects on the empty cluster are rejected at their first cycle whatever the
   // state (Prepare found them): reject them here, so the shortcuts below need not evaluate them.
-  if (shortcuts_ && changes.arrived && any_doomed_) {
+  // Jobs that can never fit their door's nodes (PoolNeverFits) are rejected here with or without
+  // the shortcuts: the core would leave them pending.
+  if (changes.arrived && any_doomed_) {
     for (JobId j : pending) {
       if (!doomed_[j].empty() && sim.record(j).state == JobState::kPending) sim.Reject(j, doomed_[j]);
     }

@@ -111,7 +111,13 @@ class TidalPolicy final : public Policy {
   };
   void OnEvict(const std::string& id, int32_t members);
   bool PostFilterInert(const Simulator& sim) const;
-  void FindDoomed(Simulator& sim);
+  // doomed_: PoolNeverFits with pools; then, with the shortcuts and `ask_core`, the core's rejection.
+  void FindDoomed(Simulator& sim, bool ask_core);
+  // Pools: why a job can never fit the nodes its door may ever use ("" = it can): its own pool,
+  // and the other pool's nodes when that pool lends to such work (tidal+lending). The core counts
+  // every node (a loan may bring any), so it would leave such a job pending to the end; the
+  // baselines reject it (NeverFits), and so does this policy, with their reason.
+  std::string PoolNeverFits(const Simulator& sim, const Workload& w) const;
   void RankIds(const Simulator& sim);
   // After a cycle over the first prefix_ items (and the holders): are the other items inert?
   // kAddActive: active_ may still be placed or reserve, or a holder after the prefix changed.
@@ -135,7 +141,9 @@ class TidalPolicy final : public Policy {
   Simulator* sim_ = nullptr;
   bool shortcuts_ = true;
   bool postfilter_known_ = false;  // the only PostFilter plugin (if any) is `preemption`
-  std::vector<std::string> doomed_;  // per job: why the core rejects it on any state ("" = it does not)
+  // Per job: why it is rejected on any state ("" = it is not): PoolNeverFits, else (with the
+  // shortcuts) the core's own rejection on the empty fabric.
+  std::vector<std::string> doomed_;
   std::vector<uint32_t> id_rank_;    // per job: its place in the order of workload ids (Item::id_rank)
   bool any_doomed_ = false;
   std::vector<Item> items_, active_;

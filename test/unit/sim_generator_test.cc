@@ -150,7 +150,7 @@ TEST(SimGenerator, SpecFileStartsFromAMixAndOverrides) {
 TEST(SimGenerator, SpecErrorsNameTheField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"base: llm-gangs\ngpus: 256\n", "sizes[9].gpus: 512 is more than the cluster's gpus (256)"},
-      {"base: llm-gangs\nload: -1\n", "s.yaml:2: load: must be > 0"},
+      {"base: llm-gangs\nload: -1\n", "s.yaml:2: load: must be in (0, 100]"},
       {"base: nope\n", "s.yaml:1: base: no mix \"nope\""},
       {"sizes: [{gpus: 0, weight: 1}]\n", "sizes[0].gpus: must be >= 1"},
       {"sizes: [{gpus: 8, weight: 0}]\n", "sizes[0].weight: must be > 0"},

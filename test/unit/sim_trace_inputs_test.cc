@@ -84,7 +84,7 @@ TEST(SimTraceInputs, CsvMembersOfZeroGpusAreMalformed) {
   ASSERT_EQ(t->jobs.size(), 1u);
   EXPECT_EQ(t->jobs[0].w.id, "b");
   ASSERT_EQ(t->bad_rows.size(), 1u);
-  EXPECT_EQ(t->bad_rows[0].message, "z.csv:2: gpus_per_member: must be a whole number >= 1, got \"0\"");
+  EXPECT_EQ(t->bad_rows[0].message, "z.csv:2: gpus_per_member: must be a whole number from 1 to 1000000, got \"0\"");
   o.on_bad_row = TraceOptions::OnBadRow::kFail;
   EXPECT_FALSE(ParseTrace("id,submit,duration,members,gpus_per_member\na,0,100,2,0\n", "z.csv", o).ok());
 }
@@ -113,8 +113,8 @@ TEST(SimTraceInputs, TimesInEveryFormUsersWriteAndErrorsThatSayWhatIsWrong) {
   const std::vector<std::string> want = {
       "t.csv:5: duration: " + forms + "\"1e16\" (more than 1e15 s)",
       // The first row's submit is seconds: the file's are (a file of timestamps: CsvTimestamps...).
-      "t.csv:6: submit: \"2024-01-01T00:00:00\" is a timestamp, but the first row's submit is seconds: a file's submit "
-      "times are all seconds on the replay clock or all timestamps",
+      "t.csv:6: submit: \"2024-01-01T00:00:00\" is a timestamp, but line 2's submit, the first read, is seconds: a "
+      "file's submit times are all seconds on the replay clock or all timestamps",
       "t.csv:7: limit: must be more than 0 s, got \"0\"",
       "t.csv:8: duration: " + forms + "\"1-25:00:00\"",
       "t.csv:9: duration: " + forms + "\"10:61:00\"",
@@ -189,7 +189,8 @@ TEST(SimTraceInputs, CsvTimestampsAndColumnsByTheirOwnNames) {
   EXPECT_EQ(t->jobs[1].w.queue, "vc-a");
   EXPECT_EQ(t->jobs[2].w.submit_time_s, 3600);
   ASSERT_EQ(t->bad_rows.size(), 1u);
-  EXPECT_EQ(t->bad_rows[0].message, "helios.csv:4: submit: \"300\" is not a timestamp (YYYY-MM-DD HH:MM:SS), as the first row's submit is");
+  EXPECT_EQ(t->bad_rows[0].message, "helios.csv:4: submit: \"300\" is seconds, but line 2's submit, the first read, is a timestamp: a file's submit "
+                                    "times are all seconds on the replay clock or all timestamps");
   // Windows take timestamps on such a file.
   o.from = "2020-04-01 00:05:00";
   auto w = ParseTrace(text, "helios.csv", o);
