@@ -4,8 +4,12 @@
 #include <cctype>
 #include <httplib.h>
 
+#include <dirent.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -35,6 +39,48 @@ std::string Trimmed(std::string s) {
 void Reply(httplib::Response& res, int code, const std::string& body) {
   res.status = code;
   res.set_content(body, "text/plain; charset=utf-8");
+}
+
+// The body a request declares: its Content-Length (0 when absent), SIZE_MAX when it cannot be
+// known before it is read (Transfer-Encoding: chunked) or the length is not a number.
+size_t DeclaredBody(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding")) return SIZE_MAX;
+  if (!req.has_header("Content-Length")) return 0;
+  const std::string v = req.get_header_value("Content-Length");
+  if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos) return SIZE_MAX;
+  return static_cast<size_t>(std::strtoull(v.c_str(), nullptr, 10));
+}
+
+// The port of a socket address (IPv4 or IPv6), -1 for another family.
+int PortOf(const sockaddr_storage& sa) {
+  if (sa.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(sa).sin_port);
+  if (sa.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(sa).sin6_port);
+  return -1;
+}
+
+// Shuts down this process's TCP connection whose local and peer ports are these (cpp-httplib 0.11
+// hands handlers no socket, so it is found by its ports among the open descriptors). A request
+// whose body the server never reads leaves that body on the connection, where the next request
+// would be read from it: the connection must end with the answer.
+void ShutDownConnection(int local_port, int remote_port) {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  while (const dirent* e = ::readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    struct stat st {};
+    if (fd <= 2 || fd == ::dirfd(dir) || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t llen = sizeof local, plen = sizeof peer;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) {
+      continue;
+    }
+    if (PortOf(peer) == remote_port && (local_port <= 0 || PortOf(local) == local_port)) {
+      ::shutdown(fd, SHUT_RDWR);
+      break;
+    }
+  }
+  ::closedir(dir);
 }
 
 }  // namespace
@@ -161,12 +207,26 @@ Status HttpServer::Start(const std::string& addr) {
     if (res.status == 400) return Reply(res, 400, "bad request\n");
     Reply(res, res.status, "error " + std::to_string(res.status) + "\n");
   });
-  // Routes are GET; any other method is refused before routing.
-  srv.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  // Routes are GET and read no body. A request declaring a body over the limit (any method; one
+  // whose length is unknown, chunked, counts as over) is refused with 413; any other method with
+  // 405. cpp-httplib reads no GET or HEAD body, and none of a request refused here, so a request
+  // carrying a body gets "Connection: close" and its connection ends after the answer (the logger
+  // runs once the answer is written): its unread body is never read as the next request.
+  const size_t max_body = options_.max_body_bytes;
+  srv.set_pre_routing_handler([max_body](const httplib::Request& req, httplib::Response& res) {
+    const size_t body = DeclaredBody(req);
+    if (body > 0) res.set_header("Connection", "close");
+    if (body > max_body) {
+      Reply(res, 413, "request body too large (at most " + std::to_string(max_body) + " bytes; routes take none)\n");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("Allow", "GET, HEAD");
     Reply(res, 405, "only GET is supported\n");
     return httplib::Server::HandlerResponse::Handled;
+  });
+  srv.set_logger([](const httplib::Request& req, const httplib::Response&) {
+    if (DeclaredBody(req) > 0) ShutDownConnection(req.local_port, req.remote_port);
   });
   srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     Reply(res, 500, "internal error\n");

@@ -9,8 +9,11 @@
 //     callers the API server has authenticated and authorised), or to a client presenting
 //     "Authorization: Bearer <token>" equal to the token file's content (Options::token_file,
 //     re-read when it changes, compared in constant time). Anyone else gets 403 (no token) or 401.
-// Errors are plain text: 404 unknown path, 405 a method other than GET/HEAD, 413 a body or URI over
-// the limits, 408 a client too slow to send its request (cpp-httplib closes it at read_timeout).
+// Errors are plain text: 404 unknown path, 405 a method other than GET/HEAD, 413 a declared body
+// over max_body_bytes whatever the method (GET included; a chunked body counts as over), 414 a URI
+// over 8 KiB, 408 a client too slow to send its request (cpp-httplib closes it at read_timeout).
+// No route reads a body: a request that carries one is answered with "Connection: close" and its
+// connection is shut down after the answer, so its unread body is never taken for a request.
 //
 // Threading model: cpp-httplib's accept loop runs on one thread owned by the server (started by
 // Start, joined by Stop); requests run on Options::workers pool threads at once, so a slow client
@@ -50,7 +53,7 @@ class HttpServer {
     std::chrono::milliseconds read_timeout{5000};
     std::chrono::milliseconds write_timeout{5000};
     std::chrono::milliseconds keep_alive_timeout{5000};
-    size_t max_body_bytes = 4096;  // GET requests carry no body; anything bigger is refused (413)
+    size_t max_body_bytes = 4096;  // a request declaring a bigger body, any method, is refused (413)
     std::string token_file;        // bearer token for kPrivate routes from other hosts ("" = loopback only)
     // Told (once per distinct error) when a changed token file cannot be loaded: the last good
     // token stays in force, and without this an empty or short rotated file went unnoticed.

@@ -22,6 +22,7 @@ namespace tidal {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class HttpServerTest : public ::testing::Test {
  protected:
@@ -92,6 +93,63 @@ TEST_F(HttpServerTest, RefusesOversizedRequests) {
   httplib::Headers big{{"X-Big", std::string(20000, 'b')}};
   r = c.Get("/healthz", big);
   EXPECT_TRUE(!r || r->status >= 400);
+  EXPECT_EQ(c.Get("/healthz")->status, 200);
+}
+
+// Sends `request` on a fresh connection and returns everything the server answers until it
+// closes the connection (or `timeout` passes).
+std::string RawExchange(int port, const std::string& request, std::chrono::milliseconds timeout = std::chrono::seconds(3)) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return ::close(fd), "connect failed";
+  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  for (size_t sent = 0; sent < request.size();) {
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+// Regression (admin exploration, finding 13): the documented 4 KiB body limit held only for the
+// methods cpp-httplib reads a body for; a GET with a 100 KB body was answered 200. Now a declared
+// body over the limit is refused with 413 for every method, a chunked one too, and the connection
+// ends with the answer, so a request hidden in the unread body is never served.
+TEST_F(HttpServerTest, RequestBodiesOverTheLimitAreRefusedForEveryMethod) {
+  Start();
+  const std::string big(5000, 'a');
+  for (const std::string method : {"GET", "HEAD", "POST", "DELETE"}) {
+    const std::string out = RawExchange(server_->port(), method + " /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                                             std::to_string(big.size()) + "\r\n\r\n" + big);
+    EXPECT_THAT(out, ::testing::StartsWith("HTTP/1.1 413")) << method;
+    EXPECT_THAT(out, HasSubstr("Connection: close")) << method;
+  }
+  const std::string chunked = RawExchange(
+      server_->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+  EXPECT_THAT(chunked, ::testing::StartsWith("HTTP/1.1 413"));
+  // A request smuggled in a refused body is never answered: the connection closed after the 413.
+  const std::string smuggled = "GET /explain HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string body = smuggled + std::string(5000, ' ');
+  const std::string out = RawExchange(server_->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                                           std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_THAT(out, ::testing::StartsWith("HTTP/1.1 413"));
+  EXPECT_THAT(out, Not(HasSubstr("secret"))) << out;
+  // A small body on a GET is within the limit: served, and the connection still ends with it.
+  const std::string small = "GET /explain HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string ok = RawExchange(server_->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                                          std::to_string(small.size()) + "\r\n\r\n" + small);
+  EXPECT_THAT(ok, ::testing::StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(ok, Not(HasSubstr("secret"))) << ok;
+  // Without a body: kept alive and served as before.
+  auto c = Client();
   EXPECT_EQ(c.Get("/healthz")->status, 200);
 }
 
