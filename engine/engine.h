@@ -223,6 +223,7 @@ class Engine {
   Status BuildSchedulerLocked();
   void ChargePodLocked(const PodInfo& p, bool borrowed);
   void RechargeBoundLocked();  // after a reload: bound work its queue's ledger does not hold yet
+  void KeepRunningSpecLocked(PodInfo& in);  // a running pod's unreadable keys are not applied
   Status UpsertPodLocked(PodInfo p);
   // observed: the door reported the delete (false: a resync that no longer names the pod).
   void DeletePodLocked(const std::string& uid, bool observed = true);

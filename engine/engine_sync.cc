@@ -190,6 +190,25 @@ void Engine::ParseSpecLocked(PodInfo& p) {
   last_parsed_uid_ = p.uid;
 }
 
+void Engine::KeepRunningSpecLocked(PodInfo& in) {
+  // A running pod's keys edited to a value the engine cannot read (kubectl label/annotate,
+  // scontrol update Comment=) must not take it out of its queue's charge, its gang, its runtime
+  // limit or the victims' order: it keeps the last spec the engine read, and the refused value is
+  // kept to explain. A pod first seen running so (after a restart or a resync) keeps its queue and
+  // gang from those keys alone, the others at their defaults: unknown is never "gone".
+  if (!in.UsesCapacity() || !in.spec || in.spec->ok()) return;
+  in.spec_not_applied = in.spec->status();
+  if (auto known = pods_.find(in.uid); known != pods_.end() && known->second.spec && known->second.spec->ok()) {
+    in.spec = known->second.spec;
+  } else {
+    PodSchedulingSpec s;
+    if (!podkeys::ResolveQueue(in.labels, in.annotations, &s).ok() || !podkeys::ResolveGang(in.labels, in.annotations, &s).ok()) return;
+    if (const int q = ledger_.tree().Find(s.queue); q > 0) s.queue = ledger_.tree().Name(q);  // a former name
+    in.spec = std::make_shared<const StatusOr<PodSchedulingSpec>>(std::move(s));
+  }
+  last_parsed_uid_.clear();  // its spec is not its labels': ParseSpecLocked must not reuse it for others
+}
+
 Status Engine::UpsertPodLocked(PodInfo in) {
   if (in.uid.empty()) return Status::Error("pod " + in.Key() + ": uid: must not be empty");
   if (in.name.empty()) return Status::Error("pod uid " + in.uid + ": name: must not be empty");
@@ -199,6 +218,7 @@ Status Engine::UpsertPodLocked(PodInfo in) {
   if (in.request.AnyNegative()) return Status::Error("pod " + in.Key() + ": request: must not be negative");
   bound_by_queue_door_.reset();
   ParseSpecLocked(in);
+  KeepRunningSpecLocked(in);
   BoundRequestLocked(in);
   in.last_checkpoint_unix = -1;  // a bad value is ignored: it must never make a running pod invalid
   if (const std::string* v = podkeys::Lookup(in.labels, in.annotations, kLabelLastCheckpoint)) {

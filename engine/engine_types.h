@@ -48,6 +48,9 @@ struct PodInfo {
   // Its Tidal scheduling spec (labels and annotations read with the engine's topology levels):
   // set by the engine when it stores the pod, parsed once per change (input value ignored).
   std::shared_ptr<const StatusOr<PodSchedulingSpec>> spec;
+  // A running pod's keys the engine could not read, not applied: it keeps the spec it ran with
+  // (Engine::KeepRunningSpecLocked, engine_sync.cc); explain shows this. Ok = none.
+  Status spec_not_applied;
   // Its last reported checkpoint (tidal.dev/last-checkpoint, unix s; -1 = none or unreadable):
   // set by the engine when it stores the pod (input value ignored).
   int64_t last_checkpoint_unix = -1;

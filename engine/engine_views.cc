@@ -310,6 +310,10 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
     EnsureStateLocked();  // the book's NodeIds
     if (std::string f = GapFillersNoteLocked(PlanId(g->second)); !f.empty()) t += "fillers: " + f + "\n";
   }
+  for (const auto& u : g->second.pods) {
+    const PodInfo& p = pods_.at(u);
+    if (!p.spec_not_applied.ok()) t += "not applied: pod " + p.Key() + " keeps the spec it runs with: " + p.spec_not_applied.Message() + "\n";
+  }
   if (!g->second.pods.empty()) {
     const auto& spec = SpecLocked(pods_.at(*g->second.pods.begin()));
     if (spec.ok()) {

@@ -1,7 +1,8 @@
-// queues[].formerNames on a live engine: a queue renamed in config keeps its running work's charge
-// and takes the pods that still carry the old label, in the ledger, the by-door ledger and the
-// metrics. A plain rename left the running work uncharged ("unconfigured") and refused new pods of
-// the old label as naming an unconfigured queue.
+// A queue's running charges on a live engine. queues[].formerNames: a queue renamed in config keeps
+// its running work's charge and takes the pods that still carry the old label, in the ledger, the
+// by-door ledger and the metrics (a plain rename left the running work uncharged, "unconfigured",
+// and refused new pods of the old label). A queue that comes back charges its running work again,
+// and a running pod whose keys are edited to a value the engine cannot read keeps its charge.
 // Threading: single-threaded; the engine's clock is the fixture's now_.
 #include <gtest/gtest.h>
 
@@ -29,10 +30,11 @@ class QueueRenameTest : public testing::EngineFixture {
     return p;
   }
   // Plans, reserves and binds p, and syncs it running there; the plan's status.
-  Status Start(const PodInfo& p) {
+  Status Start(const PodInfo& p, std::string* node = nullptr) {
     EXPECT_TRUE(Add({p}).ok());
     PlanResult plan = engine_->PlanPod(p.uid);
     if (!plan.status.ok()) return plan.status;
+    if (node != nullptr) *node = plan.node;
     EXPECT_TRUE(engine_->Reserve(p.uid, plan.node).ok());
     EXPECT_TRUE(engine_->Bound(p.uid, plan.node).ok());
     EXPECT_TRUE(Add({testing::RunningOn(p, plan.node, now_)}).ok());
@@ -92,6 +94,48 @@ TEST_F(QueueRenameTest, RunningWorkIsChargedAgainWhenItsQueueComesBack) {
   Status c = Start(InQueue("c", "llm"));
   ASSERT_FALSE(c.ok()) << "a is running in llm: 24 of 16 GPUs";
   EXPECT_NE(c.ToString().find("llm"), std::string::npos) << c.ToString();
+}
+
+// kubectl label / scontrol update on a running pod with a value the engine cannot read: the pod
+// left its gang and its queue's charge (quota and fair share then left it out, it was no victim and
+// had no runtime limit). It keeps the spec it runs with, and explain says what was not applied.
+TEST_F(QueueRenameTest, ARunningPodWhoseKeysBecomeUnreadableKeepsItsCharge) {
+  Reload(kLlm);
+  PodInfo a = InQueue("a", "llm");
+  std::string node;
+  ASSERT_TRUE(Start(a, &node).ok());
+  // The pod as the door reports it now: running where it was bound, with the edited label.
+  a.labels[kLabelClass] = "notebok";
+  ASSERT_TRUE(Add({testing::RunningOn(a, node, now_)}).ok());
+  const std::string queues = engine_->DescribeQueues();
+  EXPECT_NE(queues.find("queue llm uses 8/16 gpus"), std::string::npos) << queues;
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/a", &text).ok()) << "the pod is still its gang";
+  EXPECT_NE(text.find("not applied: pod team/a keeps the spec it runs with"), std::string::npos) << text;
+  EXPECT_NE(text.find("notebok"), std::string::npos) << text;
+  Status b = Start(InQueue("b", "llm"));
+  EXPECT_TRUE(b.ok()) << b.ToString();
+  EXPECT_FALSE(Start(InQueue("c", "llm")).ok()) << "a still holds 8 of llm's 16 GPUs";
+
+  // Labels fixed again: applied, and nothing left to explain.
+  a.labels[kLabelClass] = "batch";
+  ASSERT_TRUE(Add({testing::RunningOn(a, node, now_)}).ok());
+  ASSERT_TRUE(engine_->Explain("team/a", &text).ok());
+  EXPECT_EQ(text.find("not applied"), std::string::npos) << text;
+}
+
+// The same pod first seen running so (an engine restart, a resync): its queue and gang keys are
+// readable, so it is charged to its queue.
+TEST_F(QueueRenameTest, APodFirstSeenRunningWithAnUnreadableKeyIsChargedToItsQueue) {
+  Reload(kLlm);
+  PodInfo r = InQueue("r", "llm");
+  r.labels[kLabelPreemptible] = "True";
+  ASSERT_TRUE(Add({testing::RunningOn(r, "n0", now_)}).ok());
+  const std::string queues = engine_->DescribeQueues();
+  EXPECT_NE(queues.find("queue llm uses 8/16 gpus"), std::string::npos) << queues;
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/r", &text).ok());
+  EXPECT_NE(text.find("not applied"), std::string::npos) << text;
 }
 
 }  // namespace
