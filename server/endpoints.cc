@@ -132,7 +132,9 @@ namespace {
 // /config?format=json: the running config, its version, the file's, drift and the reload counts.
 std::string ConfigJson(const ConfigWatcher* watcher) {
   if (watcher == nullptr) {
-    return nlohmann::json{{"file", nullptr}, {"version", "builtin"}, {"drift", false}}.dump(2) + "\n";
+    // The built-in defaults as a document: the empty one, every field its default.
+    return nlohmann::json{{"file", nullptr}, {"version", "builtin"}, {"drift", false}, {"config", nlohmann::json::object()}}
+               .dump(2) + "\n";
   }
   const auto v = watcher->versions();
   const auto c = watcher->counts();

@@ -6,6 +6,10 @@
 
 #include <httplib.h>
 
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -158,6 +162,70 @@ TEST_F(EndpointsTest, ExplainQueuesAndConfigAreServed) {
   r = Get("/config");
   ASSERT_TRUE(r);
   EXPECT_THAT(r->body, HasSubstr("built-in defaults"));
+}
+
+// Regression (admin exploration, finding 6): without --config, /config?format=json sent no config
+// document, so `tidalctl config diff` compared a file with nothing and reported drift with "0
+// field(s)". The built-in defaults are served as the document they are: {}.
+TEST_F(EndpointsTest, ConfigJsonServesTheBuiltInDefaultsAsAnEmptyDocument) {
+  auto r = Get("/config?format=json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  const nlohmann::json j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["version"], "builtin");
+  ASSERT_TRUE(j.contains("config")) << r->body;
+  EXPECT_EQ(j["config"], nlohmann::json::object());
+}
+
+// The metric names of docs/operations.md's Metrics table ("Every metric tidal-engine exports").
+std::set<std::string> DocumentedMetrics() {
+  std::ifstream in(std::string(TIDAL_SOURCE_DIR) + "/docs/operations.md");
+  std::set<std::string> out;
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) in_section = line == "## Metrics";
+    if (in_section && line.rfind("| `tidal_", 0) == 0) out.insert(line.substr(3, line.find('`', 3) - 3));
+  }
+  return out;
+}
+
+// The metric families /metrics exports ("# TYPE NAME ...").
+std::set<std::string> ExportedMetrics(const std::string& text) {
+  std::set<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) out.insert(line.substr(7, line.find(' ', 7) - 7));
+  }
+  return out;
+}
+
+// The sources that register tidal-engine's metric families (the table names them).
+std::string RegisteringSources() {
+  std::string out;
+  for (const char* f : {"/engine/observability.cc", "/server/endpoints.cc"}) {
+    std::ifstream in(std::string(TIDAL_SOURCE_DIR) + f);
+    out += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return out;
+}
+
+// Regression (admin exploration, finding 14): the Metrics table, which says it lists every metric
+// the engine exports, missed tidal_door_gpus, tidal_door_members, tidal_door_nodes and
+// tidal_queue_door_gpus. Every family /metrics exports is in the table, and every row names a
+// family the engine registers (a family without series yet, such as a histogram nothing was
+// observed in, is not rendered: its name is looked for where families are registered).
+TEST_F(EndpointsTest, TheOperationsMetricsTableListsExactlyTheExportedMetrics) {
+  auto r = Get("/metrics");
+  ASSERT_TRUE(r);
+  const std::set<std::string> exported = ExportedMetrics(r->body);
+  const std::set<std::string> documented = DocumentedMetrics();
+  ASSERT_GT(documented.size(), 20u) << "docs/operations.md: no Metrics table found";
+  ASSERT_GT(exported.size(), 20u) << r->body;
+  for (const auto& m : exported) EXPECT_TRUE(documented.count(m)) << m << " is exported but not in docs/operations.md";
+  const std::string sources = RegisteringSources();
+  for (const auto& m : documented) {
+    EXPECT_THAT(sources, HasSubstr("\"" + m + "\"")) << m << " is in docs/operations.md but no family of that name is registered";
+  }
 }
 
 // ?format= takes json or text; anything else (a typo, yaml) was answered as text, which a script
