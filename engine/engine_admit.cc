@@ -16,11 +16,12 @@
 //      waiting ones) are still visited for their shape's reason.
 // Then every gang of the door holding a plan is returned with one node per member (its slots
 // claimed by the members, in member order), and the waiting ones with the reason of their last
-// attempt. The plans stay in the state (capacity and quota held) until the door reports the
+// attempt, after the door's pods whose spec the engine refused (RefusedWaiting). The plans stay in the state (capacity and quota held) until the door reports the
 // members bound (the adapter released the job pinned to those nodes) or plan_ttl_s passes.
 //
 // Threading: Admit and TakeActivations take mu_; the helpers run under it.
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <tuple>
 
@@ -32,6 +33,32 @@ namespace {
 constexpr int32_t kAdmitPlans = 256;    // fair-share head plans per call
 constexpr int32_t kAdmitTries = 512;    // placements tried per call (both passes)
 constexpr int32_t kAdmitVisit = 50000;  // pending gangs walked by the backfill pass per call
+
+// The door's pending pods held in no gang because their spec was refused when they were stored
+// (UpsertPodLocked: a tidal.dev/ value ParsePodSchedulingSpec does not accept, or a gang of the
+// other door), as waiting entries: one per gang they name ("slurm/123" for a Slurm job's
+// members; "<ns>/pod/<name>" for a pod of no gang), the reason "cannot schedule: " + the refusal
+// (it names the key and the accepted values). Kubernetes hears of such a pod through CheckPod and
+// PlanPod; the Slurm door asks only Admit, so without this its job waited, held, with no reason
+// shown. Checked here rather than in tidal-slurm: the engine alone knows its topology levels and
+// reads the keys, so the adapter stays a translator and the two doors cannot disagree.
+// One walk over the pods, reading two fields of each (a stored spec that failed is kept parsed).
+std::vector<WaitingInfo> RefusedWaiting(const std::unordered_map<std::string, PodInfo>& pods, FrontDoor door,
+                                        const std::function<bool(const PodInfo&)>& ours, size_t cap) {
+  std::vector<WaitingInfo> out;
+  std::set<std::string> seen;
+  for (const auto& [uid, p] : pods) {
+    if (out.size() >= cap) break;
+    if (p.door != door || !p.node_name.empty() || p.phase != PodPhase::kPending || p.terminating) continue;
+    const Status* why = !p.spec_error.ok() ? &p.spec_error : p.spec && !p.spec->ok() ? &p.spec->status() : nullptr;
+    if (why == nullptr || !ours(p)) continue;
+    const std::string* gang = podkeys::Lookup(p.labels, p.annotations, kLabelGang);
+    std::string key = gang != nullptr && !gang->empty() ? p.ns + "/" + *gang : p.ns + "/pod/" + p.name;
+    if (seen.insert(key).second) out.push_back({std::move(key), "cannot schedule: " + why->Message()});
+  }
+  std::sort(out.begin(), out.end(), [](const WaitingInfo& a, const WaitingInfo& b) { return a.gang < b.gang; });
+  return out;
+}
 }  // namespace
 
 std::string Engine::ShapeKey(const Workload& w) {
@@ -126,6 +153,7 @@ AdmitResult Engine::Admit(FrontDoor door, int32_t max_waiting) {
   }
 
   // The door's gangs holding a plan, slots claimed by their members; the others' reasons.
+  r.waiting = RefusedWaiting(pods_, door, [this](const PodInfo& p) { return OursLocked(p); }, static_cast<size_t>(cap));
   for (Gang* gp : order) {
     Gang& g = *gp;
     const std::string& key = g.key;
