@@ -29,15 +29,17 @@ bool DisruptionBook::Open(DisruptionRecord r) {
   return true;
 }
 
-void DisruptionBook::Checkpointed(const std::string& uid, int64_t at_s) {
+bool DisruptionBook::Checkpointed(const std::string& uid, int64_t at_s, int64_t now_s) {
+  if (at_s > now_s + kCheckpointSkewS) return false;
   auto p = by_pod_.find(uid);
-  if (p == by_pod_.end()) return;
+  if (p == by_pod_.end()) return true;
   auto r = open_.find(p->second);
-  if (r == open_.end()) return;
+  if (r == open_.end()) return true;
   DisruptionRecord& d = r->second;
-  if (d.evicted_s > 0 && at_s > d.evicted_s) return;  // after the eviction: saves nothing of this run
+  if (d.evicted_s > 0 && at_s > d.evicted_s) return true;  // after the eviction: saves nothing of this run
   if (at_s > d.at_risk_since_s) d.at_risk_since_s = at_s;
   if (at_s >= d.opened_s && d.notice_s > 0) d.acknowledged = true;
+  return true;
 }
 
 std::vector<DisruptionAction> DisruptionBook::Due(FrontDoor door, int64_t now_s) {

@@ -40,6 +40,10 @@ inline constexpr const char* kDisruptionCauses[] = {"preemption",     "reclaim",
                                                     "window-end",     "reservation"};
 std::string_view DisruptionCauseName(DisruptionCause c);
 
+// How far a tidal.dev/last-checkpoint stamp may be ahead of the engine's clock (clock skew
+// between the job's host and the engine); a stamp further ahead is ignored.
+inline constexpr int64_t kCheckpointSkewS = 300;
+
 struct DisruptionRecord {
   std::string id;  // the victim workload: "ns/gang" or "pod:ns/name"
   DisruptionCause cause = DisruptionCause::kPreemption;
@@ -63,8 +67,10 @@ class DisruptionBook {
   // Opens a disruption; false (nothing changed) when one is open for the id already.
   bool Open(DisruptionRecord r);
   // A member reported a checkpoint at `at_s`: one taken at or after the opening acknowledges the
-  // notice; any newer checkpoint moves the work at risk.
-  void Checkpointed(const std::string& uid, int64_t at_s);
+  // notice; any newer checkpoint moves the work at risk. A stamp more than kCheckpointSkewS after
+  // now_s is from the future (local time written with a Z, a wrong clock): it is ignored, never
+  // ending a notice before the job saved anything; false then, true otherwise.
+  bool Checkpointed(const std::string& uid, int64_t at_s, int64_t now_s);
   // The actions for `door` now, sorted by id; marks evicted_s on the first EVICT.
   std::vector<DisruptionAction> Due(FrontDoor door, int64_t now_s);
   // The front door reports it evicted this pod.

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/api/duration.h"
 #include "core/state/headroom.h"
 #include "engine/engine.h"
 
@@ -54,7 +55,7 @@ int64_t Engine::OpenDisruptionLocked(const std::string& id, DisruptionCause caus
       since = b->second.since_s;
     }
     started = std::min(started, since);
-    checkpoint = std::max(checkpoint, pod.last_checkpoint_unix);
+    if (pod.last_checkpoint_unix <= now + kCheckpointSkewS) checkpoint = std::max(checkpoint, pod.last_checkpoint_unix);
     if (r.pods.size() == 1 && pod_gang_.count(uid)) {
       if (const auto& spec = SpecLocked(pod); spec.ok()) {
         r.notice_s = std::max<int64_t>(0, std::min({spec->checkpoint_on_notice_s, cfg_.max_notice_s, notice_cap_s}));
@@ -88,7 +89,15 @@ int64_t Engine::OpenDisruptionLocked(const std::string& id, DisruptionCause caus
 }
 
 void Engine::DisruptionSeenLocked(const PodInfo& p) {
-  if (p.last_checkpoint_unix >= 0) disruptions_.Checkpointed(p.uid, p.last_checkpoint_unix);
+  const int64_t now = clock_();
+  const DisruptionRecord* open = disruptions_.ForPod(p.uid);
+  if (p.last_checkpoint_unix >= 0 && !disruptions_.Checkpointed(p.uid, p.last_checkpoint_unix, now) && open != nullptr &&
+      decision_log_ != nullptr) {
+    decision_log_->Write({{"ts", now}, {"workload", open->id}, {"outcome", "checkpoint-ignored"},
+                          {"reason", "pod " + p.Key() + ": " + kLabelLastCheckpoint + " " + FormatUnixTime(p.last_checkpoint_unix) +
+                                         " is more than " + FormatDurationSeconds(kCheckpointSkewS) +
+                                         " ahead of the engine's clock; ignored (it does not end the notice)"}});
+  }
   if (!p.UsesCapacity()) DisruptionGoneLocked(p.uid);
 }
 

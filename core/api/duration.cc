@@ -1,7 +1,6 @@
 #include "core/api/duration.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <ctime>
 
 #include "core/api/limits.h"
@@ -13,6 +12,50 @@
 #include <utility>
 
 namespace tidal {
+namespace {
+
+constexpr int64_t kUnitSeconds[] = {86400, 3600, 60, 1};
+
+// A duration unit's place in "d, h, m, s" (0..3); -1 for anything else.
+int UnitRank(char unit) {
+  switch (unit) {
+    case 'd': return 0;
+    case 'h': return 1;
+    case 'm': return 2;
+    case 's': return 3;
+    default: return -1;
+  }
+}
+
+// The n decimal digits of s at pos as *out; false when one is anything else (a sign, a space).
+bool Digits(const std::string& s, size_t pos, size_t n, int* out) {
+  if (pos + n > s.size()) return false;
+  *out = 0;
+  for (size_t k = pos; k < pos + n; ++k) {
+    if (s[k] < '0' || s[k] > '9') return false;
+    *out = *out * 10 + (s[k] - '0');
+  }
+  return true;
+}
+
+// Days of month mo (1..12) of year y, Gregorian leap years.
+int DaysInMonth(int y, int mo) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return mo == 2 && leap ? 29 : kDays[mo - 1];
+}
+
+// Days since 1970-01-01 of a civil date (H. Hinnant's days_from_civil).
+int64_t DaysFromCivil(int y, int mo, int d) {
+  const int yy = y - (mo <= 2 ? 1 : 0);
+  const int era = yy / 400;
+  const int yoe = yy - era * 400;
+  const int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return static_cast<int64_t>(era) * 146097 + doe - 719468;
+}
+
+}  // namespace
 
 StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::string& field) {
   auto bad = [&](const std::string& why) {
@@ -23,6 +66,7 @@ StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::strin
   int64_t total = 0;
   size_t i = 0;
   bool any = false;
+  int last_rank = -1;  // the rank of the last unit read (UnitRank)
   while (i < text.size()) {
     size_t j = i;
     while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
@@ -35,14 +79,12 @@ StatusOr<int64_t> ParseDurationSeconds(const std::string& text, const std::strin
       if (v > limits::kMaxDurationS) return bad("too large: over the limit of " + limits::DurationCapText());
       return v;
     }
-    int64_t unit = 0;
-    switch (text[j]) {
-      case 's': unit = 1; break;
-      case 'm': unit = 60; break;
-      case 'h': unit = 3600; break;
-      case 'd': unit = 86400; break;
-      default: return bad(std::string("unknown unit '") + text[j] + "'");
-    }
+    const int rank = UnitRank(text[j]);
+    if (rank < 0) return bad(std::string("unknown unit '") + text[j] + "'");
+    // "30m30m", "5s1h": each unit once, largest first (as FormatDurationSeconds writes them).
+    if (rank <= last_rank) return bad(std::string("unit '") + text[j] + "' repeated or out of order (units go d, h, m, s, each at most once)");
+    last_rank = rank;
+    const int64_t unit = kUnitSeconds[rank];
     if (v > (std::numeric_limits<int64_t>::max() - total) / unit) return bad("too large");
     total += v * unit;
     // Checked at each step: the running total stays far from int64's end.
@@ -80,12 +122,16 @@ StatusOr<int64_t> ParseUnixTime(const std::string& value, std::string_view field
     if (value.size() > 12) return bad();  // past year 33658
     return static_cast<int64_t>(std::stoll(value));
   }
-  // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, n = 0;
-  if (std::sscanf(value.c_str(), "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n != 19) return bad();
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return bad();
+  // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), every field its exact count of digits.
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (value.size() < 20 || !Digits(value, 0, 4, &y) || value[4] != '-' || !Digits(value, 5, 2, &mo) || value[7] != '-' ||
+      !Digits(value, 8, 2, &d) || (value[10] != 'T' && value[10] != 't' && value[10] != ' ') || !Digits(value, 11, 2, &h) ||
+      value[13] != ':' || !Digits(value, 14, 2, &mi) || value[16] != ':' || !Digits(value, 17, 2, &sec)) {
+    return bad();
+  }
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 || sec > 60) return bad();
   size_t i = 19;
-  if (i < value.size() && value[i] == '.') {
+  if (value[i] == '.') {
     ++i;
     const size_t digits = i;
     while (i < value.size() && value[i] >= '0' && value[i] <= '9') ++i;
@@ -96,21 +142,14 @@ StatusOr<int64_t> ParseUnixTime(const std::string& value, std::string_view field
     ++i;
   } else if (i + 6 == value.size() && (value[i] == '+' || value[i] == '-') && value[i + 3] == ':') {
     int oh = 0, om = 0;
-    if (std::sscanf(value.c_str() + i + 1, "%2d:%2d", &oh, &om) != 2 || oh > 23 || om > 59) return bad();
+    if (!Digits(value, i + 1, 2, &oh) || !Digits(value, i + 4, 2, &om) || oh > 23 || om > 59) return bad();
     offset = (value[i] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
     i += 6;
   } else {
     return bad();
   }
   if (i != value.size()) return bad();
-  // Days since 1970-01-01 (civil calendar, H. Hinnant's days_from_civil).
-  const int yy = y - (mo <= 2 ? 1 : 0);
-  const int era = yy / 400;
-  const int yoe = yy - era * 400;
-  const int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  const int64_t days = static_cast<int64_t>(era) * 146097 + doe - 719468;
-  return days * 86400 + h * 3600 + mi * 60 + sec - offset;
+  return DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
 }
 
 }  // namespace tidal

@@ -1,5 +1,6 @@
-// Durations in config and annotations: "90s", "30m", "12h", "1h30m", "2d" or plain seconds, at most
-// limits::kMaxDurationS (365 days; core/api/limits.h): a longer one is an error naming the field.
+// Durations in config and annotations: "90s", "30m", "12h", "1h30m", "2d" or plain seconds, each unit
+// at most once and largest first ("30m30m" and "5s1h" are errors), at most limits::kMaxDurationS
+// (365 days; core/api/limits.h): a longer one is an error naming the field.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 // at the deadline; plain victims go at once; runtime limits take the whole gang; a dropped hold
 // cancels its notice; the metrics count evictions done, by cause.
 // Threading: single-threaded; the engine's clock is the fixture's now_.
+#include "core/api/duration.h"
 #include "engine/engine.h"
 #include "engine/observability.h"
 
@@ -77,6 +78,58 @@ TEST(CheckpointTime, ReadsRfc3339AndUnixSecondsAndNamesTheKeyOtherwise) {
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_NE(t.status().ToString().find(kLabelLastCheckpoint), std::string::npos) << t.status().ToString();
   }
+}
+
+// Impossible dates and a sign or a space inside a field are refused (were read: Feb 31 as Mar 3,
+// "+1" and " 2" by sscanf's %2d).
+TEST(CheckpointTime, RefusesImpossibleDatesAndSignsInsideFields) {
+  EXPECT_EQ(*ParseCheckpointTime("2024-02-29T00:00:00Z"), 1709164800) << "a leap day";
+  EXPECT_EQ(*ParseCheckpointTime("2026-01-31T23:59:59Z"), 1769903999);
+  for (const char* bad : {"2026-02-31T00:00:00Z", "2026-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z",
+                          "2026-+1-05T00:00:00Z", "2026-12- 2T10:00:00Z", "2026-12-02T+1:00:00Z",
+                          "2026-12-02T10:00:00+-1:00", "+026-12-02T10:00:00Z"}) {
+    auto t = ParseCheckpointTime(bad);
+    EXPECT_FALSE(t.ok()) << bad << " read as " << (t.ok() ? FormatUnixTime(*t) : "");
+  }
+}
+
+// A last-checkpoint stamp from the future (local time written with a Z, a wrong clock) never ends
+// a notice: before, any stamp at or after the opening acknowledged it, so a job re-sent (a resync,
+// a restart) with such a stamp was evicted at once before it saved anything. Within the clock-skew
+// allowance (kCheckpointSkewS) a stamp still counts.
+TEST_F(DisruptionTest, AStampFromTheFutureDoesNotEndTheNotice) {
+  std::vector<PodInfo> low = RunningGang("ckpt", 0, 1000, "60s");
+  ASSERT_TRUE(Add(low).ok());
+  FillSecondLeaf();
+  AddPending("high", 4, 100);
+  ASSERT_TRUE(engine_->Preempt("uid-high0").status.ok());
+  now_ += 5;
+  low[1].annotations[kLabelLastCheckpoint] = FormatUnixTime(now_ + 2 * 3600);  // local time UTC+2 as Z
+  ASSERT_TRUE(Add({low[1]}).ok());
+  auto a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, DisruptionAction::Kind::kNotice) << "a stamp two hours ahead is ignored";
+  low[1].annotations[kLabelLastCheckpoint] = std::to_string(now_ + kCheckpointSkewS);  // a host clock 5 min fast
+  ASSERT_TRUE(Add({low[1]}).ok());
+  a = Poll();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, DisruptionAction::Kind::kEvict) << "within the skew allowance it acknowledges";
+}
+
+TEST(DisruptionBookTest, AStampBeyondTheSkewIsIgnored) {
+  DisruptionBook book;
+  DisruptionRecord r;
+  r.id = "team/g";
+  r.pods = {{"u1", "team", "g-0"}};
+  r.opened_s = 1000;
+  r.notice_s = 60;
+  r.at_risk_since_s = 500;
+  ASSERT_TRUE(book.Open(r));
+  EXPECT_FALSE(book.Checkpointed("u1", 1010 + kCheckpointSkewS + 1, 1010));
+  EXPECT_FALSE(book.Find("team/g")->acknowledged);
+  EXPECT_EQ(book.Find("team/g")->at_risk_since_s, 500) << "the work at risk does not move either";
+  EXPECT_TRUE(book.Checkpointed("u1", 1005, 1010));
+  EXPECT_TRUE(book.Find("team/g")->acknowledged);
 }
 
 TEST_F(DisruptionTest, AVictimThatCheckpointsOnNoticeIsToldFirstAndEvictedAfterItsCheckpoint) {
