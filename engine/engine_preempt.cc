@@ -48,9 +48,10 @@ constexpr const char* kSlurmRequeueKey = "slurm.tidal.dev/requeue";
 
 // tidal.dev/gang-leader "true": the member an elastic gang gives back last (tidal-slurm marks a
 // job's batch host, which Slurm never takes from a running job; a user may mark a rendezvous host).
+// A label or an annotation, the annotation winning, as every key of pod_spec.h.
 bool IsGangLeader(const PodInfo& p) {
-  auto it = p.annotations.find("tidal.dev/gang-leader");
-  return it != p.annotations.end() && it->second == "true";
+  const std::string* v = podkeys::Lookup(p.labels, p.annotations, kLabelGangLeader);
+  return v != nullptr && *v == "true";
 }
 
 // Allocations laid over the view for one call; taken off again (in reverse) when it goes.

@@ -8,7 +8,8 @@
 //   3. scheduler-plugins, 4. Volcano, 5. KAI, 6. Kueue, 7. JobSet, 8. LeaderWorkerSet
 // A gang's size is tidal.dev/gang-size when set, else the size its own source gives (PodGroup
 // minCount, Kueue pod-group-total-count, LeaderWorkerSet size). scheduler-plugins', Volcano's and
-// KAI's sizes live in PodGroup objects of theirs that Tidal does not read: such a gang needs
+// KAI's sizes live in PodGroup objects of theirs; the engine does not read them (the shim fills in
+// tidal.dev/gang-size from Volcano's and KAI's minMember when it can): such a gang needs
 // tidal.dev/gang-size (an error naming the key otherwise, so a gang never runs short). JobSet's and
 // LeaderWorkerSet's labels are bookkeeping, not a request to gang: without a size they form no
 // gang, and under exclusive topology never (see ExclusiveTopologyOf).
@@ -37,14 +38,19 @@ struct GangSource {
   bool workload = false;           // a workload controller's labels: no gang under exclusive topology
 };
 
+// Volcano's and KAI's PodGroups are watched by the shim, which fills in tidal.dev/gang-size from
+// their minMember (shim/kube/pkg/convert/peergroup.go); a size still missing has one of these causes.
+constexpr const char* kPeerSizeUnread =
+    "its PodGroup's minMember, which Tidal could not read: the PodGroup does not exist yet, its API is not served, "
+    "or minMember is outside 1..10000";
+
 // Row 1 (the upstream PodGroup) is read by UpstreamPodGroup(); it sits between rows 0 and 2.
 const std::vector<GangSource>& GangSources() {
   static const std::vector<GangSource> kRows = {
       {"Tidal", {kLabelGang}, nullptr, nullptr, true, false},
       {"scheduler-plugins", {kLabelPodGroup}, nullptr, "its PodGroup's minMember, which Tidal does not read", true, false},
-      {"Volcano", {"scheduling.k8s.io/group-name"}, nullptr, "its PodGroup's minMember, which Tidal does not read", true,
-       false},
-      {"KAI", {"pod-group-name"}, nullptr, "its PodGroup's minMember, which Tidal does not read", true, false},
+      {"Volcano", {"scheduling.k8s.io/group-name"}, nullptr, kPeerSizeUnread, true, false},
+      {"KAI", {"pod-group-name"}, nullptr, kPeerSizeUnread, true, false},
       {"Kueue", {"kueue.x-k8s.io/pod-group-name"}, "kueue.x-k8s.io/pod-group-total-count", nullptr, true, false},
       {"JobSet", {"jobset.sigs.k8s.io/jobset-name"}, nullptr, nullptr, false, true},
       {"LeaderWorkerSet", {"leaderworkerset.sigs.k8s.io/name", "leaderworkerset.sigs.k8s.io/group-index"},
@@ -111,6 +117,24 @@ bool JoinValues(const std::map<std::string, std::string>& labels, const std::map
   return true;
 }
 
+// A gang name: what a label value or an object name may be (1-253 letters, digits, '-', '_', '.',
+// starting and ending with a letter or digit). No '/', so a gang's key "<ns>/<gang>" never equals a
+// lone pod's "<ns>/pod/<name>" (Engine::GangKeyLocked); no spaces or newlines in events and explain.
+constexpr const char* kGangNameAccepted =
+    "a name of 1-253 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+bool IsGangName(const std::string& name) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (name.empty() || name.size() > 253 || !alnum(name.front()) || !alnum(name.back())) return false;
+  return std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+// A gang key (tidal.dev/gang-size, gang-min) on a pod that names no gang.
+Status WithoutGang(const char* key) {
+  return Status::Unresolvable(std::string(key) + ": set without a gang name (accepted: add " + kLabelGang +
+                                  " naming the gang)",
+                              "podspec");
+}
+
 std::string AcceptedLabelKeys(const TopologyLevels& levels) {
   std::string out = "a node label key of a topology level: ";
   for (const auto& l : levels.levels) out += l.label_key + ", ";
@@ -142,6 +166,48 @@ Status UpstreamPodGroup(const std::map<std::string, std::string>& labels,
   return Status::Ok();
 }
 
+// The level the first set key of `keys` names (a level name, or a node label key mapped to its
+// level) into *level, and that key into *key; both untouched when none is set.
+Status ResolveLevel(const std::map<std::string, std::string>& labels, const std::map<std::string, std::string>& annotations,
+                    const TopologyLevels& levels, const std::vector<TopologyKey>& keys, std::string* level,
+                    const char** key) {
+  for (const auto& k : keys) {
+    const std::string* v = podkeys::Lookup(labels, annotations, k.key);
+    if (v == nullptr) continue;
+    *key = k.key;
+    if (!k.label_key) {
+      if (levels.Find(*v) < 0) return podkeys::Bad(k.key, *v, levels.Accepted());
+      *level = *v;
+      return Status::Ok();
+    }
+    *level = podkeys::LevelOfLabelKey(levels, *v);
+    if (level->empty()) {
+      std::string shown = k.key;
+      if (shown == kPodGroupTopologyKey) {
+        const std::string* pg = podkeys::Lookup(labels, annotations, kPodGroupName);
+        shown = "PodGroup " + (pg == nullptr ? std::string() : *pg) + " spec.schedulingConstraints.topology[0].key";
+      }
+      return podkeys::Bad(shown, *v, AcceptedLabelKeys(levels));
+    }
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+// A preferred level means "closer than the required domain": one outer to or equal to the required
+// level asks for nothing, so it is refused rather than silently meaningless.
+Status PreferredInsideRequired(const TopologyLevels& levels, const PodSchedulingSpec& s, const char* required_key,
+                               const std::string& preferred_value, const char* preferred_key) {
+  const int required = levels.Find(s.required_level);
+  if (levels.Find(s.preferred_level) > required) return Status::Ok();
+  std::string inner;
+  for (int l = required + 1; l < levels.size(); ++l) inner += (inner.empty() ? "" : ", ") + levels.Name(l);
+  const std::string within = "the required level " + s.required_level + " (" + required_key + ")";
+  return podkeys::Bad(preferred_key, preferred_value,
+                      inner.empty() ? "none: " + within + " is the innermost; remove this key"
+                                    : "a level inside " + within + ": " + inner);
+}
+
 }  // namespace
 
 namespace podkeys {
@@ -171,7 +237,7 @@ const std::vector<std::string>& KeysRead() {
     std::set<std::string> k = {kLabelQueue,         kLabelGang,          kLabelGangSize,     kLabelGangMin,
                                kLabelTopologyRequired, kLabelTopologyPreferred, kLabelPreemptible,
                                kLabelRuntimeLimit,  kLabelCheckpointInterval, kLabelCheckpointOnNotice, kLabelLastCheckpoint,
-                               kLabelClass, kLabelGpuModel,
+                               kLabelClass, kLabelGpuModel, kLabelGangLeader,
                                kPodGroupName,       kPodGroupState,      kPodGroupMinCount,  kPodGroupTopologyKey,
                                limits::kOversizeAnnotation};
     for (const auto& row : GangSources()) {
@@ -236,15 +302,12 @@ Status ResolveGang(const std::map<std::string, std::string>& labels, const std::
       s->gang_from = rows[i].name.front();
     }
   }
+  if (!s->gang.empty() && !IsGangName(s->gang)) return Bad(s->gang_from, s->gang, kGangNameAccepted);
   const std::string* tidal_size = Lookup(labels, annotations, kLabelGangSize);
   if (tidal_size != nullptr) {
     int64_t n = 0;
     if (!ParseCount(*tidal_size, kMaxGang, &n)) return Bad(kLabelGangSize, *tidal_size, "an integer 1..10000");
-    if (s->gang.empty()) {
-      return Status::Unresolvable(std::string(kLabelGangSize) + ": set without a gang name (accepted: add " + kLabelGang +
-                                      " naming the gang)",
-                                  "podspec");
-    }
+    if (s->gang.empty()) return WithoutGang(kLabelGangSize);
     s->gang_size = static_cast<int32_t>(n);
   } else if (source != nullptr) {
     const std::string* own = source->size != nullptr ? Lookup(labels, annotations, source->size) : nullptr;
@@ -265,6 +328,7 @@ Status ResolveGang(const std::map<std::string, std::string>& labels, const std::
   if (s->gang.empty()) s->gang_size = 1;
   s->gang_min = s->gang_size;
   if (const std::string* v = Lookup(labels, annotations, kLabelGangMin)) {
+    if (s->gang.empty()) return WithoutGang(kLabelGangMin);  // not silently 1, nor "accepted: 1..1"
     int64_t n = 0;
     if (!ParseCount(*v, s->gang_size, &n)) return Bad(kLabelGangMin, *v, "an integer 1.." + std::to_string(s->gang_size));
     s->gang_min = static_cast<int32_t>(n);
@@ -287,31 +351,16 @@ Status ResolveQueue(const std::map<std::string, std::string>& labels,
 Status ResolveTopology(const std::map<std::string, std::string>& labels,
                        const std::map<std::string, std::string>& annotations, const TopologyLevels& levels,
                        PodSchedulingSpec* s) {
-  auto resolve = [&](const std::vector<TopologyKey>& keys, std::string* out) -> Status {
-    for (const auto& k : keys) {
-      const std::string* v = Lookup(labels, annotations, k.key);
-      if (v == nullptr) continue;
-      if (!k.label_key) {
-        if (levels.Find(*v) < 0) return Bad(k.key, *v, levels.Accepted());
-        *out = *v;
-        return Status::Ok();
-      }
-      std::string level = LevelOfLabelKey(levels, *v);
-      if (level.empty()) {
-        std::string shown = k.key;
-        if (shown == kPodGroupTopologyKey) {
-          const std::string* pg = Lookup(labels, annotations, kPodGroupName);
-          shown = "PodGroup " + (pg == nullptr ? std::string() : *pg) + " spec.schedulingConstraints.topology[0].key";
-        }
-        return Bad(shown, *v, AcceptedLabelKeys(levels));
-      }
-      *out = level;
-      return Status::Ok();
-    }
-    return Status::Ok();
-  };
-  if (Status st = resolve(RequiredKeys(), &s->required_level); !st.ok()) return st;
-  return resolve(PreferredKeys(), &s->preferred_level);
+  const char* required_key = nullptr;
+  const char* preferred_key = nullptr;
+  if (Status st = ResolveLevel(labels, annotations, levels, RequiredKeys(), &s->required_level, &required_key); !st.ok()) {
+    return st;
+  }
+  if (Status st = ResolveLevel(labels, annotations, levels, PreferredKeys(), &s->preferred_level, &preferred_key); !st.ok()) {
+    return st;
+  }
+  if (s->required_level.empty() || s->preferred_level.empty()) return Status::Ok();
+  return PreferredInsideRequired(levels, *s, required_key, *Lookup(labels, annotations, preferred_key), preferred_key);
 }
 
 }  // namespace podkeys

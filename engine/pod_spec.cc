@@ -34,7 +34,9 @@ StatusOr<PodSchedulingSpec> ParsePodSchedulingSpec(const std::map<std::string, s
     if (const auto* v = Lookup(labels, annotations, key)) {
       auto d = ParseDurationSeconds(*v, key);
       if (!d.ok() || *d <= 0) {
-        return Bad(key, *v, "a positive duration of at most " + limits::DurationCapText() + ", such as 90s, 30m, 12h, 1h30m, 2d");
+        return Bad(key, *v,
+                   "a positive duration of at most " + limits::DurationCapText() +
+                       ", each unit at most once and largest first, such as 90s, 30m, 12h, 1h30m, 2d");
       }
       *out = *d;
     }
@@ -44,7 +46,7 @@ StatusOr<PodSchedulingSpec> ParsePodSchedulingSpec(const std::map<std::string, s
   if (Status st = duration(kLabelCheckpointInterval, &s.checkpoint_interval_s); !st.ok()) return st;
   if (Status st = duration(kLabelCheckpointOnNotice, &s.checkpoint_on_notice_s); !st.ok()) return st;
   if (const auto* v = Lookup(labels, annotations, kLabelGpuModel)) {
-    if (!IsValidLabelValue(*v)) return Bad(kLabelGpuModel, *v, "a GPU model name such as a100 (a label value)");
+    if (!IsValidLabelValue(*v)) return Bad(kLabelGpuModel, *v, "a GPU model as the nodes report it, such as NVIDIA-A100-SXM4-80GB (a label value)");
     s.gpu_model = *v;
   }
   if (const auto* v = Lookup(labels, annotations, kLabelClass)) {

@@ -2,11 +2,14 @@
 //
 // Tidal's own keys (labels or annotations; either works, an annotation wins when both are set):
 //   tidal.dev/queue               queue name                      (default "default")
-//   tidal.dev/gang                gang name within the namespace  (default: the pod is its own gang)
+//   tidal.dev/gang                gang name within the namespace  (default: the pod is its own gang):
+//                                 1-253 letters, digits, '-', '_', '.', starting and ending with a
+//                                 letter or digit (so never "pod/<name>", a lone pod's gang key)
 //   tidal.dev/gang-size           members of the gang, 1..10000   (required with a gang that names no size)
-//   tidal.dev/gang-min            elastic minimum, 1..gang-size   (default gang-size)
+//   tidal.dev/gang-min            elastic minimum, 1..gang-size   (default gang-size; only with a gang)
 //   tidal.dev/topology-required   a topology level name, e.g. leaf
-//   tidal.dev/topology-preferred  a topology level name, e.g. nvlink
+//   tidal.dev/topology-preferred  a topology level name, e.g. nvlink; inside the required level
+//                                 when both are set (leaf and nvlink, not leaf and block)
 //   tidal.dev/preemptible         true | false
 //   tidal.dev/runtime-limit       duration: 90s, 30m, 12h, 1h30m, 2d
 //   tidal.dev/checkpoint-interval duration
@@ -14,9 +17,14 @@
 //                                 long (the engine gives up to disruption.maxNoticeSeconds)
 //   tidal.dev/last-checkpoint     RFC 3339 time or unix seconds the job writes after each checkpoint
 //                                 (read by the disruption path, not part of this spec: a bad value
-//                                 never makes a running pod invalid; ParseCheckpointTime)
+//                                 never makes a running pod invalid; ParseCheckpointTime; a stamp
+//                                 more than kCheckpointSkewS ahead of the engine's clock is ignored)
 //   tidal.dev/class               training | inference | batch | interactive
-//   tidal.dev/gpu-model           the nodes' GPU model, e.g. a100 (default any; Slurm's --gres=gpu:a100:N)
+//   tidal.dev/gpu-model           the nodes' GPU model, exactly as the node reports it (default any):
+//                                 on Kubernetes its nvidia.com/gpu.product label, e.g.
+//                                 NVIDIA-A100-SXM4-80GB; on Slurm the gres type, e.g. a100 of --gres=gpu:a100:N
+//   tidal.dev/gang-leader         "true" on one member of an elastic gang: a shrink gives it back last
+//                                 (not part of this spec: read by the victim choice, engine_preempt.cc)
 // Then, for gang, queue and topology only, the upstream PodGroup (scheduling.k8s.io/v1alpha2, as
 // the shim hands it over in podgroup.internal.tidal.dev/* annotations of the converted pod) and
 // the keys of scheduler-plugins, Volcano, KAI, Kueue, JobSet and LeaderWorkerSet, in that fixed
@@ -54,6 +62,7 @@ inline constexpr const char* kAnnotationDisruptionNotice = "tidal.dev/disruption
 inline constexpr const char* kAnnotationDisruptionCause = "tidal.dev/disruption-cause";
 inline constexpr const char* kLabelClass = "tidal.dev/class";
 inline constexpr const char* kLabelGpuModel = "tidal.dev/gpu-model";
+inline constexpr const char* kLabelGangLeader = "tidal.dev/gang-leader";
 inline constexpr const char* kLabelPodGroup = "scheduling.x-k8s.io/pod-group";
 
 // The upstream PodGroup of a pod (spec.schedulingGroup.podGroupName), as the shim writes it into

@@ -19,6 +19,7 @@ namespace {
 
 using testing::GangPod;
 using testing::GpuNode;
+using testing::RunningOn;
 using testing::SlurmMember;
 
 class SlurmVictimsTest : public ::testing::Test {
@@ -232,6 +233,49 @@ TEST(SlurmElasticVictims, AShrinkGivesBackTheBatchHostLast) {
   ASSERT_EQ(due.size(), 1u);
   ASSERT_EQ(due[0].pods.size(), 1u);
   EXPECT_EQ(due[0].pods[0].uid, r.victim_gangs[0].second[0].uid);
+}
+
+// A Kubernetes user marks an elastic gang's rendezvous host with tidal.dev/gang-leader as a label
+// or an annotation (the annotation wins, as for every key): a shrink gives it back last. Before,
+// the engine read only the annotation (and the shim forwarded neither), so the leader, here the
+// newest member, went first.
+TEST(KubernetesElasticVictims, AGangLeaderLabelIsGivenBackLastAndAnAnnotationWins) {
+  for (const std::string annotation : {"", "false"}) {
+    SCOPED_TRACE("annotation \"" + annotation + "\"");
+    auto cfg = ParseEngineConfig("queues:\n  - name: qa\n    weight: 1\n", "t.yaml");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    auto e = Engine::Create(*cfg, [] { return int64_t{10000}; });
+    ASSERT_TRUE(e.ok());
+    std::unique_ptr<Engine> engine = std::move(e).value();
+    uint64_t gen = 0;
+    SyncBatch b;
+    b.door = FrontDoor::kKubernetes;
+    b.resync = true;
+    b.upsert_nodes = {GpuNode("n1", "l0", "v0"), GpuNode("n2", "l0", "v0"), GpuNode("n3", "l0", "v0")};
+    for (int i = 0; i < 3; ++i) {  // m2 is the newest: the first to go but for its mark
+      PodInfo m = RunningOn(GangPod("m" + std::to_string(i), "el", 3), "n" + std::to_string(i + 1), 9000 + 10 * i);
+      m.labels[kLabelPreemptible] = "true";
+      m.labels[kLabelGangMin] = "1";
+      m.labels[kLabelQueue] = "qa";
+      if (i == 2) m.labels[kLabelGangLeader] = "true";
+      if (i == 2 && !annotation.empty()) m.annotations[kLabelGangLeader] = annotation;
+      b.upsert_pods.push_back(m);
+    }
+    PodInfo hi = GangPod("hi0", "hi", 1);
+    hi.priority = 100;
+    hi.labels[kLabelQueue] = "qa";
+    b.upsert_pods.push_back(hi);
+    ASSERT_TRUE(engine->Sync(b, &gen).ok());
+    PreemptResult r = engine->Preempt("uid-hi0");
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_EQ(r.victim_gangs.size(), 1u);
+    ASSERT_EQ(r.victim_gangs[0].second.size(), 1u) << "one member given back";
+    if (annotation.empty()) {
+      EXPECT_EQ(r.victim_gangs[0].second[0].uid, "uid-m1") << "the leader m2 is kept; the newest of the others goes";
+    } else {
+      EXPECT_EQ(r.victim_gangs[0].second[0].uid, "uid-m2") << "the annotation \"false\" wins over the label";
+    }
+  }
 }
 
 }  // namespace

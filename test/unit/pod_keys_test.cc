@@ -1,10 +1,13 @@
 // The keys Tidal reads (engine/pod_keys.cc): precedence between Tidal's own, the upstream
 // PodGroup's and the peers' keys, their errors, and JobSet's exclusive topology in the engine.
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "core/api/duration.h"
 #include "engine/engine.h"
 #include "engine/pod_spec.h"
 
@@ -207,6 +210,107 @@ TEST(PodKeysTest, GangSizeWithoutAnyGangIsRefused) {
   auto s = Parse({}, {{kLabelGangSize, "4"}});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().Message().find("tidal.dev/gang-size: set without a gang name"), std::string::npos);
+}
+
+// gang-min without a gang is refused like gang-size (was silently accepted as "1", and "4" got
+// "accepted: an integer 1..1").
+TEST(PodKeysTest, GangMinWithoutAnyGangIsRefused) {
+  for (const char* min : {"1", "4"}) {
+    auto s = Parse({{kLabelGangMin, min}});
+    ASSERT_FALSE(s.ok()) << min;
+    EXPECT_EQ(s.status().code(), StatusCode::kUnschedulableAndUnresolvable);
+    EXPECT_EQ(s.status().Message(),
+              "tidal.dev/gang-min: set without a gang name (accepted: add tidal.dev/gang naming the gang)");
+  }
+  // JobSet labels without a size are no gang either.
+  EXPECT_FALSE(Parse({{"jobset.sigs.k8s.io/jobset-name", "js"}, {kLabelGangMin, "1"}}).ok());
+}
+
+// A gang name is a label value or an object name: no '/', so "pod/foo" can no longer join the
+// lone pod foo's gang ("<ns>/pod/foo"), and no spaces or newlines in events. Errors name the key
+// that named the gang.
+TEST(PodKeysTest, GangNamesAreValidated) {
+  for (const std::string& bad : std::vector<std::string>{"pod/foo", "a b", "x\ny", "-a", "a.", std::string(254, 'a')}) {
+    auto s = Parse({}, {{kLabelGang, bad}, {kLabelGangSize, "2"}});
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().plugin(), "podspec");
+    EXPECT_EQ(s.status().Message().rfind("tidal.dev/gang: invalid value", 0), 0u) << s.status().Message();
+    EXPECT_NE(s.status().Message().find("letters, digits"), std::string::npos) << s.status().Message();
+  }
+  auto s = Parse({}, {{"scheduling.k8s.io/group-name", "pod/foo"}, {kLabelGangSize, "2"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message().rfind("scheduling.k8s.io/group-name: invalid value \"pod/foo\"", 0), 0u)
+      << s.status().Message();
+  for (const std::string& good : std::vector<std::string>{"llm", "1002_3", "train.v2-A_b", std::string(253, 'a')}) {
+    auto ok = Parse({}, {{kLabelGang, good}, {kLabelGangSize, "2"}});
+    ASSERT_TRUE(ok.ok()) << good << ": " << ok.status().ToString();
+    EXPECT_EQ(ok->gang, good);
+  }
+}
+
+// Volcano's and KAI's missing size states why the shim could not fill it in (was "which Tidal does
+// not read", while the shim does read minMember).
+TEST(PodKeysTest, PeerSizeMissingNamesTheRealCauses) {
+  for (const char* key : {"scheduling.k8s.io/group-name", "pod-group-name"}) {
+    auto s = Parse({}, {{key, "pg"}});
+    ASSERT_FALSE(s.ok()) << key;
+    EXPECT_NE(s.status().Message().find("which Tidal could not read: the PodGroup does not exist yet, its API is not "
+                                        "served, or minMember is outside 1..10000"),
+              std::string::npos)
+        << s.status().Message();
+  }
+  auto s = Parse({{kLabelPodGroup, "pg"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().Message().find("which Tidal does not read"), std::string::npos) << s.status().Message();
+}
+
+// A preferred level outer to or equal to the required one asks for nothing: refused, naming the
+// preferred key and the levels inside the required one (was accepted silently).
+TEST(PodKeysTest, PreferredLevelMustBeInsideTheRequiredOne) {
+  auto s = Parse({{kLabelTopologyRequired, "leaf"}, {kLabelTopologyPreferred, "block"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message(),
+            "tidal.dev/topology-preferred: invalid value \"block\" (accepted: a level inside the required level leaf "
+            "(tidal.dev/topology-required): nvlink, node)");
+  EXPECT_FALSE(Parse({{kLabelTopologyRequired, "leaf"}, {kLabelTopologyPreferred, "leaf"}}).ok()) << "equal";
+  s = Parse({{kLabelTopologyRequired, "node"}, {kLabelTopologyPreferred, "nvlink"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().Message().find("none: the required level node (tidal.dev/topology-required) is the innermost"),
+            std::string::npos)
+      << s.status().Message();
+  s = Parse({}, {{"kai.scheduler/topology-required-placement", "topology.tidal.dev/nvlink"},
+                 {"kai.scheduler/topology-preferred-placement", "topology.tidal.dev/leaf"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message().rfind("kai.scheduler/topology-preferred-placement: invalid value \"topology.tidal.dev/leaf\"", 0),
+            0u)
+      << s.status().Message();
+  s = Parse({{kLabelTopologyRequired, "leaf"}, {kLabelTopologyPreferred, "nvlink"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->preferred_level, "nvlink");
+}
+
+// tidal.dev/gang-leader is a key the engine reads, so the Kubernetes shim forwards it
+// (engine_keys.txt; LimitsTest.ShimForwardsExactlyTheKeysTheEngineReads keeps the two equal).
+TEST(PodKeysTest, GangLeaderIsAKeyRead) {
+  const auto& keys = podkeys::KeysRead();
+  EXPECT_TRUE(std::find(keys.begin(), keys.end(), kLabelGangLeader) != keys.end());
+}
+
+// Durations: each unit once, largest first; anything else is refused with the reason.
+TEST(PodKeysTest, DurationsWithRepeatedOrUnorderedUnitsAreRefused) {
+  for (const char* bad : {"30m30m", "5s1h", "1h1d", "1m2m"}) {
+    auto s = Parse({{kLabelRuntimeLimit, bad}});
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.status().Message().find("each unit at most once and largest first"), std::string::npos)
+        << s.status().Message();
+    auto d = ParseDurationSeconds(bad, "f");
+    ASSERT_FALSE(d.ok()) << bad << " read as " << *d;
+    EXPECT_NE(d.status().Message().find("repeated or out of order (units go d, h, m, s, each at most once)"),
+              std::string::npos)
+        << d.status().Message();
+  }
+  EXPECT_EQ(*ParseDurationSeconds("1d2h3m4s", "f"), 93784);
+  EXPECT_EQ(*ParseDurationSeconds("1d4s", "f"), 86404);
 }
 
 // --- the engine: exclusive topology and the upstream PodGroup ---------------------------------------

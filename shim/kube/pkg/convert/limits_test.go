@@ -41,6 +41,20 @@ func TestPodCarriesOnlyEngineKeys(t *testing.T) {
 	}
 }
 
+// tidal.dev/gang-leader reaches the engine as a label or an annotation (the engine gives that
+// member back last when an elastic gang shrinks). Before, it was not in engine_keys.txt and every
+// Kubernetes user's mark was stripped; only tidal-slurm's own annotation ever reached the engine.
+func TestGangLeaderTravelsAsLabelOrAnnotation(t *testing.T) {
+	out := Pod(gpuPod(map[string]string{"tidal.dev/gang-leader": "true"}, nil))
+	if out.Labels["tidal.dev/gang-leader"] != "true" {
+		t.Errorf("labels %v: the gang-leader label was dropped", out.Labels)
+	}
+	out = Pod(gpuPod(nil, map[string]string{"tidal.dev/gang-leader": "true"}))
+	if out.Annotations["tidal.dev/gang-leader"] != "true" {
+		t.Errorf("annotations %v: the gang-leader annotation was dropped", out.Annotations)
+	}
+}
+
 // The shim's own reserved keys are never taken from the user.
 func TestUserCannotSetOversizeMarker(t *testing.T) {
 	out := Pod(gpuPod(nil, map[string]string{OversizeAnnotation: "5"}))
@@ -50,7 +64,7 @@ func TestUserCannotSetOversizeMarker(t *testing.T) {
 }
 
 func TestEngineKeysListTheTablesKeys(t *testing.T) {
-	for _, k := range []string{GangKey, GangSizeKey, SchedulerPluginsKey, PodGroupNameKey, PodGroupStateKey,
+	for _, k := range []string{GangKey, GangSizeKey, "tidal.dev/gang-leader", "tidal.dev/gpu-model", SchedulerPluginsKey, PodGroupNameKey, PodGroupStateKey,
 		PodGroupMinCountKey, PodGroupTopologyKeyKey, OversizeAnnotation, "tidal.dev/runtime-limit",
 		"scheduling.k8s.io/group-name", "pod-group-name", "kai.scheduler/queue", "runai/queue",
 		"scheduling.volcano.sh/queue-name"} {
