@@ -99,7 +99,7 @@ Status Engine::CheckPod(const std::string& uid, std::string* gang) {
   if (!st.ok()) return st;
   *gang = key;
   auto g = gangs_.find(key);
-  // Members that disagree on its size, minimum or queue: refused until they agree (a spec error).
+  // Members that disagree on a key that shapes the gang (engine_plan.cc kGangFields): refused until they agree (a spec error).
   if (g != gangs_.end() && !g->second.summary.conflict.empty()) return Status::Unresolvable(g->second.summary.conflict, "podspec");
   std::string why = GangIncompleteWhy(key, g == gangs_.end() ? nullptr : &g->second, spec.gang_min);
   return why.empty() ? Status::Ok() : Status::Wait(why, "gang");

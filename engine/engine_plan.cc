@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 
+#include "core/api/duration.h"
 #include "engine/engine.h"
 #include "engine/engine_gang_constraints.h"
 
@@ -28,18 +29,52 @@ constexpr int kMaxAhead = 16;      // gangs planned ahead per PlanPod
 constexpr int kHeadLookahead = 4;  // unplanned gangs of a queue looked at to find its head
 constexpr size_t kMaxDistinctConstraints = 8;  // different node constraints among a gang's members
 
-// Whether two members of gang `key` (both with valid specs) disagree on what makes the gang: its
-// size, its minimum or its queue; the field and both values, or "" when they agree.
+// The keys whose value shapes how a whole gang is planned, held, given notice or ended: every
+// member of a gang must carry the same (a gang is planned with one member's spec: PlanPod's, or the
+// first by uid for Admit and reservations). Node constraints and requests may differ per member
+// (ReindexGangLocked plans with all of them); tidal.dev/gang-leader and last-checkpoint are per pod.
+struct GangField {
+  const char* key;
+  bool (*same)(const PodSchedulingSpec&, const PodSchedulingSpec&);
+  std::string (*show)(const PodSchedulingSpec&);
+};
+std::string Quoted(const std::string& v) { return v.empty() ? "(not set)" : "\"" + v + "\""; }
+std::string Span(int64_t s) { return s <= 0 ? "(not set)" : FormatDurationSeconds(s); }
+using Spec = PodSchedulingSpec;
+const GangField kGangFields[] = {
+    {kLabelGangSize, [](const Spec& x, const Spec& y) { return x.gang_size == y.gang_size; },
+     [](const Spec& x) { return std::to_string(x.gang_size); }},
+    {kLabelGangMin, [](const Spec& x, const Spec& y) { return x.gang_min == y.gang_min; },
+     [](const Spec& x) { return std::to_string(x.gang_min); }},
+    {kLabelQueue, [](const Spec& x, const Spec& y) { return x.queue == y.queue; }, [](const Spec& x) { return Quoted(x.queue); }},
+    {kLabelTopologyRequired, [](const Spec& x, const Spec& y) { return x.required_level == y.required_level; },
+     [](const Spec& x) { return Quoted(x.required_level); }},
+    {kLabelTopologyPreferred, [](const Spec& x, const Spec& y) { return x.preferred_level == y.preferred_level; },
+     [](const Spec& x) { return Quoted(x.preferred_level); }},
+    {kLabelPreemptible, [](const Spec& x, const Spec& y) { return x.preemptible == y.preemptible; },
+     [](const Spec& x) { return std::string(x.preemptible ? "true" : "false"); }},
+    {kLabelClass, [](const Spec& x, const Spec& y) { return x.workload_class == y.workload_class; },
+     [](const Spec& x) { return Quoted(std::string(WorkloadClassName(x.workload_class))); }},
+    {kLabelGpuModel, [](const Spec& x, const Spec& y) { return x.gpu_model == y.gpu_model; },
+     [](const Spec& x) { return Quoted(x.gpu_model); }},
+    {kLabelRuntimeLimit, [](const Spec& x, const Spec& y) { return x.runtime_limit_s == y.runtime_limit_s; },
+     [](const Spec& x) { return Span(x.runtime_limit_s); }},
+    {kLabelCheckpointInterval, [](const Spec& x, const Spec& y) { return x.checkpoint_interval_s == y.checkpoint_interval_s; },
+     [](const Spec& x) { return Span(x.checkpoint_interval_s); }},
+    {kLabelCheckpointOnNotice, [](const Spec& x, const Spec& y) { return x.checkpoint_on_notice_s == y.checkpoint_on_notice_s; },
+     [](const Spec& x) { return Span(x.checkpoint_on_notice_s); }},
+};
+
+// Whether two members of gang `key` (both with valid specs) disagree on a key of kGangFields: the
+// key and both values, or "" when they agree.
 std::string GangConflict(const std::string& key, const PodInfo& a, const PodInfo& b) {
   const PodSchedulingSpec& x = **a.spec;
   const PodSchedulingSpec& y = **b.spec;
-  auto says = [&](const char* field, const std::string& u, const std::string& v) {
-    return "gang " + key + ": its members disagree on " + field + ": " + u + " (pod " + a.name + ") and " + v + " (pod " +
-           b.name + "); every member of a gang must carry the same value";
-  };
-  if (x.gang_size != y.gang_size) return says(kLabelGangSize, std::to_string(x.gang_size), std::to_string(y.gang_size));
-  if (x.gang_min != y.gang_min) return says(kLabelGangMin, std::to_string(x.gang_min), std::to_string(y.gang_min));
-  if (x.queue != y.queue) return says(kLabelQueue, "\"" + x.queue + "\"", "\"" + y.queue + "\"");
+  for (const GangField& f : kGangFields) {
+    if (f.same(x, y)) continue;
+    return "gang " + key + ": its members disagree on " + f.key + ": " + f.show(x) + " (pod " + a.name + ") and " + f.show(y) +
+           " (pod " + b.name + "); every member of a gang must carry the same value";
+  }
   return {};
 }
 

@@ -93,12 +93,20 @@ void CensusTest::KubeRound() {
   for (int g = 0, n = 1 + Pick(rng_, 3); g < n; ++g) {
     const std::string gang = "g" + std::to_string(seq_++);
     const int size = 1 + Pick(rng_, 3);
+    PodInfo first;
     for (int i = 0; i < size; ++i) {
       PodInfo p = GangPod(gang + "-" + std::to_string(i), gang, size, Pick(rng_, 2) ? 8 : 4);
       p.labels[kLabelQueue] = Pick(rng_, 2) ? "qa" : "qb";
       p.priority = Pick(rng_, 4) == 0 ? 10 : 1;
       if (p.priority == 1) p.labels[kLabelPreemptible] = "true";
       if (Pick(rng_, 3) == 0) p.annotations[kLabelRuntimeLimit] = "1m";
+      // Every member carries its gang's keys, the first member's draws (members that disagree on
+      // them are a gang conflict: engine_gang_conflict_test.cc); the draws stay as many, so the
+      // random stream, and the rest of the churn, is unchanged.
+      if (i == 0) first = p;
+      p.labels = first.labels;
+      p.annotations = first.annotations;
+      p.priority = first.priority;
       p.creation_unix = now_;
       kube_[p.uid] = p;
     }

@@ -5,6 +5,8 @@
 // gang went round Permit timeouts with nothing saying why.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "engine/engine.h"
 #include "engine/engine_gang_constraints.h"
 #include "test/support/engine_fixture.h"
@@ -53,6 +55,51 @@ TEST_F(GangConflictTest, MembersInDifferentQueuesAreRefused) {
   b.labels[kLabelQueue] = "team-b";
   ASSERT_TRUE(Add({a, b}).ok());
   ExpectRefused("uid-a", "tidal.dev/queue: \"team-a\" (pod a) and \"team-b\" (pod b)");
+}
+
+// Members that disagree on any other key that shapes how the whole gang is planned, held, given
+// notice or ended are refused the same way, naming the key and both values (a key left out is its
+// default). Before, only size, minimum and queue were compared, and the gang was planned with the
+// spec of whichever member was tried first (PlanPod's) or the first by uid (Admit, reservations):
+// a launcher without topology-required beside workers with "leaf" enforced leaf or not by chance.
+TEST_F(GangConflictTest, MembersDisagreeingOnAnyKeyOfTheGangAreRefused) {
+  struct Case {
+    const char* key;
+    std::string a, b;  // "" = not set
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {kLabelTopologyRequired, "leaf", "", "tidal.dev/topology-required: \"leaf\" (pod a0) and (not set) (pod b0)"},
+      {kLabelTopologyPreferred, "nvlink", "leaf", "tidal.dev/topology-preferred: \"nvlink\" (pod a1) and \"leaf\" (pod b1)"},
+      {kLabelPreemptible, "true", "", "tidal.dev/preemptible: true (pod a2) and false (pod b2)"},
+      {kLabelClass, "training", "", "tidal.dev/class: \"training\" (pod a3) and \"batch\" (pod b3)"},
+      {kLabelGpuModel, "NVIDIA-H100-80GB-HBM3", "", "tidal.dev/gpu-model: \"NVIDIA-H100-80GB-HBM3\" (pod a4) and (not set)"},
+      {kLabelRuntimeLimit, "2h", "3h", "tidal.dev/runtime-limit: 2h (pod a5) and 3h (pod b5)"},
+      {kLabelCheckpointInterval, "30m", "", "tidal.dev/checkpoint-interval: 30m (pod a6) and (not set) (pod b6)"},
+      {kLabelCheckpointOnNotice, "", "90s", "tidal.dev/checkpoint-on-notice: (not set) (pod a7) and 1m30s (pod b7)"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const std::string n = std::to_string(i);
+    PodInfo a = GangPod("a" + n, "g" + n, 2), b = GangPod("b" + n, "g" + n, 2);
+    if (!c.a.empty()) a.annotations[c.key] = c.a;
+    if (!c.b.empty()) b.labels[c.key] = c.b;
+    ASSERT_TRUE(Add({a, b}).ok());
+    SCOPED_TRACE(c.key);
+    ExpectRefused("uid-a" + n, "gang team/g" + n + ": its members disagree on " + c.says);
+    ExpectRefused("uid-b" + n, c.key);
+  }
+  EXPECT_EQ(engine_->Stats().plans, 0);
+}
+
+// tidal.dev/gang-leader (and last-checkpoint) are per member: one member marked is no conflict.
+TEST_F(GangConflictTest, TheGangLeaderMarkIsPerMember) {
+  PodInfo a = Member("a", 2);
+  a.labels[kLabelGangLeader] = "true";
+  ASSERT_TRUE(Add({a, Member("b", 2)}).ok());
+  std::string gang;
+  EXPECT_TRUE(engine_->CheckPod("uid-b", &gang).ok());
+  EXPECT_TRUE(engine_->PlanPod("uid-b").status.ok());
 }
 
 // A member that joins with another size drops the plan made for the others.
