@@ -163,7 +163,7 @@ TEST(EngineConfigFields, ProfileErrorsNameTheirLine) {
   for (const auto& [plugins, want] : std::vector<std::pair<std::string, std::string>>{
            {"    - fairshare\n    - quota\n    - nosuch\n", "e.yaml:8: profile default: plugins[2] (nosuch): unknown plugin"},
            {"    - fairshare\n    - gang\n    - gang\n", "e.yaml:8: profile default: plugins[2] (gang): listed twice"},
-           {"    - fairshare\n    - {name: topology, weight: 500}\n", "e.yaml:7: profile default: plugins[1] (topology): weight"},
+           {"    - fairshare\n    - {name: topology, weight: 500}\n", "e.yaml:7: profile.plugins[1].weight: must be 1..100, got 500"},
            {"    - fairshare\n    - {name: gang, args: {x: 1}}\n", "e.yaml:7: profile default: plugins[1] (gang): args: x: unknown argument"}}) {
     std::string text = head + plugins;
     text.replace(text.find("  maxCandidates: 65\n"), 20, "  maxCandidates: 4\n");
@@ -177,7 +177,7 @@ TEST(EngineConfigFields, ProfileErrorsNameTheirLine) {
       << candidates.status().ToString();
   auto no_sort = ParseEngineConfig("profile:\n  plugins: [quota, gang]\n", "e.yaml");
   ASSERT_FALSE(no_sort.ok());
-  EXPECT_NE(no_sort.status().ToString().find("e.yaml:1: profile default: plugins: no QueueSort plugin"), std::string::npos)
+  EXPECT_NE(no_sort.status().ToString().find("e.yaml:2: profile default: plugins: no QueueSort plugin"), std::string::npos)
       << no_sort.status().ToString();
 }
 
