@@ -390,7 +390,8 @@ void Reconciler::Comment(const JobRecord& j, const std::string& id, const std::s
                          ReconcileStats& st) {
   // Every comment keeps Tidal's notes: an elastic job's node range, and on Tidal's pin its user's
   // --nodelist (UserPin).
-  const std::string text = TidalText(why) + TidalNotes(j, TidalPin(j));
+  // The comment keys Slurm's options replaced are named too (OverrideNote), before Tidal's notes.
+  const std::string text = TidalText(why + OverrideNote(j, cfg_)) + TidalNotes(j, TidalPin(j));
   // Only Tidal's own words are replaced: an admin's AdminComment is never overwritten.
   if (j.admin_comment == text || (!j.admin_comment.empty() && j.admin_comment.rfind(kTidalPrefix, 0) != 0)) return;
   if (*budget <= 0) return;
@@ -481,7 +482,8 @@ void Reconciler::Apply(const ClusterRecords& rec, const Desired& d, const v1::Ad
     }
     if (!ok) continue;  // never pin to a node Slurm does not offer now; the plan expires
     const std::string text = TidalText(std::string("released to ") + Join(nodes) +
-                                       (a.domain().empty() ? "" : " (" + a.domain() + ")")).substr(0, 250) +
+                                       (a.domain().empty() ? "" : " (" + a.domain() + ")") + OverrideNote(j, cfg_))
+                                 .substr(0, 250) +
                              TidalNotes(j, true);
     JobPin pin{nodes};
     // An elastic job runs on the nodes the engine gave it: Slurm must not add more up to MAX.

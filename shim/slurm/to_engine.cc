@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/api/duration.h"
 #include "core/api/limits.h"
 #include "shim/slurm/hostlist.h"
 #include "shim/slurm/job_fields.h"
@@ -273,6 +274,90 @@ std::string PendingArrayId(const JobRecord& j) {
   return out + "]";
 }
 
+namespace {
+
+// Members of a job that holds no nodes: MAX of an elastic job's range, else its node count.
+int64_t WaitingMembers(const JobRecord& j) {
+  const NodeRange range = NodeRangeOf(j);
+  return range.Elastic() ? range.max : std::max<int64_t>(1, j.node_count);
+}
+
+}  // namespace
+
+google::protobuf::Map<std::string, std::string> TidalKeys(const JobRecord& j, const std::string& id, int64_t members,
+                                                          const AdapterConfig& cfg, std::vector<std::string>* overridden) {
+  google::protobuf::Map<std::string, std::string> a;
+  const std::map<std::string, std::string> user = CommentKeys(j.comment);
+  a.insert(user.begin(), user.end());  // the user's keys first; Slurm's below win
+  // Slurm's value for `key` replaces the comment's; a comment value that differs is reported.
+  auto slurm = [&](const char* key, const std::string& value, const std::string& from) {
+    if (auto u = user.find(key); overridden != nullptr && u != user.end() && u->second != value) {
+      overridden->push_back(std::string(key) + "=" + u->second + " (" + from + ")");
+    }
+    a[key] = value;
+  };
+  // A key the comment may not set at all.
+  auto drop = [&](const char* key, const std::string& why) {
+    if (auto u = user.find(key); overridden != nullptr && u != user.end()) {
+      overridden->push_back(std::string(key) + "=" + u->second + " (" + why + ")");
+    }
+    a.erase(key);
+  };
+  // A job is one gang of its nodes. Slurm starts it on all its nodes or none: a gang-min is not
+  // Tidal's to honour (an elastic job's, --nodes=MIN-MAX, is its MIN: NodeRange). The leader is
+  // the batch host's member (MembersOf); a comment's would mark every member.
+  slurm("tidal.dev/gang", id, "a job is its own gang");
+  slurm("tidal.dev/gang-size", std::to_string(members), "its node count");
+  drop("tidal.dev/gang-min", "ask for a node range, --nodes=MIN-MAX");
+  drop("tidal.dev/gang-leader", "the batch host's member is the leader");
+  if (const NodeRange range = NodeRangeOf(j); range.Elastic() && range.min < members) {
+    a["tidal.dev/gang-min"] = std::to_string(range.min);
+  }
+  const std::string queue = QueueFor(cfg, j.account, j.partition, j.qos);
+  slurm("tidal.dev/queue", queue, "the queue of its account/partition/QOS is " + queue);
+  // Slurm enforces the time limit itself; Tidal plans with it, at most its 365-day cap. A comment
+  // value of the same limit ("2h" with --time=120) is not reported.
+  if (j.time_limit_min > 0) {
+    const int64_t limit_m = std::min<int64_t>(j.time_limit_min, limits::kMaxDurationS / 60);
+    const char* key = "tidal.dev/runtime-limit";
+    auto same = [&](const std::string& v) {
+      auto d = ParseDurationSeconds(v, key);
+      return d.ok() && *d == limit_m * 60;
+    };
+    const std::string limit = std::to_string(limit_m) + "m";
+    if (auto u = user.find(key); u != user.end() && same(u->second)) {
+      a[key] = limit;
+    } else {
+      slurm(key, limit, "--time is " + FormatDurationSeconds(limit_m * 60));
+    }
+  }
+  // The GPUs Slurm allocates are of its --gres type.
+  if (!j.gpu_model.empty()) slurm("tidal.dev/gpu-model", j.gpu_model, "its --gres type is " + j.gpu_model);
+  // --signal=[B:]SIG@TIME: the job acts on SIG and needs TIME seconds (the user's own key wins).
+  if (j.warn_signal > 0 && j.warn_time_s > 0 && !a.count("tidal.dev/checkpoint-on-notice")) {
+    a["tidal.dev/checkpoint-on-notice"] = std::to_string(std::min<int64_t>(j.warn_time_s, limits::kMaxDurationS)) + "s";
+  }
+  // --switches=1: all nodes under one switchLevel domain, unless the comment names a level itself.
+  if (j.req_switch == 1 && !cfg.switch_level.empty()) {
+    if (auto u = user.find("tidal.dev/topology-required"); u == user.end()) {
+      a["tidal.dev/topology-required"] = cfg.switch_level;
+    } else if (overridden != nullptr && u->second != cfg.switch_level) {
+      overridden->push_back("--switches=1 (" + cfg.switch_level + ") gives way to tidal.dev/topology-required=" + u->second);
+    }
+  }
+  return a;
+}
+
+std::string OverrideNote(const JobRecord& j, const AdapterConfig& cfg) {
+  if (j.comment.find("tidal.dev/") == std::string::npos && j.req_switch != 1) return "";
+  std::vector<std::string> overridden;
+  TidalKeys(j, j.id, WaitingMembers(j), cfg, &overridden);
+  if (overridden.empty()) return "";
+  std::string out = "; --comment keys Slurm's options replace:";
+  for (const auto& o : overridden) out += (out.back() == ':' ? " " : ", ") + o;
+  return out;
+}
+
 std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const AdapterConfig& cfg) {
   const JobStance stance = StanceOf(j);
   if (stance == JobStance::kFinished) return {};
@@ -285,8 +370,7 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
     std::sort(pin.begin(), pin.end());
     for (size_t i = 0; i < pin.size(); ++i) on.emplace_back(static_cast<uint32_t>(i), pin[i]);
   }
-  const NodeRange range = NodeRangeOf(j);
-  const int64_t members = !on.empty() ? static_cast<int64_t>(on.size()) : range.Elastic() ? range.max : std::max<int64_t>(1, j.node_count);
+  const int64_t members = !on.empty() ? static_cast<int64_t>(on.size()) : WaitingMembers(j);
   if (stance == JobStance::kActive && on.empty()) return {};  // no nodes reported: nothing to charge
   v1::Pod base;
   base.set_namespace_("slurm");
@@ -301,27 +385,7 @@ std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const 
     base.set_start_unix(j.start_time);
   }
   auto& a = *base.mutable_annotations();
-  // The user's keys first; Tidal's own below win.
-  for (const auto& [k, v] : CommentKeys(j.comment)) a[k] = v;
-  a["tidal.dev/gang"] = id;
-  a["tidal.dev/gang-size"] = std::to_string(members);
-  // Slurm starts a job on all its nodes or not at all: a gang-min from its --comment is not
-  // Tidal's to honour. An elastic job's (--nodes=MIN-MAX) is its MIN (NodeRange).
-  a.erase("tidal.dev/gang-min");
-  if (range.Elastic() && range.min < members) a["tidal.dev/gang-min"] = std::to_string(range.min);
-  a["tidal.dev/queue"] = QueueFor(cfg, j.account, j.partition, j.qos);
-  // Slurm enforces the time limit itself; Tidal plans with it, at most its 365-day cap.
-  if (j.time_limit_min > 0) {
-    a["tidal.dev/runtime-limit"] = std::to_string(std::min<int64_t>(j.time_limit_min, limits::kMaxDurationS / 60)) + "m";
-  }
-  if (!j.gpu_model.empty()) a["tidal.dev/gpu-model"] = j.gpu_model;
-  // --signal=[B:]SIG@TIME: the job acts on SIG and needs TIME seconds (the user's own key wins).
-  if (j.warn_signal > 0 && j.warn_time_s > 0 && !a.count("tidal.dev/checkpoint-on-notice")) {
-    a["tidal.dev/checkpoint-on-notice"] = std::to_string(std::min<int64_t>(j.warn_time_s, limits::kMaxDurationS)) + "s";
-  }
-  if (j.req_switch == 1 && !cfg.switch_level.empty() && !a.count("tidal.dev/topology-required")) {
-    a["tidal.dev/topology-required"] = cfg.switch_level;
-  }
+  a = TidalKeys(j, id, members, cfg, nullptr);
   a["slurm.tidal.dev/user"] = j.user;
   a["slurm.tidal.dev/account"] = j.account;
   a["slurm.tidal.dev/partition"] = j.partition;

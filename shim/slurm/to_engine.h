@@ -16,7 +16,9 @@
 // tidal.dev/checkpoint-on-notice=... wins), and the job's checkpoint report, the --comment key
 // tidal.dev/last-checkpoint=<RFC 3339 or unix seconds> (which a running job sets itself: `scontrol
 // update jobid=$SLURM_JOB_ID comment=...`; passed through as written: the engine ignores a value it
-// cannot read). The partition, --constraint (features joined by '&'), --exclude and a user's
+// cannot read). Which of Slurm's options win over a --comment key, and which give way: TidalKeys.
+// A value the engine refuses is the engine's to report (Admit lists the job waiting with it:
+// engine_admit.cc RefusedWaiting). The partition, --constraint (features joined by '&'), --exclude and a user's
 // --nodelist become node constraints.
 //
 // Job states: held or otherwise pending -> pending members; pending and released by Tidal (its
@@ -112,6 +114,21 @@ std::vector<std::string> JobIdsOf(const JobRecord& j);
 // range of more tasks (say, one split off since the read) updates it in place as well, plus the
 // split tasks it names, and splits nothing.
 std::string PendingArrayId(const JobRecord& j);
+
+// The Tidal keys every member of job `id` carries (MembersOf adds the leader mark to the batch
+// host's): the user's --comment keys, then Slurm's own, which win: tidal.dev/gang and gang-size
+// (the job is one gang of `members`), gang-min (dropped; an elastic job's MIN), gang-leader
+// (dropped: the batch host's member leads), queue (QueueFor, always), runtime-limit (--time
+// unless UNLIMITED), gpu-model (the --gres type, when it names one). The comment wins over
+// --signal (checkpoint-on-notice) and --switches=1 (topology-required). overridden (optional):
+// each comment key Slurm's options replaced with another value, or dropped, and a --switches=1
+// that gave way, as "KEY=VALUE (why)".
+google::protobuf::Map<std::string, std::string> TidalKeys(const JobRecord& j, const std::string& id, int64_t members,
+                                                          const AdapterConfig& cfg, std::vector<std::string>* overridden);
+// What a waiting or released job's AdminComment adds so its owner sees what of the comment did
+// not apply: "; --comment keys Slurm's options replace: tidal.dev/queue=x (the queue of its
+// account/partition/QOS is qa), ..." ("" when nothing; TidalKeys).
+std::string OverrideNote(const JobRecord& j, const AdapterConfig& cfg);
 
 // The members of job `id` (one of JobIdsOf(j)); empty when the job is not sent.
 std::vector<v1::Pod> MembersOf(const JobRecord& j, const std::string& id, const AdapterConfig& cfg);

@@ -67,22 +67,31 @@ _untouched() { held "$1" && [ "$(slurm_job_field "$1" AdminComment)" = "tidal: w
 
 # 8. Bad input is held with a reason its owner can read; the adapter keeps running.
 case_badinput() {
-  local u o g
+  local u o k g
   ensure_adapter
   u=$(submit nosuch --gres=gpu:1 -- 2)
   o=$(submit team-a --gres=gpu:1 --constraint='tidal-leaf-l0|tidal-leaf-l1' -- 2)
+  # A --comment value the engine refuses (before Dec 2026: held with no reason at all).
+  k=$(submit team-a --gres=gpu:1 --comment='mine tidal.dev/preemptible=True' -- 2)
   wait_for 10 "job $u (unknown account) gets an AdminComment naming its queue" comment_has "$u" 'queue "nosuch" is not configured'
   wait_for 10 "job $o (--constraint a|b) gets an AdminComment naming the constraint" comment_has "$o" "--constraint 'tidal-leaf-l0|tidal-leaf-l1'"
+  wait_for 10 "job $k (preemptible=True) gets an AdminComment naming the key and the accepted values" \
+    comment_has "$k" 'tidal.dev/preemptible: invalid value "True" (accepted: true, false)'
   held "$u" || fail "job $u not held"
   held "$o" || fail "job $o not held"
+  held "$k" || fail "job $k not held"
   check "unknown account: job $u held, '$(slurm_job_field "$u" AdminComment)'"
   check "--constraint a|b: job $o held, '$(slurm_job_field "$o" AdminComment)'"
-  g=$(submit team-a --gres=gpu:1 -- 1)
+  check "--comment tidal.dev/preemptible=True: job $k held, '$(slurm_job_field "$k" AdminComment)'"
+  # A comment key Slurm's option replaces (the queue is the account's): it runs, and says so.
+  g=$(submit team-a --gres=gpu:1 --comment='tidal.dev/queue=capped' -- 1)
   wait_for 20 "a good job $g next to the bad ones runs" is_state "$g" RUNNING
-  holds_for 2 "a bad job left the hold" eval "held $u && held $o"
+  comment_has "$g" "tidal.dev/queue=capped (the queue of its account/partition/QOS is team-a)" ||
+    fail "job $g: the AdminComment does not name the replaced comment key: '$(slurm_job_field "$g" AdminComment)'"
+  holds_for 2 "a bad job left the hold" eval "held $u && held $o && held $k"
   _alive adapter || fail "adapter exited"
   metric_is tidal_slurm_up 1 || fail "tidal_slurm_up is $(metric tidal_slurm_up)"
-  check "adapter alive, /metrics answers tidal_slurm_up 1, a good job $g runs beside them"
-  scancel "$u" "$o"
+  check "adapter alive, /metrics answers tidal_slurm_up 1, a good job $g runs beside them: '$(slurm_job_field "$g" AdminComment)'"
+  scancel "$u" "$o" "$k"
   wait_for 20 "queue empty" _queue_empty
 }
