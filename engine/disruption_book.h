@@ -43,6 +43,9 @@ std::string_view DisruptionCauseName(DisruptionCause c);
 // How far a tidal.dev/last-checkpoint stamp may be ahead of the engine's clock (clock skew
 // between the job's host and the engine); a stamp further ahead is ignored.
 inline constexpr int64_t kCheckpointSkewS = 300;
+// A tidal.dev/last-checkpoint stamp as work saved at now_s: one beyond the skew allowance is none
+// (-1), so it neither ends a notice nor makes its pod look cheap to evict or to take back.
+inline int64_t UsableCheckpoint(int64_t stamp_s, int64_t now_s) { return stamp_s > now_s + kCheckpointSkewS ? -1 : stamp_s; }
 
 struct DisruptionRecord {
   std::string id;  // the victim workload: "ns/gang" or "pod:ns/name"

@@ -55,7 +55,7 @@ int64_t Engine::OpenDisruptionLocked(const std::string& id, DisruptionCause caus
       since = b->second.since_s;
     }
     started = std::min(started, since);
-    if (pod.last_checkpoint_unix <= now + kCheckpointSkewS) checkpoint = std::max(checkpoint, pod.last_checkpoint_unix);
+    checkpoint = std::max(checkpoint, UsableCheckpoint(pod.last_checkpoint_unix, now));
     if (r.pods.size() == 1 && pod_gang_.count(uid)) {
       if (const auto& spec = SpecLocked(pod); spec.ok()) {
         r.notice_s = std::max<int64_t>(0, std::min({spec->checkpoint_on_notice_s, cfg_.max_notice_s, notice_cap_s}));

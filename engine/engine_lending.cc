@@ -149,7 +149,7 @@ void Engine::LendLocked(int64_t now) {
       auto p = pods_.find(uid);
       auto b = bound_since_.find(uid);  // since its start (status.startTime) once known
       if (p == pods_.end() || !p->second.UsesCapacity() || b == bound_since_.end()) return;
-      lost += p->second.request.gpus * std::max<int64_t>(0, now - std::max(b->second.since_s, p->second.last_checkpoint_unix));
+      lost += p->second.request.gpus * std::max<int64_t>(0, now - std::max(b->second.since_s, UsableCheckpoint(p->second.last_checkpoint_unix, now)));
     };
     if (auto g = gangs_.find(id); g != gangs_.end()) {
       for (const auto& uid : g->second.pods) add(uid);

@@ -191,7 +191,7 @@ Allocation Engine::GroupAllocationLocked(const std::string& id, const VictimGrou
   a.workload.min_members = a.workload.members;
   for (const auto& [uid, where] : g.members) {
     if (auto p = pods_.find(uid); p != pods_.end()) {
-      a.workload.last_checkpoint_s = std::max(a.workload.last_checkpoint_s, p->second.last_checkpoint_unix);
+      a.workload.last_checkpoint_s = std::max(a.workload.last_checkpoint_s, UsableCheckpoint(p->second.last_checkpoint_unix, clock_()));
     }
   }
   if (ours && first != nullptr) {

@@ -187,6 +187,20 @@ TEST_F(PreemptTest, NoVictimsForCapacityTheReservationBookHolds) {
   EXPECT_EQ(r.nominated_domain, "n" + std::to_string(node)) << "a one-node hold nominates the node";
 }
 
+// Bug: a tidal.dev/last-checkpoint stamp from the future (a host clock hours fast, local time
+// written as UTC) made its pod look like it would lose no work, so it was evicted first; it loses
+// everything since its start. A stamp beyond the clock-skew allowance counts as none.
+TEST_F(PreemptTest, AFutureCheckpointStampDoesNotMakeAPodTheCheapestVictim) {
+  FillWithLonePods({1000, 1000, 1000, 1000, 1000, 2000, 1000, 1000});  // busy5 lost least
+  PodInfo fast = Running(GangPod("busy2", "", 1), 2, 1000);
+  fast.annotations[kLabelLastCheckpoint] = std::to_string(now_ + 2 * 3600);
+  ASSERT_TRUE(Add({fast}).ok());
+  AddPending("urgent", 1, 100);
+  PreemptResult r = engine_->Preempt("uid-urgent0");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(Names(r), std::set<std::string>{"busy5"}) << "busy2 has run since 1000 and saved nothing";
+}
+
 // Bug: freed capacity was not held: while the victims terminated any other pod could take it, and
 // the preemptor preempted again.
 TEST_F(PreemptTest, FreedCapacityIsHeldForThePreemptorUntilItPlans) {
