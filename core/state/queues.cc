@@ -182,6 +182,11 @@ AdmissionResult QuotaLedger::CheckAdmission(int leaf, const ResVec& req) const {
   for (int r = 0; r < t.resources(); ++r) {
     if (req[static_cast<size_t>(r)] <= 0) continue;
     const std::string& rn = cfg.resources[static_cast<size_t>(r)];
+    // Rule 2's premise at the leaf itself: a leaf within its nominal is always entitled to it,
+    // whatever its ancestors use. Its ancestors' nominals hold their children's (QueueTree::Build
+    // checks that), so an ancestor over its nominal or borrowing limit got there through other
+    // queues' borrowing, which preemption reclaims; judging the leaf by it refused the entitlement.
+    if (const int64_t ln = t.Spec(leaf).nominal[static_cast<size_t>(r)]; ln < kUnlimited && U(leaf, r) <= ln) continue;
     for (int a = leaf; a > 0; a = t.Parent(a)) {
       const QueueSpec& s = t.Spec(a);
       const int64_t n = s.nominal[static_cast<size_t>(r)];

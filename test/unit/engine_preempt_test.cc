@@ -393,5 +393,46 @@ TEST(EnginePreemptTest, QueueWithinItsNominalReclaimsFromABorrowingQueue) {
   EXPECT_TRUE(more.victims.empty());
 }
 
+// The same in a tree (org 48 > a 32, b 16; other 16): b borrowed a's idle share (40 GPUs), other
+// holds its 16, a runs 8 and asks for 16 more, within its nominal. It was refused by org's rule
+// ("would borrow beyond what its cohort cluster can lend") and nothing was reclaimed for it.
+TEST(EnginePreemptTest, AQueueWithinItsNominalReclaimsFromASiblingThatBorrowedItsParentOverNominal) {
+  auto cfg = ParseEngineConfig(
+      "queues:\n  - {name: org, nominal: {gpus: 48}}\n  - {name: a, parent: org, nominal: {gpus: 32}}\n"
+      "  - {name: b, parent: org, nominal: {gpus: 16}}\n  - {name: other, nominal: {gpus: 16}}\n",
+      "t.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto e = Engine::Create(*cfg, [] { return int64_t{5000}; });
+  ASSERT_TRUE(e.ok());
+  SyncBatch batch;
+  batch.resync = true;
+  const std::vector<std::string> owner = {"b", "b", "b", "b", "b", "a", "other", "other"};
+  for (int i = 0; i < 8; ++i) {
+    batch.upsert_nodes.push_back(GpuNode("n" + std::to_string(i), "l" + std::to_string(i / 4), "v" + std::to_string(i / 2)));
+    PodInfo p = GangPod(owner[static_cast<size_t>(i)] + std::to_string(i), "", 1);
+    p.labels[kLabelQueue] = owner[static_cast<size_t>(i)];
+    p.node_name = "n" + std::to_string(i);
+    p.phase = PodPhase::kRunning;
+    p.creation_unix = 1000;
+    p.start_unix = 1000;
+    batch.upsert_pods.push_back(p);
+  }
+  for (int i = 0; i < 2; ++i) {
+    PodInfo p = GangPod("a-want" + std::to_string(i), "a-want", 2);
+    p.labels[kLabelQueue] = "a";
+    batch.upsert_pods.push_back(p);
+  }
+  uint64_t gen = 0;
+  ASSERT_TRUE((*e)->Sync(batch, &gen).ok());
+  PlanResult plan = (*e)->PlanPod("uid-a-want0");
+  ASSERT_FALSE(plan.status.ok());
+  EXPECT_EQ(plan.status.ToString().find("can lend"), std::string::npos) << "a is within its nominal: " << plan.status.ToString();
+  PreemptResult r = (*e)->Preempt("uid-a-want0");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.reason, "reclaim");
+  EXPECT_EQ(r.victims.size(), 2u) << "exactly the two nodes a needs";
+  for (const auto& v : r.victims) EXPECT_EQ(v.name.substr(0, 1), "b") << v.name;
+}
+
 }  // namespace
 }  // namespace tidal

@@ -76,6 +76,25 @@ INSTANTIATE_TEST_SUITE_P(
         AdmitCase{"FullOwnNominal", 32, 32, 1, false, false, "queue a uses 32/32 gpus"}),
     [](const ::testing::TestParamInfo<AdmitCase>& i) { return i.param.name; });
 
+// Bug: a queue within its nominal quota was refused when its parent was over the parent's
+// nominal because a sibling borrowed (org 48 > a 32, b 16; b runs 40, a 8; other 16 at the top):
+// "queue org would borrow beyond what its cohort cluster can lend". A queue within its nominal is
+// always admitted (children's nominals fit in the parent's): the borrowed work is reclaimed.
+TEST(QuotaLedger, AQueueWithinItsNominalIsAdmittedWhileASiblingBorrowsItsParentOverNominal) {
+  QuotaLedger l = MakeLedger({Q("org", "", 48), Q("a", "org", 32), Q("b", "org", 16), Q("other", "", 16)}, 64);
+  const int a = l.tree().Find("a"), b = l.tree().Find("b"), other = l.tree().Find("other");
+  ASSERT_TRUE(l.Charge("b-run", b, G(40), true).ok());
+  ASSERT_TRUE(l.Charge("a-run", a, G(8), false).ok());
+  ASSERT_TRUE(l.Charge("other-run", other, G(16), false).ok());
+  AdmissionResult within = l.CheckAdmission(a, G(16));
+  EXPECT_TRUE(within.status.ok()) << within.status.ToString();
+  EXPECT_FALSE(within.borrowing);
+  AdmissionResult past = l.CheckAdmission(a, G(32));
+  EXPECT_FALSE(past.status.ok()) << "40 of a's 32 borrows, and nothing is lendable";
+  AdmissionResult sibling = l.CheckAdmission(b, G(8));
+  EXPECT_FALSE(sibling.status.ok()) << "b is over its nominal already";
+}
+
 // Regression: Describe said "uses 48/32 gpus (borrowing limit 16, borrowed 48)", as if the queue
 // were over its limit: "borrowed" counted every GPU of work admitted while over nominal.
 TEST(QuotaLedger, DescribeSaysHowFarOverNominalApartFromWorkOnBorrowedQuota) {
