@@ -204,7 +204,8 @@ Status CheckNodeLabels(const Node& n, const TopologyLevels& levels, const std::s
                            l.name + "; give labels or switch)");
     }
     if (!IsValidLabelValue(it->second)) {
-      return Status::Error(field + ".labels." + l.label_key + ": invalid value \"" + it->second.substr(0, 100) +
+      return Status::Error(field + ".labels." + l.label_key + ": node " + n.name + ", topology level " + l.name +
+                           ": invalid value \"" + it->second.substr(0, 100) +
                            "\" (1-63 characters [A-Za-z0-9._-], starting and ending alphanumeric)");
     }
   }
