@@ -8,7 +8,8 @@
 # minAvailable 15 of its 16 pods (disruptionsAllowed 1: the Eviction API would take one pod and
 # refuse the rest). A higher-priority leaf gang arrives. The shim checks every victim gang whole
 # before the first eviction: the keep gangs are skipped and reported (TidalPreemptionBlocked), the
-# engine chooses again, and "free" is evicted whole; the keep gangs keep all 16 pods; the engine's
+# engine chooses again, and "free" is evicted whole, each of its pods with a TidalDisrupted event
+# naming the preemption and the preemptor; the keep gangs keep all 16 pods; the engine's
 # tidal_preemptions_total grows by exactly one (evictions done, not proposals).
 # PDB status needs kube-controller-manager's disruption controller: started here unless running,
 # stopped again at the end (test/e2e/lib/kcm-up.sh).
@@ -58,6 +59,9 @@ case_preempt-pdb() {
     has_event $ns TidalPreemptionBlocked "allows 1 disruption(s)"
   events $ns TidalPreemptionBlocked | head -n 1 | cut -f3 | cut -c1-200 | sed 's/^/    event: /' >&2
   check "gang free (no PDB) was evicted whole" until_true 10 eval "[ \$(k get pods -n $ns -l tidal.dev/gang=free -o name | grep -c .) -eq 0 ]"
+  n=$(events $ns TidalDisrupted | grep -F "preemption: priority preemption by $ns/high-" | grep -F "(queue default)" | cut -f1 | grep '^free-' | sort -u | grep -c . || true)
+  check "each evicted pod of free has a TidalDisrupted event naming the cause, the preemptor and its queue ($n of 16)" test "$n" -eq 16
+  events $ns TidalDisrupted | head -n 1 | cut -f3 | cut -c1-200 | sed 's/^/    event: /' >&2
   sleep 1  # a broken gang would show by now
   for g in keep1 keep2 keep3; do
     n=$(k get pods -n $ns -l tidal.dev/gang=$g --field-selector=status.phase=Running -o name | grep -c . || true)

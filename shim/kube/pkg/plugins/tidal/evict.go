@@ -87,6 +87,7 @@ func (p *Plugin) evictWhole(ctx context.Context, refs []*tidalv1.PodRef) (errs [
 type victimGang struct {
 	id                          string
 	pods                        []*tidalv1.PodRef
+	queue                       string // the engine's name for its queue ("" unknown)
 	noticeSeconds, deadlineUnix int64
 	// slurm: a Slurm job, requeued by tidal-slurm (the engine hands it the disruption); the shim
 	// neither checks budgets for it nor evicts it.

@@ -13,6 +13,11 @@ package tidal
 // nominates, the engine holds the capacity for the preemptor, and the disruption poller
 // (disruptions.go) evicts it when the engine says so (a checkpoint reported, or the deadline).
 //
+// Events: the preemptor gets TidalPreempting ("preempts", or "reclaims ... from queue Q" for a
+// quota reclaim); each pod evicted here gets a Warning TidalDisrupted on itself naming the cause,
+// the preemptor and its queue (victimNote), as the pods the disruption poller evicts do. The queues
+// are the engine's (PreemptResponse.queue, VictimGang.queue): the shim does not resolve queues.
+//
 // Slurm jobs: a victim workload on the Slurm door (VictimGang.door SLURM) is tidal-slurm's to
 // requeue; the shim only names it in the Preempting event, and its pods are not in victims.
 //
@@ -28,6 +33,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -45,7 +52,7 @@ const maxPreemptRounds = 4
 func victimGangs(resp *tidalv1.PreemptResponse) []victimGang {
 	var out []victimGang
 	for _, g := range resp.GetVictimGangs() {
-		out = append(out, victimGang{id: g.GetId(), pods: g.GetPods(),
+		out = append(out, victimGang{id: g.GetId(), pods: g.GetPods(), queue: g.GetQueue(),
 			noticeSeconds: g.GetNoticeSeconds(), deadlineUnix: g.GetDeadlineUnix(), slurm: g.GetDoor() == tidalv1.FrontDoor_SLURM})
 	}
 	if len(out) == 0 && len(resp.GetVictims()) > 0 {
@@ -122,6 +129,7 @@ func (p *Plugin) evictGangs(ctx context.Context, pod *v1.Pod, ref *tidalv1.PodRe
 		refused, noticed, requeue string
 	}
 	outs := make([]outcome, len(gangs))
+	preemptor := key(pod)
 	eachOf(len(gangs), actionWorkers, func(gi int) {
 		vg, o := gangs[gi], &outs[gi]
 		switch {
@@ -135,11 +143,17 @@ func (p *Plugin) evictGangs(ctx context.Context, pod *v1.Pod, ref *tidalv1.PodRe
 			p.notice(ctx, vg.pods, preemptionCause(resp.GetReason()), fmt.Sprintf("for %s (%s)", key(pod), resp.GetReason()), deadline)
 			o.noticed = orDefault(vg.id, joinRefs(vg.pods))
 		default:
+			live := make([]*v1.Pod, len(vg.pods)) // before the eviction: the lister drops a terminating pod
+			for i, r := range vg.pods {
+				live[i] = p.livePod(r)
+			}
 			errs, at := p.evictWhole(ctx, vg.pods)
+			note := victimNote(p.profile, resp.GetReason(), preemptor, resp.GetQueue(), vg.queue)
 			for i, err := range errs {
 				switch {
 				case err == nil:
 					o.evicted = append(o.evicted, vg.pods[i])
+					p.event(eventPod(live[i], vg.pods[i]), v1.EventTypeWarning, ReasonDisrupted, note)
 				case apierrors.IsNotFound(err), err == errNotTried:
 					// gone already; or left whole after its first eviction was refused
 				default:
@@ -174,7 +188,8 @@ func (p *Plugin) evictGangs(ctx context.Context, pod *v1.Pod, ref *tidalv1.PodRe
 	if len(requeued) > 0 {
 		named = append(named, "Slurm job(s) "+joinStrings(requeued)+" (tidal-slurm requeues them)")
 	}
-	note := fmt.Sprintf("tidal-engine preempts %s for this pod", strings.Join(named, " and "))
+	note := fmt.Sprintf("tidal-engine %s %s%s for this pod", preemptVerb(resp.GetReason()), strings.Join(named, " and "),
+		reclaimedFrom(resp.GetReason(), resp.GetQueue(), gangs))
 	if where != "" {
 		note += " (" + where + ")"
 	}
@@ -198,6 +213,74 @@ func preemptionCause(reason string) string {
 		return "reclaim"
 	}
 	return "preemption"
+}
+
+// preemptVerb is what the preemptor's event says the engine does, by PreemptResponse.reason.
+func preemptVerb(reason string) string {
+	switch reason {
+	case "reclaim":
+		return "reclaims"
+	case "priority+reclaim":
+		return "preempts and reclaims"
+	}
+	return "preempts"
+}
+
+// reclaimedFrom is " from queue(s) A, B" for a reclaim: the queues of the victims (other than the
+// preemptor's own), as the engine named them; "" when it is no reclaim or names none.
+func reclaimedFrom(reason, own string, gangs []victimGang) string {
+	if !strings.Contains(reason, "reclaim") {
+		return ""
+	}
+	var qs []string
+	seen := map[string]bool{own: true, "": true}
+	for _, g := range gangs {
+		if !seen[g.queue] {
+			seen[g.queue] = true
+			qs = append(qs, g.queue)
+		}
+	}
+	if len(qs) == 0 {
+		return ""
+	}
+	sort.Strings(qs)
+	if len(qs) == 1 {
+		return " from queue " + qs[0]
+	}
+	return " from queues " + joinStrings(qs)
+}
+
+// victimNote is the TidalDisrupted message on a pod evicted for preemptor, in the disruption
+// poller's form ("evicted by PROFILE: CAUSE: ..."), e.g. "evicted by tidal-scheduler: reclaim:
+// quota reclaim by ml/w-0 (queue team-a) from queue default". A queue the engine did not name
+// (an older engine) is left out.
+func victimNote(profile, reason, preemptor, queue, victimQueue string) string {
+	var what string
+	switch reason {
+	case "reclaim":
+		what = "quota reclaim"
+	case "priority+reclaim":
+		what = "priority preemption and quota reclaim"
+	default:
+		what = "priority preemption"
+	}
+	note := fmt.Sprintf("evicted by %s: %s: %s by %s", profile, preemptionCause(reason), what, preemptor)
+	if queue != "" {
+		note += " (queue " + queue + ")"
+	}
+	if strings.Contains(reason, "reclaim") && victimQueue != "" && victimQueue != queue {
+		note += " from queue " + victimQueue
+	}
+	return note
+}
+
+// eventPod is the object a victim's event is about: the pod as the lister had it, else one built
+// from the engine's reference (kind, namespace, name and UID are what an event records).
+func eventPod(pod *v1.Pod, r *tidalv1.PodRef) *v1.Pod {
+	if pod != nil {
+		return pod
+	}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.GetNamespace(), Name: r.GetName(), UID: types.UID(r.GetUid())}}
 }
 
 // appendNonEmpty appends s unless it is empty.

@@ -61,7 +61,7 @@ type env struct {
 	plugin   *Plugin
 	fw       framework.Framework
 	cs       *fake.Clientset
-	rec      *events.FakeRecorder
+	rec      *objRecorder // events.FakeRecorder's lines, and which object each is on
 	act      *activator
 	nodeInfo func(string) fwk.NodeInfo
 }
@@ -92,7 +92,7 @@ func newEnvWrapped(t *testing.T, heldBy string, wrap func(*fake.Clientset) kuber
 	t.Helper()
 	sock := enginetest.Socket(t)
 	e := &env{t: t, eng: enginetest.Start(t, sock, "epoch-1"), cs: fake.NewClientset(objs...),
-		rec: events.NewFakeRecorder(100), act: &activator{pods: map[string]bool{}}}
+		rec: &objRecorder{FakeRecorder: events.NewFakeRecorder(100)}, act: &activator{pods: map[string]bool{}}}
 	if heldBy != "" {
 		e.eng.Hold(t, tidalv1.FrontDoor_KUBERNETES, heldBy)
 	}
