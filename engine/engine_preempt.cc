@@ -235,6 +235,7 @@ PreemptResult Engine::Preempt(const std::string& uid) {
   if (g.plan) return out.status = Status::Unschedulable("gang " + g.key + " already has a plan", "preemption"), out;
   const auto& spec = SpecLocked(pit->second);
   if (!spec.ok()) return out.status = spec.status(), out;
+  out.queue = spec->queue;
   auto w = GangWorkloadLocked(g, *spec, nullptr);
   if (!w) return out.status = Status::Unschedulable("gang " + g.key + " has nothing left to place", "preemption"), out;
   ExpireHoldsLocked();
@@ -263,12 +264,15 @@ PreemptResult Engine::Preempt(const std::string& uid) {
   auto add_victim = [&](const std::string& id, const std::vector<std::string>& uids) {
     std::vector<PodRefInfo> pods;
     FrontDoor door = FrontDoor::kKubernetes;
+    std::string queue;
     for (const auto& u : uids) {
       auto p = pods_.find(u);
       if (p == pods_.end()) continue;
       pods.push_back({p->second.uid, p->second.ns, p->second.name});
       if (p->second.door == FrontDoor::kSlurm) door = FrontDoor::kSlurm;
+      if (const auto& ps = SpecLocked(p->second); queue.empty() && ps.ok()) queue = ps->queue;
     }
+    out.victim_queues.push_back(queue);
     if (door == FrontDoor::kKubernetes) out.victims.insert(out.victims.end(), pods.begin(), pods.end());
     out.victim_gangs.emplace_back(id, std::move(pods));
     out.victim_doors.push_back(door);

@@ -75,6 +75,10 @@ struct PreemptResult {
   // Per victim_gangs entry: the front door that evicts it. Slurm jobs are requeued by tidal-slurm
   // (its Disruptions poll), not by the caller; their pods are not in `victims`.
   std::vector<FrontDoor> victim_doors;
+  // Per victim_gangs entry: its queue ("" unknown); and the preemptor's queue. The front door
+  // names them in its events (a reclaim takes quota back from the victim's queue).
+  std::vector<std::string> victim_queues;
+  std::string queue;
   // A node name when the preemptor's held capacity is on one node; else the topology domain.
   std::string nominated_domain, reason;
   double lost_gpu_seconds = 0;

@@ -358,9 +358,13 @@ grpc::Status EngineService::Preempt(grpc::ServerContext*, const v1::PodRef* req,
       if (size_t i = static_cast<size_t>(resp->victim_gangs_size() - 1); i < r.victim_doors.size()) {
         g->set_door(r.victim_doors[i] == FrontDoor::kSlurm ? v1::SLURM : v1::KUBERNETES);
       }
+      if (size_t i = static_cast<size_t>(resp->victim_gangs_size() - 1); i < r.victim_queues.size()) {
+        g->set_queue(r.victim_queues[i]);
+      }
     }
     resp->set_nominated_node(r.nominated_domain);
     resp->set_reason(r.reason);
+    resp->set_queue(r.queue);
     return grpc::Status::OK;
   });
 }

@@ -432,6 +432,10 @@ TEST(EnginePreemptTest, AQueueWithinItsNominalReclaimsFromASiblingThatBorrowedIt
   EXPECT_EQ(r.reason, "reclaim");
   EXPECT_EQ(r.victims.size(), 2u) << "exactly the two nodes a needs";
   for (const auto& v : r.victims) EXPECT_EQ(v.name.substr(0, 1), "b") << v.name;
+  // The front door names the queues in its events: the preemptor's, and each victim's (reclaimed from).
+  EXPECT_EQ(r.queue, "a");
+  ASSERT_EQ(r.victim_queues.size(), r.victim_gangs.size());
+  for (const auto& q : r.victim_queues) EXPECT_EQ(q, "b");
 }
 
 }  // namespace
