@@ -133,14 +133,7 @@ void Engine::RechargeBoundLocked() {
   // Borrowing or not is judged as at admission, against what the queue holds already.
   for (const auto& [uid, where] : charged_) {
     if (ledger_.charges().count(uid)) continue;
-    auto p = pods_.find(uid);
-    if (p == pods_.end()) continue;
-    const auto& spec = SpecLocked(p->second);
-    if (!spec.ok()) continue;
-    const int q = ledger_.tree().Find(spec->queue);
-    if (q <= 0 || !ledger_.tree().IsLeaf(q)) continue;
-    const ResVec req = ledger_.tree().Request(p->second.request, NodeModelLocked(p->second.node_name));
-    ChargePodLocked(p->second, ledger_.CheckAdmission(q, req).borrowing);
+    if (auto p = pods_.find(uid); p != pods_.end()) ChargePodLocked(p->second, std::nullopt);
   }
 }
 

@@ -221,7 +221,8 @@ class Engine {
 
   Engine(EngineConfig cfg, Clock clock, std::shared_ptr<const QueueTree> tree);
   Status BuildSchedulerLocked();
-  void ChargePodLocked(const PodInfo& p, bool borrowed);
+  // borrowed: from the plan the pod bound on; none: judged against what its queue holds already.
+  void ChargePodLocked(const PodInfo& p, std::optional<bool> borrowed);
   void RechargeBoundLocked();  // after a reload: bound work its queue's ledger does not hold yet
   void KeepRunningSpecLocked(PodInfo& in);  // a running pod's unreadable keys are not applied
   Status UpsertPodLocked(PodInfo p);

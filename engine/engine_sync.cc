@@ -13,6 +13,7 @@
 // Threading: Sync takes mu_; the *Locked functions run under it.
 #include <algorithm>
 
+#include "core/api/duration.h"
 #include "core/api/limits.h"
 #include "engine/engine.h"
 
@@ -37,21 +38,24 @@ Status CheckNodeBounds(const NodeInfo& n) {
 
 }  // namespace
 
-void Engine::ChargePodLocked(const PodInfo& p, bool borrowed) {
+void Engine::ChargePodLocked(const PodInfo& p, std::optional<bool> borrowed) {
   // Bound pods are charged to their queue whoever scheduled them, if they name one (Tidal pods
-  // always have one: "default" unless labelled).
+  // always have one: "default" unless labelled). A pod bound on no plan of this engine's (bound by
+  // another scheduler, or first seen running after a restart) is judged as at admission: the part
+  // of the queue's work above its nominal is on borrowed quota, after a restart as before it.
   const bool ours = OursLocked(p);
   if (!ours && !p.labels.count(kLabelQueue) && !p.annotations.count(kLabelQueue)) return;
   const auto& spec = SpecLocked(p);
   if (!spec.ok()) return;
   const int q = ledger_.tree().Find(spec->queue);
   if (q <= 0 || !ledger_.tree().IsLeaf(q)) return;
-  (void)ledger_.Charge(p.uid, q, ledger_.tree().Request(p.request, NodeModelLocked(p.node_name)), borrowed);
+  const ResVec req = ledger_.tree().Request(p.request, NodeModelLocked(p.node_name));
+  (void)ledger_.Charge(p.uid, q, req, borrowed.has_value() ? *borrowed : ledger_.CheckAdmission(q, req).borrowing);
 }
 
 void Engine::ApplyBoundLocked(const PodInfo& p) {
   bound_by_queue_door_.reset();
-  bool borrowed = false;
+  std::optional<bool> borrowed;  // the plan's, when it bound on one
   if (auto g = pod_gang_.find(p.uid); g != pod_gang_.end()) {
     auto gi = gangs_.find(g->second);
     if (gi != gangs_.end() && gi->second.plan) {
@@ -190,21 +194,69 @@ void Engine::ParseSpecLocked(PodInfo& p) {
   last_parsed_uid_ = p.uid;
 }
 
+namespace {
+// The spec a running pod runs with after an edit of its keys (kubectl label/annotate, scontrol
+// update Comment=): what says which work it is and what it is entitled to stays as it ran (queue,
+// gang, size, minimum, class, placement keys: a changed gang would split a rigid gang, a changed
+// queue move its charge); it may give more (become preemptible, shorten or set its runtime limit,
+// declare checkpoints) but not take (become non-preemptible, lengthen or drop its limit). *kept
+// lists the edits not applied, by key: "tidal.dev/gang: other (runs as rg)".
+PodSchedulingSpec RunningSpec(const PodSchedulingSpec& runs, const PodSchedulingSpec& edit, std::string* kept) {
+  PodSchedulingSpec out = edit;
+  auto keep = [&](const char* key, auto& field, const auto& ran, const std::string& to, const std::string& from) {
+    if (field == ran) return;
+    field = ran;
+    *kept += (kept->empty() ? "" : "; ") + std::string(key) + ": " + (to.empty() ? "(none)" : to) + " (runs as " +
+             (from.empty() ? "(none)" : from) + ")";
+  };
+  auto dur = [](int64_t s) { return s > 0 ? FormatDurationSeconds(s) : std::string(); };
+  keep(kLabelQueue, out.queue, runs.queue, edit.queue, runs.queue);
+  keep(kLabelGang, out.gang, runs.gang, edit.gang, runs.gang);
+  out.gang_from = runs.gang_from;
+  keep(kLabelGangSize, out.gang_size, runs.gang_size, std::to_string(edit.gang_size), std::to_string(runs.gang_size));
+  keep(kLabelGangMin, out.gang_min, runs.gang_min, std::to_string(edit.gang_min), std::to_string(runs.gang_min));
+  keep(kLabelTopologyRequired, out.required_level, runs.required_level, edit.required_level, runs.required_level);
+  keep(kLabelTopologyPreferred, out.preferred_level, runs.preferred_level, edit.preferred_level, runs.preferred_level);
+  keep(kLabelGpuModel, out.gpu_model, runs.gpu_model, edit.gpu_model, runs.gpu_model);
+  keep(kLabelClass, out.workload_class, runs.workload_class, std::string(WorkloadClassName(edit.workload_class)),
+       std::string(WorkloadClassName(runs.workload_class)));
+  keep("exclusive topology group", out.exclusive_group, runs.exclusive_group, edit.exclusive_group, runs.exclusive_group);
+  out.exclusive_key = runs.exclusive_key;
+  if (runs.preemptible) keep(kLabelPreemptible, out.preemptible, runs.preemptible, "false", "true");
+  if (runs.runtime_limit_s > 0 && (edit.runtime_limit_s == 0 || edit.runtime_limit_s > runs.runtime_limit_s)) {
+    keep(kLabelRuntimeLimit, out.runtime_limit_s, runs.runtime_limit_s, dur(edit.runtime_limit_s), dur(runs.runtime_limit_s));
+  }
+  return out;
+}
+}  // namespace
+
 void Engine::KeepRunningSpecLocked(PodInfo& in) {
-  // A running pod's keys edited to a value the engine cannot read (kubectl label/annotate,
-  // scontrol update Comment=) must not take it out of its queue's charge, its gang, its runtime
-  // limit or the victims' order: it keeps the last spec the engine read, and the refused value is
-  // kept to explain. A pod first seen running so (after a restart or a resync) keeps its queue and
-  // gang from those keys alone, the others at their defaults: unknown is never "gone".
-  if (!in.UsesCapacity() || !in.spec || in.spec->ok()) return;
-  in.spec_not_applied = in.spec->status();
-  if (auto known = pods_.find(in.uid); known != pods_.end() && known->second.spec && known->second.spec->ok()) {
-    in.spec = known->second.spec;
-  } else {
+  // A running pod's keys edited meanwhile apply as RunningSpec allows; the rest is kept to explain.
+  // A value the engine cannot read applies nothing. A pod first seen running with such a value
+  // (after a restart or a resync) keeps its queue and gang from those keys alone, the others at
+  // their defaults: unknown is never "gone".
+  if (!in.UsesCapacity() || !in.spec) return;
+  auto known = pods_.find(in.uid);
+  if (known != pods_.end() && known->second.UsesCapacity() && known->second.spec && known->second.spec->ok()) {
+    if (in.spec == known->second.spec) return;
+    if (!in.spec->ok()) {
+      in.spec_not_applied = in.spec->status();
+      in.spec = known->second.spec;
+    } else {
+      std::string kept;
+      PodSchedulingSpec s = RunningSpec(**known->second.spec, **in.spec, &kept);
+      if (kept.empty()) return;  // every edit applies (or none was made)
+      in.spec_not_applied = Status::Error("edits while it runs: " + kept, "podspec");
+      in.spec = std::make_shared<const StatusOr<PodSchedulingSpec>>(std::move(s));
+    }
+  } else if (!in.spec->ok()) {
+    in.spec_not_applied = in.spec->status();
     PodSchedulingSpec s;
     if (!podkeys::ResolveQueue(in.labels, in.annotations, &s).ok() || !podkeys::ResolveGang(in.labels, in.annotations, &s).ok()) return;
     if (const int q = ledger_.tree().Find(s.queue); q > 0) s.queue = ledger_.tree().Name(q);  // a former name
     in.spec = std::make_shared<const StatusOr<PodSchedulingSpec>>(std::move(s));
+  } else {
+    return;
   }
   last_parsed_uid_.clear();  // its spec is not its labels': ParseSpecLocked must not reuse it for others
 }
@@ -255,8 +307,12 @@ Status Engine::UpsertPodLocked(PodInfo in) {
       ApplyBoundLocked(p);
     }
     // Run time counts from the start the kubelet reports once there is one (an image pull is not
-    // run time), also for pods the engine first sees after a restart.
-    if (auto b = bound_since_.find(p.uid); b != bound_since_.end() && p.start_unix > 0) b->second.since_s = p.start_unix;
+    // run time), also for pods the engine first sees after a restart; a limit it shortened or set
+    // while running (KeepRunningSpecLocked lets no other edit through) is the one enforced.
+    if (auto b = bound_since_.find(p.uid); b != bound_since_.end()) {
+      if (p.start_unix > 0) b->second.since_s = p.start_unix;
+      if (const auto& sp = SpecLocked(p); sp.ok()) b->second.runtime_limit_s = sp->runtime_limit_s;
+    }
   } else if (charged != charged_.end()) {
     if (p.phase == PodPhase::kFailed) NoteMemberLostLocked(p, "failed");  // its gang may be left half-running
     NoteMemberEndLocked(p.uid, MemberEndOf(p, was_going));                // how it ended (engine_runtime.cc)

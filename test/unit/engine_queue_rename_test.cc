@@ -138,5 +138,62 @@ TEST_F(QueueRenameTest, APodFirstSeenRunningWithAnUnreadableKeyIsChargedToItsQue
   EXPECT_NE(text.find("not applied"), std::string::npos) << text;
 }
 
+// kubectl label pod rg-1 tidal.dev/gang=other on a running member split the rigid gang: rg was
+// booked 2 of 3 bound and "other" 1 of 3, both pending, with no event and nothing evicted. A running
+// pod keeps what it is and is entitled to (explain names the edits not applied); edits that give
+// (a shorter limit, a checkpoint declared) apply.
+TEST_F(QueueRenameTest, ARunningMembersKeysEditedStayTheOnesItRunsWith) {
+  Reload(kLlm);
+  std::vector<PodInfo> rg;
+  for (int i = 0; i < 2; ++i) {
+    rg.push_back(GangPod("rg-" + std::to_string(i), "rg", 2));
+    rg.back().labels[kLabelQueue] = "llm";
+    rg.back().labels[kLabelRuntimeLimit] = "20m";
+    rg.back().creation_unix = 1;
+  }
+  ASSERT_TRUE(Add(rg).ok());
+  std::vector<std::string> nodes;
+  for (const auto& p : rg) {
+    PlanResult plan = engine_->PlanPod(p.uid);
+    ASSERT_TRUE(plan.status.ok()) << plan.status.ToString();
+    ASSERT_TRUE(engine_->Reserve(p.uid, plan.node).ok());
+    nodes.push_back(plan.node);
+  }
+  for (size_t i = 0; i < rg.size(); ++i) {
+    ASSERT_TRUE(engine_->Bound(rg[i].uid, nodes[i]).ok());
+    ASSERT_TRUE(Add({testing::RunningOn(rg[i], nodes[i], now_)}).ok());
+  }
+  PodInfo edited = rg[1];
+  edited.labels[kLabelGang] = "other";
+  edited.labels[kLabelRuntimeLimit] = "1h";
+  ASSERT_TRUE(Add({testing::RunningOn(edited, nodes[1], now_)}).ok());
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/rg", &text).ok());
+  EXPECT_NE(text.find("0 pending, 2 bound"), std::string::npos) << "the gang is whole:\n" << text;
+  EXPECT_NE(text.find("tidal.dev/gang: other (runs as rg)"), std::string::npos) << text;
+  EXPECT_NE(text.find("tidal.dev/runtime-limit: 1h (runs as 20m)"), std::string::npos) << "no longer by a label:\n" << text;
+  EXPECT_FALSE(engine_->Explain("team/other", &text).ok()) << "no gang other: " << text;
+
+  // Taken back, and a shorter limit and a checkpoint on notice declared: applied, nothing kept.
+  PodInfo gives = rg[1];
+  gives.labels[kLabelRuntimeLimit] = "10m";
+  gives.annotations[kLabelCheckpointOnNotice] = "60s";
+  ASSERT_TRUE(Add({testing::RunningOn(gives, nodes[1], now_)}).ok());
+  ASSERT_TRUE(engine_->Explain("team/rg", &text).ok());
+  EXPECT_EQ(text.find("not applied"), std::string::npos) << text;
+}
+
+// After an engine restart every running pod was charged as within quota: tidal_queue_borrowed and
+// "admitted on borrowed quota" went to 0 while the queue still ran above its nominal.
+TEST_F(QueueRenameTest, WorkAboveNominalSeenFirstRunningIsOnBorrowedQuota) {
+  Reload("queues:\n  - name: llm\n    nominal: {gpus: 8}\n  - name: other\n    nominal: {gpus: 56}\n");
+  ASSERT_TRUE(Add({testing::RunningOn(InQueue("r0", "llm"), "n0", now_), testing::RunningOn(InQueue("r1", "llm"), "n1", now_),
+                   testing::RunningOn(InQueue("r2", "llm"), "n2", now_)})
+                  .ok());
+  const std::string queues = engine_->DescribeQueues();
+  EXPECT_NE(queues.find("queue llm uses 24/8 gpus"), std::string::npos) << queues;
+  EXPECT_NE(queues.find("16 gpus in work admitted on borrowed quota"), std::string::npos) << queues;
+}
+
 }  // namespace
 }  // namespace tidal
