@@ -1,5 +1,5 @@
 // Engine's read-mostly views: Explain, ExplainJson (the /explain API), Gauges (metrics). Same
-// class as engine.cc. (Preempt lives in engine_preempt.cc.)
+// class as engine.cc. (Preempt lives in engine_preempt.cc; explain's stateless words in explain_text.cc.)
 //
 // Threading: Explain and Gauges hold Engine::mu_ for their whole run. ExplainJson takes
 // explain_mu_ (one dry run at a time), then mu_ only while it reads the gang and copies what its
@@ -16,6 +16,7 @@
 
 #include "core/state/headroom.h"
 #include "engine/engine.h"
+#include "engine/explain_text.h"
 #include "engine/pending_merge.h"
 #include "plugins/registry.h"
 
@@ -168,12 +169,27 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ScopedTimer held{&acct.s.lock_held_ns};
-    std::string text, key;
-    if (Status s = ExplainTextLocked(name, &text, &key); !s.ok()) return s;
-    j = nlohmann::json{{"workload", key}, {"text", text}};
+    const PodInfo* lone = nullptr;
+    const std::string key = GangKeyForLocked(name, &lone);  // one scan of the pods, here only
+    if (lone != nullptr) {  // in no gang: its spec refused or held, or another scheduler's pod
+      PodSchedulingSpec unused;
+      Status refusal;
+      (void)GangKeyLocked(*lone, &unused, &refusal);
+      j = LonePodExplain(name, *lone, OursLocked(*lone), refusal, cfg_.scheduler_name);
+      j["now_unix"] = clock_();
+      return j;
+    }
+    std::string text;
+    if (Status s = ExplainTextLocked(key, &text); !s.ok()) return Status::Error("no gang or pod named " + name, "engine");
+    j = nlohmann::json{{"workload", key}, {"text", text}, {"now_unix", clock_()}};
     auto git = gangs_.find(key);
     if (git == gangs_.end()) return j;
     const Gang& gang = git->second;
+    if (!gang.summary.conflict.empty()) {  // never planned until its members agree: no ETA (CheckPod's words)
+      j["state"] = "invalid";
+      j["reason"] = gang.summary.conflict;
+      return j;
+    }
     const auto& spec = SpecLocked(pods_.at(*gang.pods.begin()));
     if (!spec.ok()) {
       j["state"] = "invalid";
@@ -278,9 +294,11 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
   const PodInfo* lone = nullptr;
   const std::string key = GangKeyForLocked(name, &lone);
   if (key_out != nullptr) *key_out = key;
-  if (lone != nullptr) {
-    *text = "pod " + name + (lone->node_name.empty() ? " is pending" : " is bound to " + lone->node_name) +
-            " and is not scheduled by " + cfg_.scheduler_name;
+  if (lone != nullptr) {  // in no gang: its spec refused or held, or another scheduler's pod
+    PodSchedulingSpec unused;
+    Status refusal;
+    (void)GangKeyLocked(*lone, &unused, &refusal);
+    *text = LonePodExplain(name, *lone, OursLocked(*lone), refusal, cfg_.scheduler_name)["text"];
     return Status::Ok();
   }
   auto g = gangs_.find(key);
@@ -294,12 +312,16 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
     t += "plan: " + pl.domain + ", " + std::to_string(pl.slots.size()) + " slots, " + std::to_string(reserved) +
          " reserved: " + pl.explanation + "\n";
   }
-  std::string last = g->second.last_reason;
-  if (last.empty() && !g->second.pods.empty()) {  // never tried: an incomplete gang says so (CheckPod holds its pods)
-    const auto& spec = SpecLocked(pods_.at(*g->second.pods.begin()));
-    if (spec.ok()) last = GangIncompleteWhy(key, &g->second, spec->gang_min);
+  if (!g->second.summary.conflict.empty()) {  // its members disagree: refused, never planned (CheckPod's words)
+    t += ConflictLine(g->second.summary.conflict) + "\n";
+  } else {
+    std::string last = g->second.last_reason;
+    if (last.empty() && !g->second.pods.empty()) {  // never tried: an incomplete gang says so (CheckPod holds its pods)
+      const auto& spec = SpecLocked(pods_.at(*g->second.pods.begin()));
+      if (spec.ok()) last = GangIncompleteWhy(key, &g->second, spec->gang_min);
+    }
+    t += "last: " + last + "\n";
   }
-  t += "last: " + last + "\n";
   if (bound > 0) {
     EnsureStateLocked();  // closes_
     if (std::string b = BorrowedTimeLocked(g->second, nullptr); !b.empty()) t += "window: " + b + "\n";

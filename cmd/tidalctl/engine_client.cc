@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -21,6 +22,7 @@
 
 #include "cmd/tidalctl/commands.h"
 #include "core/api/status.h"
+#include "engine/explain_text.h"
 
 namespace tidal::cli {
 
@@ -171,25 +173,7 @@ int Explain(const Args& args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  auto field = [&](const char* k) { return j.contains(k) && !j[k].is_null() ? (j[k].is_string() ? j[k].get<std::string>() : j[k].dump()) : "-"; };
-  std::cout << "Workload:  " << field("workload") << "\n"
-            << "Queue:     " << field("queue") << "  Class: " << field("class") << "\n"
-            << "State:     " << field("state") << "\n";
-  if (j.contains("members")) std::cout << "Members:   " << j["members"].dump() << "\n";
-  if (j.contains("position")) std::cout << "Position:  " << field("position") << " of " << field("queue_length") << "\n";
-  if (j.contains("eta_unix")) std::cout << "ETA:       " << (j["eta_unix"].is_null() ? "unknown" : "t=" + j["eta_unix"].dump()) << "\n";
-  if (j.contains("why")) std::cout << "Why:       " << field("why") << "\n";
-  if (j.contains("reservation") && j["reservation"].is_object()) {  // a gang reserved to start later
-    const auto& r = j["reservation"];
-    std::cout << "Reserved:  t=" << r.value("start_unix", int64_t{0}) << " on " << r.value("nodes", 0) << " node(s)";
-    if (r.contains("fillers") && r["fillers"].is_string()) std::cout << "; " << r["fillers"].get<std::string>();
-    std::cout << "\n";
-  }
-  if (j.contains("borrowed") && j["borrowed"].is_object() && j["borrowed"].contains("why")) {
-    std::cout << "Window:    " << j["borrowed"]["why"].get<std::string>() << "\n";
-  }
-  if (j.contains("runtime") && j["runtime"].is_string()) std::cout << "Runtime:   " << field("runtime") << "\n";
-  std::cout << "Quota:     " << field("quota") << "\n" << "Last:      " << field("last") << "\n";
+  std::cout << ExplainRecordText(j, static_cast<int64_t>(std::time(nullptr)));  // engine/explain_text.h
   return 0;
 }
 

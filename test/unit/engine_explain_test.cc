@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/explain_text.h"
 #include "test/support/engine_objects.h"
 
 namespace tidal {
@@ -224,6 +225,78 @@ TEST_F(EngineExplainTest, AnIncompleteGangSaysHowManyMembersExist) {
   ASSERT_TRUE(AddPods({GangPod("w2", "four", 4), GangPod("w3", "four", 4)}).ok());
   ASSERT_TRUE(engine_->PlanPod("uid-w0").status.ok());
   EXPECT_EQ(Explain("team/four", 5)["last"].get<std::string>().rfind("planned: ", 0), 0u);
+}
+
+// Regression (a real cluster's exploratory test, finding 4): a pod whose spec the engine refused
+// is in no gang, and explain called it "pending and is not scheduled by tidal-scheduler"; JSON
+// had no state (tidalctl printed a blank record). Now it is "invalid" with the engine's own error,
+// a pod naming a PodGroup that does not exist is "waiting" with why, and another scheduler's pod
+// says whose it is.
+TEST_F(EngineExplainTest, APodWhoseSpecIsRefusedIsExplainedWithTheEnginesError) {
+  PodInfo bad = GangPod("inv", "", 1);
+  bad.labels[kLabelClass] = "notebok";
+  PodInfo held = GangPod("pg", "", 1);
+  held.annotations[kPodGroupName] = "nopg9";
+  PodInfo other = GangPod("web", "", 1);
+  other.scheduler_name = "default-scheduler";
+  ASSERT_TRUE(AddPods({bad, held, other}).ok());
+
+  nlohmann::json j = Explain("team/inv", 5);
+  EXPECT_EQ(j["state"], "invalid") << j.dump();
+  EXPECT_NE(j.value("reason", "").find("tidal.dev/class: invalid value \"notebok\" (accepted: "), std::string::npos) << j.dump();
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/inv", &text).ok());
+  EXPECT_EQ(text, j["text"]) << text;
+  EXPECT_EQ(text.rfind("pod team/inv is pending: tidal-scheduler refuses its spec: tidal.dev/class: invalid value", 0), 0u) << text;
+
+  j = Explain("team/pg", 5);
+  EXPECT_EQ(j["state"], "waiting") << j.dump();
+  EXPECT_NE(j.value("reason", "").find("PodGroup nopg9 (spec.schedulingGroup.podGroupName) does not exist yet"), std::string::npos)
+      << j.dump();
+  EXPECT_NE(j.value("text", "").find("tidal-scheduler holds it: PodGroup nopg9"), std::string::npos) << j.dump();
+
+  j = Explain("team/web", 5);
+  EXPECT_EQ(j["state"], "other-scheduler") << j.dump();
+  EXPECT_EQ(j["text"], "pod team/web is pending and is not scheduled by tidal-scheduler") << j.dump();
+  EXPECT_EQ(j["reason"], "its spec.schedulerName is default-scheduler, not tidal-scheduler") << j.dump();
+}
+
+// Regression (finding 5): a gang whose members disagree on a key of the gang was explained from
+// one member's spec ("would: Placed" with an ETA, or "2 of 3 required members have arrived") and
+// the disagreement was never named. Now it is "invalid" with CheckPod's own words, and no ETA.
+TEST_F(EngineExplainTest, AGangWhoseMembersDisagreeIsExplainedWithTheConflict) {
+  ASSERT_TRUE(AddPods({GangPod("dis-0", "dis", 2, 1), GangPod("dis-1", "dis", 3, 1)}).ok());
+  std::string gang;
+  const Status refused = engine_->CheckPod("uid-dis-0", &gang);
+  ASSERT_FALSE(refused.ok());
+  for (const std::string name : {"team/dis", "team/dis-0", "team/dis-1"}) {
+    const nlohmann::json j = Explain(name, 5);
+    EXPECT_EQ(j["state"], "invalid") << j.dump();
+    EXPECT_EQ(j.value("reason", ""), refused.Message()) << j.dump();
+    EXPECT_NE(j.value("reason", "").find("disagree on tidal.dev/gang-size: "), std::string::npos) << j.dump();
+    EXPECT_FALSE(j.contains("eta_unix") || j.contains("would") || j.contains("position")) << j.dump();
+  }
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/dis", &text).ok());
+  EXPECT_NE(text.find("\ninvalid: " + refused.Message() + "\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("last:"), std::string::npos) << text;
+}
+
+// Regression (finding 8): tidalctl explain printed reservation times as unix seconds
+// ("ETA: t=1796652189"); it words them as the pods' events do, against the engine's clock. A
+// refused pod's record names the reason; an answer without a state prints its text (never blank).
+TEST(ExplainRecordText, WordsTimesAndNeverPrintsABlankRecord) {
+  const nlohmann::json pending = {{"workload", "team/g"}, {"state", "pending"}, {"now_unix", 1000},
+                                  {"eta_unix", 4598},     {"queue", "q"},       {"reservation", {{"start_unix", 4598}, {"nodes", 2}}}};
+  const std::string t = ExplainRecordText(pending, 0);
+  EXPECT_NE(t.find("ETA:       in 59m58s (1970-01-01T01:16:38Z)\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("Reserved:  in 59m58s (1970-01-01T01:16:38Z) on 2 node(s)\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("t="), std::string::npos) << t;
+  EXPECT_NE(ExplainRecordText({{"eta_unix", 900}}, 1000).find("ETA:       now (1970-01-01T00:15:00Z)"), std::string::npos);
+  const std::string bad = ExplainRecordText({{"workload", "team/inv"}, {"state", "invalid"}, {"reason", "tidal.dev/class: bad"}}, 0);
+  EXPECT_EQ(bad, "Workload:  team/inv\nState:     invalid\nReason:    tidal.dev/class: bad\n");
+  const std::string old = ExplainRecordText({{"workload", ""}, {"text", "pod team/x is pending"}}, 0);
+  EXPECT_NE(old.find("Text:      pod team/x is pending\n"), std::string::npos) << old;
 }
 
 }  // namespace
