@@ -23,13 +23,18 @@ std::string DomainPath(const TopologyLevels& levels, int level, const NodeInfo& 
   return path;
 }
 
-// Narrows w's members to `node`'s domain at `level`: the labels of every configured level down to
-// it (ToNode's, an unlabeled node's own value included), and at the node level the node by name.
-void PinToDomain(const TopologyLevels& levels, int level, const Node& node, Workload& w) {
+// Narrows w's members (of `gang`) to `node`'s domain at `level`: the labels of every configured
+// level down to it (ToNode's, an unlabeled node's own value included), marked as the engine's pin,
+// not the pod's node selector (NodeConstraints::pinned), and at the node level the node by name.
+void PinToDomain(const TopologyLevels& levels, int level, const Node& node, const std::string& gang, Workload& w) {
   auto c = w.constraints ? std::make_shared<NodeConstraints>(*w.constraints) : std::make_shared<NodeConstraints>();
+  const std::string level_name = level < levels.node_level() ? levels.levels[static_cast<size_t>(level)].name : "node";
   for (int i = 0; i <= level && i < levels.node_level(); ++i) {
     const std::string& key = levels.levels[static_cast<size_t>(i)].label_key;
-    if (auto v = node.labels.find(key); v != node.labels.end()) c->node_selector[key] = v->second;
+    if (auto v = node.labels.find(key); v != node.labels.end()) {
+      c->node_selector[key] = v->second;
+      c->pinned[key] = "gang " + gang + "'s " + level_name + " domain, where its running members are";
+    }
   }
   if (level >= levels.node_level()) {
     const SelectorRequirement name{"metadata.name", SelectorOp::kIn, {node.name}};
@@ -259,7 +264,7 @@ std::optional<Workload> Engine::GangWorkloadLocked(const Gang& g, const PodSched
     }
     const std::pair<int32_t, const NodeInfo*>* home = nullptr;
     for (const auto& [path, d] : domains) home = home == nullptr || d.first > home->first ? &d : home;
-    if (home != nullptr) PinToDomain(cfg_.levels, level, ToNode(*home->second), w);
+    if (home != nullptr) PinToDomain(cfg_.levels, level, ToNode(*home->second), g.key, w);
   }
   return w;
 }

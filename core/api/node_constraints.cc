@@ -141,6 +141,8 @@ std::string NodeConstraints::Signature() const {
   }
   s += "]max" + std::to_string(max_members_per_node) + "ex[";
   for (const auto& n : excluded_nodes) s += n + ";";
+  s += "]pin[";  // the same nodes, other words: a memo of refusals keeps them apart
+  for (const auto& [k, why] : pinned) s += k + "=" + why + ";";
   return s + "]";
 }
 
@@ -158,7 +160,9 @@ std::string NodeConstraints::Refusal(const Node& n) const {
   }
   for (const auto& [k, v] : node_selector) {
     auto it = n.labels.find(k);
-    if (it == n.labels.end() || it->second != v) return "node selector " + k + "=" + v + " does not match";
+    if (it != n.labels.end() && it->second == v) continue;
+    if (auto pin = pinned.find(k); pin != pinned.end()) return "not in " + pin->second + " (" + k + "=" + v + ")";
+    return "node selector " + k + "=" + v + " does not match";
   }
   if (!required.empty() &&
       std::none_of(required.begin(), required.end(), [&](const SelectorTerm& t) { return t.Matches(n); })) {

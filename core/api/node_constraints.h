@@ -89,13 +89,17 @@ struct NodeConstraints {
   std::vector<Toleration> tolerations;
   int32_t max_members_per_node = 0;       // 0 = no cap
   std::set<std::string> excluded_nodes;   // refused by the front door's own filters
+  // node_selector keys the engine set, not the pod (the rest of a running gang joins its members'
+  // domain: engine_gang.cc PinToDomain): key -> whose domain it is, for Refusal's words.
+  std::map<std::string, std::string> pinned;
   bool operator==(const NodeConstraints&) const = default;  // every field above
 
   // Canonical text of everything above: equal signatures admit the same nodes (memo keys).
   std::string Signature() const;
   bool Empty() const;
-  // "" when the node admits a member, otherwise why not ("node selector gpu=a100: node has
-  // gpu=h100", "untolerated taint dedicated=infer:NoSchedule", "node is cordoned ...", ...).
+  // "" when the node admits a member, otherwise why not ("node selector gpu=a100 does not match",
+  // "not in gang ml/a's domain, where its running members are (topology.tidal.dev/nvlink=nv-2)"
+  // for a pinned key, "untolerated taint dedicated=infer:NoSchedule", "node is cordoned ...", ...).
   // Health other than cordoned is not judged here (Node::Schedulable).
   std::string Refusal(const Node& n) const;
   // Tolerates node.kubernetes.io/unschedulable:NoSchedule: may use cordoned nodes.

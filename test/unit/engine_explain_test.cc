@@ -282,6 +282,30 @@ TEST_F(EngineExplainTest, AGangWhoseMembersDisagreeIsExplainedWithTheConflict) {
   EXPECT_EQ(text.find("last:"), std::string::npos) << text;
 }
 
+// Regression (finding 8): a member joining a running gang that requires an NVLink domain was told
+// "node selector topology.tidal.dev/nvlink=v0 does not match", a selector the pod never set (the
+// engine's pin to its running members' domain). Now the reason says the member joins its gang's domain.
+TEST_F(EngineExplainTest, AMemberJoiningARunningGangIsToldItJoinsTheGangsDomain) {
+  std::vector<PodInfo> pods;
+  for (int i = 0; i < 4; ++i) {
+    PodInfo p = GangPod("tr" + std::to_string(i), "tr", 4, 4);
+    p.labels[kLabelGangMin] = "2";
+    p.annotations[kLabelTopologyRequired] = "nvlink";
+    if (i < 2) p = testing::RunningOn(p, "n" + std::to_string(i), 900);  // NVLink domain v0 (n0, n1)
+    pods.push_back(p);
+  }
+  for (int i = 0; i < 2; ++i) {  // v0's other GPUs taken
+    PodInfo b = GangPod("b" + std::to_string(i), "", 1, 4);
+    b.scheduler_name = "default-scheduler";
+    pods.push_back(testing::RunningOn(b, "n" + std::to_string(i), 900));
+  }
+  ASSERT_TRUE(AddPods(pods).ok());
+  const std::string why = engine_->PlanPod("uid-tr2").status.ToString();
+  EXPECT_EQ(why.find("node selector"), std::string::npos) << why;
+  EXPECT_NE(why.find("not in gang team/tr's nvlink domain, where its running members are (topology.tidal.dev/"), std::string::npos)
+      << why;
+}
+
 // Regression (finding 8): tidalctl explain printed reservation times as unix seconds
 // ("ETA: t=1796652189"); it words them as the pods' events do, against the engine's clock. A
 // refused pod's record names the reason; an answer without a state prints its text (never blank).
