@@ -368,7 +368,8 @@ case_reclaim() {
   timings+=("reclaim-gang16-running=$(ms_since "$t0")ms")
   l=$(leaves $ns tidal.dev/gang=b)
   check "inside one leaf ($(echo "$l" | tr '\n' ' '))" test "$(echo "$l" | grep -c .)" -eq 1
-  check "a TidalPreempting event names the victims" has_event $ns TidalPreempting "tidal-engine preempts"
+  check "b's TidalPreempting event says it reclaims from queue a" has_event $ns TidalPreempting "tidal-engine reclaims" "from queue a"
+  check "the victims' TidalDisrupted events name the quota reclaim by b" has_event $ns TidalDisrupted "quota reclaim by $ns/b-" "(queue b)"
   a_left=$(k get pods -n $ns -l '!tidal.dev/gang' -o name | grep -c . || true)
   check "exactly 16 of a's 64 pods were evicted ($a_left left)" test "$a_left" -eq 48
   local m; m=$(curl -sf "http://127.0.0.1:$TIDAL_E2E_ENGINE_HTTP_PORT/metrics" | grep '^tidal_preemptions_total' || true)
