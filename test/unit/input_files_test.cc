@@ -252,7 +252,7 @@ TEST(ClusterNodesTest, MissingAndInvalidLabelsHaveLineAndPath) {
   auto b = Cluster(bad);
   ASSERT_FALSE(b.ok());
   EXPECT_THAT(b.status().Message(),
-              HasSubstr("c.yaml:" + std::to_string(LineOfText(bad, "-x")) + ": nodes[0].labels.topology.tidal.dev/leaf: invalid value"));
+              HasSubstr("c.yaml:" + std::to_string(LineOfText(bad, "-x")) + ": nodes[0].labels.topology.tidal.dev/leaf: node a, topology level leaf: invalid value"));
 }
 
 }  // namespace
