@@ -4,11 +4,6 @@
 #include <cctype>
 #include <httplib.h>
 
-#include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -49,38 +44,6 @@ size_t DeclaredBody(const httplib::Request& req) {
   const std::string v = req.get_header_value("Content-Length");
   if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos) return SIZE_MAX;
   return static_cast<size_t>(std::strtoull(v.c_str(), nullptr, 10));
-}
-
-// The port of a socket address (IPv4 or IPv6), -1 for another family.
-int PortOf(const sockaddr_storage& sa) {
-  if (sa.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(sa).sin_port);
-  if (sa.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(sa).sin6_port);
-  return -1;
-}
-
-// Shuts down this process's TCP connection whose local and peer ports are these (cpp-httplib 0.11
-// hands handlers no socket, so it is found by its ports among the open descriptors). A request
-// whose body the server never reads leaves that body on the connection, where the next request
-// would be read from it: the connection must end with the answer.
-void ShutDownConnection(int local_port, int remote_port) {
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return;
-  while (const dirent* e = ::readdir(dir)) {
-    const int fd = std::atoi(e->d_name);
-    struct stat st {};
-    if (fd <= 2 || fd == ::dirfd(dir) || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t llen = sizeof local, plen = sizeof peer;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0 ||
-        ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) {
-      continue;
-    }
-    if (PortOf(peer) == remote_port && (local_port <= 0 || PortOf(local) == local_port)) {
-      ::shutdown(fd, SHUT_RDWR);
-      break;
-    }
-  }
-  ::closedir(dir);
 }
 
 }  // namespace
@@ -173,8 +136,11 @@ Status HttpServer::Start(const std::string& addr) {
   srv.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
   srv.set_read_timeout(options_.read_timeout);
   srv.set_write_timeout(options_.write_timeout);
-  srv.set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(options_.keep_alive_timeout).count()));
-  srv.set_keep_alive_max_count(100);
+  // One request per connection. No route reads a body and cpp-httplib reads none of a GET or HEAD
+  // (nor of a request refused below): a body left on a kept-alive connection would be read as the
+  // next request (a request hidden in it served). cpp-httplib 0.11 gives handlers no socket to
+  // close, so no connection is kept after its answer; the clients (scrapes, tidalctl) reconnect.
+  srv.set_keep_alive_max_count(1);
   srv.set_payload_max_length(options_.max_body_bytes);
   // cpp-httplib's default socket options add SO_REUSEPORT, which lets a second process bind the same
   // port and take half the connections (a second engine started by mistake would answer half the
@@ -209,14 +175,10 @@ Status HttpServer::Start(const std::string& addr) {
   });
   // Routes are GET and read no body. A request declaring a body over the limit (any method; one
   // whose length is unknown, chunked, counts as over) is refused with 413; any other method with
-  // 405. cpp-httplib reads no GET or HEAD body, and none of a request refused here, so a request
-  // carrying a body gets "Connection: close" and its connection ends after the answer (the logger
-  // runs once the answer is written): its unread body is never read as the next request.
+  // 405. Its connection ends with the answer (set_keep_alive_max_count above).
   const size_t max_body = options_.max_body_bytes;
   srv.set_pre_routing_handler([max_body](const httplib::Request& req, httplib::Response& res) {
-    const size_t body = DeclaredBody(req);
-    if (body > 0) res.set_header("Connection", "close");
-    if (body > max_body) {
+    if (DeclaredBody(req) > max_body) {
       Reply(res, 413, "request body too large (at most " + std::to_string(max_body) + " bytes; routes take none)\n");
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -224,9 +186,6 @@ Status HttpServer::Start(const std::string& addr) {
     res.set_header("Allow", "GET, HEAD");
     Reply(res, 405, "only GET is supported\n");
     return httplib::Server::HandlerResponse::Handled;
-  });
-  srv.set_logger([](const httplib::Request& req, const httplib::Response&) {
-    if (DeclaredBody(req) > 0) ShutDownConnection(req.local_port, req.remote_port);
   });
   srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     Reply(res, 500, "internal error\n");

@@ -2,7 +2,8 @@
 // explain API) on cpp-httplib (Debian's libcpp-httplib-dev 0.11).
 //
 // What it adds to cpp-httplib: GET-only routes whose handlers get (path, raw query); a worker pool,
-// read/write/keep-alive timeouts and a request size limit (Options); and an access policy per route:
+// read/write timeouts, one request per connection and a request size limit (Options); an access
+// policy per route:
 //   - Access::kPublic: anyone who can reach the port (metrics and health, for Prometheus and probes);
 //   - Access::kPrivate: routes that reveal workloads (explain, queues, config). Served to clients
 //     on the loopback interface (in a pod that is the pod itself and `kubectl port-forward`, whose
@@ -52,7 +53,6 @@ class HttpServer {
     int workers = 4;
     std::chrono::milliseconds read_timeout{5000};
     std::chrono::milliseconds write_timeout{5000};
-    std::chrono::milliseconds keep_alive_timeout{5000};
     size_t max_body_bytes = 4096;  // a request declaring a bigger body, any method, is refused (413)
     std::string token_file;        // bearer token for kPrivate routes from other hosts ("" = loopback only)
     // Told (once per distinct error) when a changed token file cannot be loaded: the last good
