@@ -97,8 +97,17 @@ Status ConvertMap(const YAML::Node& n, const std::string& path, Document& doc, n
   return Status::Ok();
 }
 
+// Values a document may expand to. Aliases (and merge keys) are expanded where they are used, so a
+// few lines of nested aliases can name billions of values ("billion laughs"); each expanded value
+// has its own path in doc.lines, so its size counts them.
+constexpr size_t kMaxDocumentValues = 2'000'000;
+
 Status Convert(const YAML::Node& n, const std::string& path, Document& doc, nlohmann::json& out, int depth) {
   if (depth > 64) return Status::Error(path + ": nested too deeply");
+  if (doc.lines.size() >= kMaxDocumentValues) {
+    return Status::Error(path + ": the document expands to more than " + std::to_string(kMaxDocumentValues) +
+                         " values (aliases or merge keys used over and over)");
+  }
   doc.lines.emplace(path, n.Mark().line + 1);
   switch (n.Type()) {
     case YAML::NodeType::Null:

@@ -255,5 +255,15 @@ TEST(ClusterNodesTest, MissingAndInvalidLabelsHaveLineAndPath) {
               HasSubstr("c.yaml:" + std::to_string(LineOfText(bad, "-x")) + ": nodes[0].labels.topology.tidal.dev/leaf: node a, topology level leaf: invalid value"));
 }
 
+// Found by fuzz_engine_config (2 GB and minutes in one input): aliases are expanded where they are
+// used, so 30 lines of nested aliases named a billion values. The expansion is bounded.
+TEST(OneDocumentTest, NestedAliasesCannotExpandWithoutBound) {
+  std::string text = "a0: &a0 [x, x]\n";
+  for (int i = 1; i < 30; ++i) text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + "]\n";
+  auto d = ParseDocument(text, "laughs.yaml");
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(d.status().ToString(), HasSubstr("expands to more than 2000000 values")) << d.status().ToString();
+}
+
 }  // namespace
 }  // namespace tidal
