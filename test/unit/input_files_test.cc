@@ -262,7 +262,7 @@ TEST(OneDocumentTest, NestedAliasesCannotExpandWithoutBound) {
   for (int i = 1; i < 30; ++i) text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + "]\n";
   auto d = ParseDocument(text, "laughs.yaml");
   ASSERT_FALSE(d.ok());
-  EXPECT_THAT(d.status().ToString(), HasSubstr("expands to more than 2000000 values")) << d.status().ToString();
+  EXPECT_THAT(d.status().ToString(), HasSubstr("values (aliases or merge keys used over and over)")) << d.status().ToString();
 }
 
 }  // namespace
