@@ -99,13 +99,15 @@ Status ConvertMap(const YAML::Node& n, const std::string& path, Document& doc, n
 
 // Values a document may expand to: 100,000 plus one per byte of its text (a document without
 // aliases has fewer). Aliases (and merge keys) are expanded where they are used, so a few lines of
-// nested aliases could name billions of values ("billion laughs"); each expanded value has its own
-// path in doc.lines, so its size counts them. Set by ParseDocument for its thread's conversion.
+// nested aliases could name billions of values ("billion laughs"); each expanded value is one
+// conversion, merged ones too, so the conversions are counted. Set by ParseDocument for its
+// thread's conversion.
 thread_local size_t max_document_values = 100'000;
+thread_local size_t document_values = 0;
 
 Status Convert(const YAML::Node& n, const std::string& path, Document& doc, nlohmann::json& out, int depth) {
   if (depth > 64) return Status::Error(path + ": nested too deeply");
-  if (doc.lines.size() >= max_document_values) {
+  if (++document_values > max_document_values) {
     return Status::Error(path + ": the document expands to more than " + std::to_string(max_document_values) +
                          " values (aliases or merge keys used over and over)");
   }
@@ -188,6 +190,7 @@ StatusOr<Document> ParseDocument(const std::string& text, const std::string& fil
     }
     const YAML::Node n = docs.empty() ? YAML::Node() : docs.front();
     max_document_values = 100'000 + text.size();
+    document_values = 0;
     if (Status s = Convert(n, "", doc, doc.root, 0); !s.ok()) return doc.Locate(s);
   } catch (const YAML::Exception& e) {
     return Status::Error(file + ":" + std::to_string(e.mark.line + 1) + ": syntax error: " + e.msg);

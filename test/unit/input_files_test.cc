@@ -263,6 +263,12 @@ TEST(OneDocumentTest, NestedAliasesCannotExpandWithoutBound) {
   auto d = ParseDocument(text, "laughs.yaml");
   ASSERT_FALSE(d.ok());
   EXPECT_THAT(d.status().ToString(), HasSubstr("values (aliases or merge keys used over and over)")) << d.status().ToString();
+  // Merge keys of merge keys: the merged mappings share paths, so the work, not the paths, is bounded.
+  std::string merges = "m0: &m0 {x: 1}\n";
+  for (int i = 1; i < 30; ++i) merges += "m" + std::to_string(i) + ": &m" + std::to_string(i) + " {<<: [*m" + std::to_string(i - 1) + ", *m" + std::to_string(i - 1) + "]}\n";
+  auto m = ParseDocument(merges, "merges.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().ToString(), HasSubstr("aliases or merge keys used over and over")) << m.status().ToString();
 }
 
 }  // namespace
