@@ -136,17 +136,25 @@ Status Convert(const YAML::Node& n, const std::string& path, Document& doc, nloh
   return Status::Ok();
 }
 
-// The 1-based line of the `---` that starts the document whose content begins on 0-based line
-// `content_line` (that line itself when no `---` precedes it).
-int SeparatorLine(const std::string& text, int content_line) {
-  std::vector<size_t> starts{0};
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\n') starts.push_back(i + 1);
+// The 1-based line of a --- that starts a second document (one after a line of content other
+// than comments), 0 when there is none: a leading or trailing lone --- starts no second document.
+int SecondDocumentLine(const std::string& text) {
+  bool content = false;
+  int line = 0, sep = 0;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    ++line;
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    if (l == "---" || l.rfind("--- ", 0) == 0) {
+      if (content && sep == 0) sep = line;
+      continue;
+    }
+    const size_t first = l.find_first_not_of(" \t");
+    if (first == std::string::npos || l[first] == '#' || l == "...") continue;
+    if (sep > 0) return sep;  // content after a --- that followed content
+    content = true;
   }
-  for (int l = std::min<int>(content_line, static_cast<int>(starts.size()) - 1); l >= 0; --l) {
-    if (text.compare(starts[static_cast<size_t>(l)], 3, "---") == 0) return l + 1;
-  }
-  return content_line + 1;
+  return 0;
 }
 
 }  // namespace
@@ -180,15 +188,14 @@ StatusOr<Document> ParseDocument(const std::string& text, const std::string& fil
   Document doc;
   doc.file = file;
   try {
-    std::vector<YAML::Node> docs;
-    for (auto& d : YAML::LoadAll(text)) {
-      if (!d.IsNull()) docs.push_back(std::move(d));  // an empty document (a lone ---) holds nothing
-    }
-    if (docs.size() > 1) {
-      return Status::Error(file + ":" + std::to_string(SeparatorLine(text, docs[1].Mark().line)) +
+    // YAML::Load, not LoadAll: yaml-cpp's LoadAll loops without end on some malformed input (the
+    // config fuzzer: a hot reload would hang). A second document is found from the text: a ---
+    // line after content (SecondDocumentLine).
+    if (const int second = SecondDocumentLine(text); second > 0) {
+      return Status::Error(file + ":" + std::to_string(second) +
                            ": more than one YAML document (a --- line starts another; give one document per file)");
     }
-    const YAML::Node n = docs.empty() ? YAML::Node() : docs.front();
+    const YAML::Node n = YAML::Load(text);
     max_document_values = 100'000 + text.size();
     document_values = 0;
     if (Status s = Convert(n, "", doc, doc.root, 0); !s.ok()) return doc.Locate(s);
