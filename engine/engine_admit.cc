@@ -53,7 +53,7 @@ std::vector<WaitingInfo> RefusedWaiting(const std::unordered_map<std::string, Po
     const Status* why = !p.spec_error.ok() ? &p.spec_error : p.spec && !p.spec->ok() ? &p.spec->status() : nullptr;
     if (why == nullptr || !ours(p)) continue;
     const std::string* gang = podkeys::Lookup(p.labels, p.annotations, kLabelGang);
-    std::string key = gang != nullptr && !gang->empty() ? p.ns + "/" + *gang : p.ns + "/pod/" + p.name;
+    std::string key = podkeys::GangKeyOf(p.ns, p.name, gang != nullptr ? *gang : std::string());
     if (seen.insert(key).second) out.push_back({std::move(key), "cannot schedule: " + why->Message()});
   }
   std::sort(out.begin(), out.end(), [](const WaitingInfo& a, const WaitingInfo& b) { return a.gang < b.gang; });

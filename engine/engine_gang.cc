@@ -91,7 +91,7 @@ std::string Engine::GangKeyLocked(const PodInfo& p, PodSchedulingSpec* spec, Sta
   }
   *spec = *parsed;
   *st = Status::Ok();
-  return spec->gang.empty() ? p.ns + "/pod/" + p.name : p.ns + "/" + spec->gang;
+  return podkeys::GangKeyOf(p.ns, p.name, spec->gang);
 }
 
 Status Engine::CheckPod(const std::string& uid, std::string* gang) {

@@ -178,17 +178,21 @@ const StatusOr<PodSchedulingSpec>& Engine::SpecLocked(const PodInfo& p) const {
   return p.spec ? *p.spec : kUnparsed;
 }
 
+namespace {
+// A queue's former name (queues[].formerNames) reads as the queue's name: every map keyed by queue
+// name (bound GPUs by door, named pools, metrics labels) then counts the pod there.
+void ToCurrentQueueName(const QueueTree& t, std::string& queue) {
+  if (const int q = t.Find(queue); q > 0 && t.Name(q) != queue) queue = t.Name(q);
+}
+}  // namespace
+
 void Engine::ParseSpecLocked(PodInfo& p) {
   if (auto prev = pods_.find(last_parsed_uid_);
       prev != pods_.end() && prev->second.spec && prev->second.labels == p.labels && prev->second.annotations == p.annotations) {
     p.spec = prev->second.spec;
   } else {
     auto parsed = ParsePodSchedulingSpec(p.labels, p.annotations, cfg_.levels);
-    // A queue's former name (queues[].formerNames) reads as the queue's name: every map keyed by
-    // queue name (bound GPUs by door, named pools, metrics labels) then counts the pod there.
-    if (const int q = parsed.ok() ? ledger_.tree().Find(parsed->queue) : -1; q > 0 && ledger_.tree().Name(q) != parsed->queue) {
-      parsed->queue = ledger_.tree().Name(q);
-    }
+    if (parsed.ok()) ToCurrentQueueName(ledger_.tree(), parsed->queue);
     p.spec = std::make_shared<const StatusOr<PodSchedulingSpec>>(std::move(parsed));
   }
   last_parsed_uid_ = p.uid;
@@ -253,7 +257,7 @@ void Engine::KeepRunningSpecLocked(PodInfo& in) {
     in.spec_not_applied = in.spec->status();
     PodSchedulingSpec s;
     if (!podkeys::ResolveQueue(in.labels, in.annotations, &s).ok() || !podkeys::ResolveGang(in.labels, in.annotations, &s).ok()) return;
-    if (const int q = ledger_.tree().Find(s.queue); q > 0) s.queue = ledger_.tree().Name(q);  // a former name
+    ToCurrentQueueName(ledger_.tree(), s.queue);
     in.spec = std::make_shared<const StatusOr<PodSchedulingSpec>>(std::move(s));
   } else {
     return;

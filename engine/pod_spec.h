@@ -143,6 +143,10 @@ Status ResolveExclusive(const std::map<std::string, std::string>& labels,
 // Every label/annotation key the engine reads on a pod (sorted). The Kubernetes shim forwards only
 // these (shim/kube/pkg/convert/engine_keys.txt lists them; a unit test keeps the two equal).
 const std::vector<std::string>& KeysRead();
+// The engine's key of a pod's gang: "<ns>/<gang>", or "<ns>/pod/<name>" for a pod of no gang.
+inline std::string GangKeyOf(const std::string& ns, const std::string& name, const std::string& gang) {
+  return gang.empty() ? ns + "/pod/" + name : ns + "/" + gang;
+}
 // Each value of a key in KeysRead() at most limits::kMaxValueBytes, and no oversize marker
 // (limits::kOversizeAnnotation); Unresolvable naming the key otherwise.
 Status CheckSizes(const std::map<std::string, std::string>& labels, const std::map<std::string, std::string>& annotations);
