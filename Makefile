@@ -13,7 +13,7 @@
 #   make demo-place  tidalctl place on the built-in sample fabric and workloads (no cluster)
 #   make bench   placement benchmarks (Google Benchmark), figures in docs/benchmarks.md
 #   make bench-slurm  one tidal-slurm reconcile at 100k pending / 5k running jobs, pinned to one core
-#                    -> build/bench/slurm_reconcile.json (docs/benchmarks.md, "Slurm front door")
+#                    -> build/bench/slurm_reconcile.json (docs/benchmarks-front-doors.md, "Slurm front door")
 #   make go-tools    Go binaries: etcd, kube-apiserver, kubectl, kube-controller-manager, kwok (build/tools/bin),
 #                    protoc-gen-go(-grpc), tidal-scheduler + tidal-explain (build/bin); cold ~8-10 min
 #   make shim        tidal-scheduler + tidal-explain only (generates shim/kube/gen from the proto first)

@@ -1,5 +1,5 @@
 // Cycles that re-plan kept reservations on a full cluster, as `tidalctl sim` runs them at every
-// event of a contended replay (docs/benchmarks.md, "Trace replay (Philly)", 512 GPUs): 64 nodes /
+// event of a contended replay (docs/benchmarks-sim.md, "Trace replay (Philly)", 512 GPUs): 64 nodes /
 // 512 GPUs all taken by 512 running 1-GPU workloads with staggered expected ends, 16 pending
 // 2-node gangs that hold reservations, and 240 pending 1-GPU workloads. Nothing fits, so every
 // cycle leaves the cluster unchanged; each one builds the future view (a copy of the cluster on

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scale curve of one full scheduling cycle (docs/benchmarks.md, "Scale curve"): each case of
+# The scale curve of one full scheduling cycle (docs/benchmarks-cycle.md, "Scale curve"): each case of
 # BM_Cycle (bench/cycle_bench.cc) in its own process, so that its peak RSS is its own; prints one
 # Markdown table row per case. Usage: bench/scale_curve.sh [path/to/tidal_bench] [repetitions]
 set -euo pipefail

@@ -3,7 +3,7 @@
 // Engine behind a real gRPC server on 127.0.0.1 (the adapter's own GrpcEngineLink). The Slurm side
 // is an in-memory SlurmApi serving a generated recorded state (deterministic seed) and applying
 // the adapter's writes as slurmctld would; parsing that state from Tidal's recorded JSON format
-// (JsonFileApi's reader) is measured on its own. Figures: docs/benchmarks.md, "Slurm front door".
+// (JsonFileApi's reader) is measured on its own. Figures: docs/benchmarks-front-doors.md, "Slurm front door".
 //
 // The cluster: 1,000 nodes x 8 H100 (5 blocks x 10 leaves x 5 NVLink domains x 4 nodes, topology
 // through node features tidal-<level>-<value>), partition gpu on all, debug on 40; 6 drained and 2

@@ -160,7 +160,7 @@ nlohmann::json ToJson(Gathered& g) {
 nlohmann::json Engine::Snapshot() {
   // Under the lock only copies (nodes, the pending workloads, plain rows); the JSON is built after
   // it is released (at 10,000 nodes and 100,000 pending the lock is held a fraction of the call:
-  // docs/benchmarks.md, "Policy dry-run").
+  // docs/benchmarks-sim.md, "Policy dry-run").
   Gathered g;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by run.sh. Case standby-drain: a drain written on the Node object (the annotation
-# tidal.dev/drain-by, docs/operations.md "Drains") is shared by both replicas of a warm-standby pair
+# tidal.dev/drain-by, docs/node-health.md "Drains") is shared by both replicas of a warm-standby pair
 # (lib/ha.sh) and survives a failover, where a `tidalctl drain` lives in one engine only.
 #
 #   node-0 is annotated tidal.dev/drain-by=<now>. Both replicas' engines report it drained
