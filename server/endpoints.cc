@@ -17,6 +17,21 @@ metrics::Collector Rows(std::vector<EngineGauges::Row> EngineGauges::*field, Eng
   };
 }
 
+// The queue rows (tidal_queue_usage, _nominal, _borrowed) in Prometheus' base units: the ledger
+// keeps cpu in millicores, exported in cores (the unit tidal.yaml and /queues use: `cpu: 64` is
+// 64, not 64000); gpus are devices and memory bytes already.
+metrics::Collector QueueResourceRows(std::vector<EngineGauges::Row> EngineGauges::*field, Engine& engine) {
+  return [field, e = &engine] {
+    std::vector<metrics::Sample> out;
+    EngineGauges g = e->Gauges();
+    for (auto& r : g.*field) {
+      const bool milli = r.labels.size() == 2 && r.labels[1] == "cpu";
+      out.push_back({std::move(r.labels), milli ? r.value / 1000.0 : r.value});
+    }
+    return out;
+  };
+}
+
 HttpResponse Text(int code, std::string body) { return {code, "text/plain; charset=utf-8", std::move(body)}; }
 
 // The routes that answer text or ?format=json: any other format is refused naming the parameter
@@ -68,12 +83,15 @@ void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher
   reg.CallbackGauge("tidal_backfill_reservations",
                     "Pending gangs holding a backfill reservation (nodes held for their earliest start), by queue.",
                     {"queue"}, Rows(&EngineGauges::reservations, e));
-  reg.CallbackGauge("tidal_queue_usage", "Current allocation of each queue (subtree), by resource.",
-                    {"queue", "resource"}, Rows(&EngineGauges::queue_usage, e));
-  reg.CallbackGauge("tidal_queue_nominal", "Nominal quota of each queue, by resource.", {"queue", "resource"},
-                    Rows(&EngineGauges::queue_nominal, e));
-  reg.CallbackGauge("tidal_queue_borrowed", "Allocation above nominal quota (borrowed), by queue and resource.",
-                    {"queue", "resource"}, Rows(&EngineGauges::queue_borrowed, e));
+  reg.CallbackGauge("tidal_queue_usage", "Current allocation of each queue (subtree), by resource (gpus and "
+                    "gpus.MODEL: devices, cpu: cores, memory: bytes).",
+                    {"queue", "resource"}, QueueResourceRows(&EngineGauges::queue_usage, e));
+  reg.CallbackGauge("tidal_queue_nominal", "Nominal quota of each queue, by resource (gpus and gpus.MODEL: devices, "
+                    "cpu: cores, memory: bytes).", {"queue", "resource"},
+                    QueueResourceRows(&EngineGauges::queue_nominal, e));
+  reg.CallbackGauge("tidal_queue_borrowed", "Allocation above nominal quota (borrowed), by queue and resource (gpus "
+                    "and gpus.MODEL: devices, cpu: cores, memory: bytes).",
+                    {"queue", "resource"}, QueueResourceRows(&EngineGauges::queue_borrowed, e));
   reg.CallbackGauge("tidal_queue_fair_share_usage", "Weighted dominant share (allocation blended with decayed usage).",
                     {"queue"}, Rows(&EngineGauges::fair_share, e));
   reg.CallbackGauge("tidal_queue_headroom_gpus",

@@ -115,6 +115,38 @@ TEST_F(EndpointsTest, QueueLabelsAreBoundedToConfiguredQueues) {
   EXPECT_THAT(m, Not(HasSubstr("no-such-queue")));
 }
 
+// Regression (SRE exploration): tidal_queue_usage / _nominal / _borrowed{resource="cpu"} were in
+// millicores, so a queue configured with `cpu: 64` (and shown as 64 by /queues) read 64000 on
+// /metrics. Prometheus' base units: cpu in cores, memory in bytes, GPUs in devices.
+TEST(EndpointsUnitsTest, QueueResourcesAreInBaseUnits) {
+  auto cfg = ParseEngineConfig(R"(
+queues:
+  - {name: team-a, nominal: {gpus: 16, cpu: 64, memory: 256Gi}, borrowingLimit: {cpu: 8}}
+)", "test.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto e = Engine::Create(*cfg, [] { return int64_t{1000}; });
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  metrics::Registry registry;
+  RegisterEngineGauges(registry, **e, nullptr);
+  ASSERT_TRUE(registry.status().ok()) << registry.status().ToString();
+  SyncBatch b;
+  b.resync = true;
+  b.upsert_nodes = {testing::GpuNode("n0", "l0", "v0")};
+  PodInfo p = testing::RunningOn(testing::GangPod("p", "", 1), "n0", 900);
+  p.labels[kLabelQueue] = "team-a";
+  p.request.cpu_milli = 2500;
+  b.upsert_pods = {p};
+  uint64_t gen = 0;
+  ASSERT_TRUE((*e)->Sync(b, &gen).ok());
+  const std::string m = registry.Render();
+  EXPECT_THAT(m, HasSubstr("tidal_queue_nominal{queue=\"team-a\",resource=\"cpu\"} 64\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_queue_usage{queue=\"team-a\",resource=\"cpu\"} 2.5\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_queue_borrowed{queue=\"team-a\",resource=\"cpu\"} 0\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_queue_nominal{queue=\"team-a\",resource=\"memory\"} 274877906944\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_queue_usage{queue=\"team-a\",resource=\"memory\"} 1073741824\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_queue_usage{queue=\"team-a\",resource=\"gpus\"} 8\n"));
+}
+
 // After a restart the doors still awaited are named (/readyz, its JSON, and a gauge per door whose
 // series exist from the first scrape): nodes they may run work on take no new work meanwhile.
 TEST_F(EndpointsTest, ReadyzAndAGaugeNameTheDoorsAwaitedAfterARestart) {
