@@ -285,7 +285,10 @@ Decision Engine::ScheduleGangLocked(Gang& g, const PodSchedulingSpec& spec, Work
   if (d.outcome == Outcome::kError) ++decision_errors_;  // a rollout watch's signal (engine_rollout.cc)
   g.rejected_by = d.outcome != Outcome::kRejected ? "" : d.status.plugin().empty() ? "placement" : d.status.plugin();
   if (d.outcome != Outcome::kPlaced) {
-    if (g.last_reason != d.explanation) log(d.outcome == Outcome::kRejected ? "rejected" : "pending");
+    // Logged when the decision's words change (PlanPod may have added its notes to the last ones).
+    if (g.last_reason != d.explanation && g.last_reason.rfind(d.explanation + "; ", 0) != 0) {
+      log(d.outcome == Outcome::kRejected ? "rejected" : "pending");
+    }
     g.last_reason = d.explanation;
     g.wants_room = d.outcome == Outcome::kPending && d.placement_failed;
     return d;
@@ -442,11 +445,16 @@ PlanResult Engine::PlanPod(const std::string& uid) {
   if (d.outcome != Outcome::kPlaced) {
     r.status = d.status;
     if (r.status.ok()) r.status = Status::Unschedulable(d.explanation, "engine");
+    // The notes the event gets beyond the decision, in explain's "last" too (its words are the event's).
+    std::string notes;
     if (!spec.required_level.empty() && g.summary.bound > 0) {  // pinned to them (GangWorkloadLocked)
-      r.status.AddReason("gang " + key + " has " + std::to_string(g.summary.bound) + " member(s) running: the rest goes only into their " +
-                         spec.required_level + " domain (" + kLabelTopologyRequired + ")");
+      notes = "gang " + key + " has " + std::to_string(g.summary.bound) + " member(s) running: the rest goes only into their " +
+              spec.required_level + " domain (" + kLabelTopologyRequired + ")";
+      r.status.AddReason(notes);
     }
     if (!ahead.empty()) r.status.AddReason(ahead);
+    if (!notes.empty()) g.last_reason += "; " + notes;
+    if (!ahead.empty()) g.last_reason += "; " + ahead;
     return r;
   }
   r.domain = g.plan->domain;

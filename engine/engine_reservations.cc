@@ -10,15 +10,9 @@
 #include <utility>
 
 #include "core/api/duration.h"
+#include "engine/explain_text.h"
 
 namespace tidal {
-
-namespace {
-// "in 29m59s (2026-11-29T23:12:59Z)": a reserved start for people reading events (unix clock).
-std::string InWords(int64_t start_s, int64_t now_s) {
-  return "in " + FormatDurationSeconds(start_s - now_s) + " (" + FormatUnixTime(start_s) + ")";
-}
-}  // namespace
 
 std::vector<Workload> Engine::PendingGangWorkloadsLocked() const {
   std::deque<Workload> built;
@@ -222,7 +216,8 @@ std::vector<OverduePod> Engine::OverdueLocked(int64_t now) {
 std::string Engine::ReservedStartLocked(const std::string& id) const {
   auto own = book_->find(id);
   if (own == book_->end()) return {};
-  return "reserved to start " + InWords(own->second.start_s, clock_()) + " on " +
+  // "in 29m59s (2026-11-29T23:12:59Z)"; a start already past (due, its nodes not free yet): "5m ago (...)".
+  return "reserved to start " + ReservedStartInWords(own->second.start_s, clock_()) + " on " +
          std::to_string(own->second.assignments.size()) + " node(s)";
 }
 

@@ -33,6 +33,26 @@ struct ScopedTimer {
   SteadyClock::time_point t0 = SteadyClock::now();
   ~ScopedTimer() { *ns += NanosSince(t0); }
 };
+std::string QueueOf(const EngineGang& g) { return g.summary.spec != nullptr && g.summary.spec->ok() ? (*g.summary.spec)->queue : ""; }
+// Explain's "disruption" (the open disruption of a member of g: who takes it off GPUs, when) and
+// "preempting" (g's preemption hold: its victims, what it waits for), as JSON fields.
+nlohmann::json DisruptionFields(const EngineGang& g, const DisruptionBook& book, const std::map<std::string, PreemptHold>& holds,
+                                const std::map<std::string, EngineGang>& gangs, const std::string& waiting, int64_t now) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& u : g.pods) {
+    const DisruptionRecord* r = book.ForPod(u);
+    if (r == nullptr) continue;
+    std::string preemptor_queue;  // the gang whose hold names this victim
+    for (const auto& [plan_id, h] : holds) {
+      if (std::none_of(h.victims.begin(), h.victims.end(), [&](const PreemptHold::Victim& v) { return v.id == r->id; })) continue;
+      if (auto p = gangs.find(plan_id.substr(5)); p != gangs.end()) preemptor_queue = QueueOf(p->second);
+    }
+    out["disruption"] = DisruptionExplain(*r, preemptor_queue, QueueOf(g), now);
+    break;
+  }
+  if (auto h = holds.find("plan:" + g.key); h != holds.end()) out["preempting"] = PreemptingExplain(h->second, waiting, now);
+  return out;
+}
 }  // namespace
 
 // What one ExplainJson's dry run is given (filled under mu_ by ExplainBatchLocked).
@@ -164,7 +184,7 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
   std::shared_ptr<std::map<std::string, Reservation>> book;
   ProfileSpec ps;
   TopologyLevels levels;
-  int64_t now = 0;
+  int64_t now = 0, closing = 0;
   std::string plan_id;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -208,8 +228,9 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
       EnsureStateLocked();  // the book's NodeIds
       if (std::string f = GapFillersNoteLocked(r->first); !f.empty()) j["reservation"]["fillers"] = f;
     }
+    j.update(DisruptionFields(gang, disruptions_, holds_, gangs_, AwaitingVictimsLocked(PlanId(gang)), clock_()));
     const int q = ledger_.tree().Find(spec->queue);
-    j["quota"] = q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured";
+    j["quota"] = QuotaLine(spec->queue, ledger_.tree().size() > 1, q > 0 ? ledger_.Describe(q) : "");
     if (gang.plan) {
       j["state"] = "planned";
       j["domain"] = gang.plan->domain;
@@ -237,6 +258,7 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
     levels = cfg_.levels;
     now = clock_();
     plan_id = PlanId(gang);
+    closing = static_cast<int64_t>(ClosingNodesLocked().size());
   }
   // mu_ released: the dry cycle runs on the copies.
   if (ps.backfill.depth >= 0) ps.backfill.depth = -1;  // every gang considered gets an ETA
@@ -259,7 +281,16 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
     acct.s.ahead = position - 1;
     j["position"] = position;
     j["would"] = std::string(OutcomeName(d.outcome));
-    j["why"] = d.explanation;
+    // The dry cycle's words, as the events put them: a reserved start in words (not "t=UNIX"), the
+    // gang by its key (not its workload id "plan:KEY"), and the nodes it left out (closing nodes
+    // take no reservation there, so "0 free GPUs" would read as a full cluster).
+    std::string why = WordReservedStarts(d.explanation, now);
+    for (size_t at = why.find(plan_id); at != std::string::npos; at = why.find(plan_id, at)) why.erase(at, 5);
+    if (d.outcome != Outcome::kPlaced && closing > 0) {
+      why += "; the dry run leaves out " + std::to_string(closing) +
+             " node(s) that close (a drain, a maintenance window or a perishable window's end)";
+    }
+    j["why"] = why;
     if (d.outcome == Outcome::kPlaced) {
       j["eta_unix"] = now;
     } else if (d.eta_s >= 0) {
@@ -279,7 +310,7 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
       }
       note += "; the ETA is optimistic, as if the gangs left out took no capacity first";
       j["estimate_reason"] = note;
-      j["why"] = d.explanation + " [" + note + "]";
+      j["why"] = why + " [" + note + "]";
     }
   }
   return j;
@@ -320,7 +351,7 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
       const auto& spec = SpecLocked(pods_.at(*g->second.pods.begin()));
       if (spec.ok()) last = GangIncompleteWhy(key, &g->second, spec->gang_min);
     }
-    t += "last: " + last + "\n";
+    if (!last.empty()) t += "last: " + last + "\n";  // never tried (first seen running): no blank line
   }
   if (bound > 0) {
     EnsureStateLocked();  // closes_
@@ -332,6 +363,10 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
     EnsureStateLocked();  // the book's NodeIds
     if (std::string f = GapFillersNoteLocked(PlanId(g->second)); !f.empty()) t += "fillers: " + f + "\n";
   }
+  const nlohmann::json dis = DisruptionFields(g->second, disruptions_, holds_, gangs_, AwaitingVictimsLocked(PlanId(g->second)), clock_());
+  for (const char* k : {"disruption", "preempting"}) {
+    if (dis.contains(k)) t += std::string(k) + ": " + dis[k]["why"].get<std::string>() + "\n";
+  }
   for (const auto& u : g->second.pods) {
     const PodInfo& p = pods_.at(u);
     if (!p.spec_not_applied.ok()) t += "not applied: pod " + p.Key() + " keeps the spec it runs with: " + p.spec_not_applied.Message() + "\n";
@@ -340,7 +375,7 @@ Status Engine::ExplainTextLocked(const std::string& name, std::string* text, std
     const auto& spec = SpecLocked(pods_.at(*g->second.pods.begin()));
     if (spec.ok()) {
       const int q = ledger_.tree().Find(spec->queue);
-      t += "quota: " + (q > 0 ? ledger_.Describe(q) : "queue " + spec->queue + " is not configured") + "\n";
+      t += "quota: " + QuotaLine(spec->queue, ledger_.tree().size() > 1, q > 0 ? ledger_.Describe(q) : "") + "\n";
     }
   }
   *text = t;

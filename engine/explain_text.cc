@@ -1,6 +1,11 @@
 // Explain's stateless words (engine/explain_text.h).
 #include "engine/explain_text.h"
 
+#include <cctype>
+#include <exception>
+#include <utility>
+#include <vector>
+
 #include "core/api/duration.h"
 
 namespace tidal {
@@ -30,6 +35,76 @@ std::string StartInWords(int64_t start_s, int64_t now_s) {
   return start_s <= now_s ? "now" + at : "in " + FormatDurationSeconds(start_s - now_s) + at;
 }
 
+std::string ReservedStartInWords(int64_t start_s, int64_t now_s) {
+  if (start_s >= now_s) return StartInWords(start_s, now_s);
+  return FormatDurationSeconds(now_s - start_s) + " ago (" + FormatUnixTime(start_s) + ")";
+}
+
+std::string WordReservedStarts(std::string text, int64_t now_s) {
+  static const std::string kAt = "reserved to start at t=";
+  for (size_t at = text.find(kAt); at != std::string::npos; at = text.find(kAt, at + 1)) {
+    size_t end = at + kAt.size();
+    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '-')) ++end;
+    if (end == at + kAt.size()) continue;
+    int64_t start = 0;
+    try {
+      start = std::stoll(text.substr(at + kAt.size(), end - at - kAt.size()));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (text.compare(end, 5, " (in ") == 0) {  // the cycle's "(in Ns)"
+      const size_t close = text.find(')', end);
+      if (close != std::string::npos) end = close + 1;
+    }
+    text.replace(at, end - at, "reserved to start " + ReservedStartInWords(start, now_s));
+  }
+  return text;
+}
+
+nlohmann::json DisruptionExplain(const DisruptionRecord& r, const std::string& preemptor_queue, const std::string& own_queue,
+                                 int64_t now_s) {
+  const std::string cause(DisruptionCauseName(r.cause));
+  std::string why = cause + ": " + r.reason;
+  if (!preemptor_queue.empty() && r.cause == DisruptionCause::kReclaim) {
+    why += "; queue " + preemptor_queue + " reclaims quota" + (own_queue.empty() ? "" : " from queue " + own_queue);
+  } else if (!preemptor_queue.empty() && r.cause == DisruptionCause::kPreemption) {
+    why += "; the preemptor is of queue " + preemptor_queue;
+  }
+  const bool evicting = r.evicted_s > 0 || r.acknowledged || r.notice_s <= 0 || r.deadline_s <= now_s;
+  if (r.evicted_s > 0) {
+    why += "; eviction asked " + ReservedStartInWords(r.evicted_s, now_s);
+  } else if (r.notice_s <= 0) {
+    why += "; evicted at once (it asks for no notice)";
+  } else if (evicting) {
+    why += "; its notice is over: evicted now";
+  } else {
+    why += "; notice: evicted at the latest " + StartInWords(r.deadline_s, now_s) +
+           " (a checkpoint reported in tidal.dev/last-checkpoint ends it sooner)";
+  }
+  return {{"cause", cause},        {"reason", r.reason},        {"opened_unix", r.opened_s}, {"notice_s", r.notice_s},
+          {"deadline_unix", r.deadline_s}, {"evicting", evicting}, {"why", why}};
+}
+
+nlohmann::json PreemptingExplain(const PreemptHold& h, const std::string& waiting, int64_t now_s) {
+  std::vector<std::string> ids;
+  std::string list;
+  for (const auto& v : h.victims) {
+    ids.push_back(v.id);
+    if (ids.size() <= 5) list += (list.empty() ? "" : ", ") + v.id;
+  }
+  if (ids.size() > 5) list += " and " + std::to_string(ids.size() - 5) + " more";
+  std::string why = (h.reason.empty() ? std::string("preemption") : h.reason) + " of " + std::to_string(ids.size()) +
+                    " workload(s) (" + list + ") chosen " + ReservedStartInWords(h.created_s, now_s) + "; " +
+                    (waiting.empty() ? std::string("their capacity is held for this gang") : waiting);
+  return {{"reason", h.reason}, {"victims", ids}, {"since_unix", h.created_s}, {"why", why}};
+}
+
+std::string QuotaLine(const std::string& queue, bool configured, const std::string& described) {
+  if (!described.empty()) return described;
+  if (!configured) return "no queues configured: no quota applies (queue " + queue + ")";
+  return "queue " + queue + " is not configured";
+}
+
 namespace {
 
 // A field as text: a string as is, another value as JSON, "-" when absent or null.
@@ -44,11 +119,13 @@ std::string Line(const char* label, const std::string& value) { return std::stri
 std::string TimesText(const nlohmann::json& j, int64_t now_s) {
   std::string out;
   if (j.contains("eta_unix")) {
-    out += Line("ETA:       ", j["eta_unix"].is_number() ? StartInWords(j["eta_unix"].get<int64_t>(), now_s) : "unknown");
+    // A dry run that rejects the gang (it can never be placed as asked: Why says what to change).
+    const std::string unknown = j.value("would", "") == "Rejected" ? "never, as asked (see Why)" : "unknown";
+    out += Line("ETA:       ", j["eta_unix"].is_number() ? StartInWords(j["eta_unix"].get<int64_t>(), now_s) : unknown);
   }
   if (j.contains("reservation") && j["reservation"].is_object()) {  // a gang reserved to start later
     const auto& r = j["reservation"];
-    std::string s = StartInWords(r.value("start_unix", int64_t{0}), now_s) + " on " + std::to_string(r.value("nodes", 0)) + " node(s)";
+    std::string s = ReservedStartInWords(r.value("start_unix", int64_t{0}), now_s) + " on " + std::to_string(r.value("nodes", 0)) + " node(s)";
     if (r.contains("fillers") && r["fillers"].is_string()) s += "; " + r["fillers"].get<std::string>();
     out += Line("Reserved:  ", s);
   }
@@ -71,9 +148,12 @@ std::string ExplainRecordText(const nlohmann::json& j, int64_t local_now_s) {
   if (j.contains("borrowed") && j["borrowed"].is_object() && j["borrowed"].contains("why")) {
     out += Line("Window:    ", Field(j["borrowed"], "why"));
   }
+  for (const auto& [k, label] : {std::pair{"disruption", "Disrupted: "}, std::pair{"preempting", "Victims:   "}}) {
+    if (j.contains(k) && j[k].is_object() && j[k].contains("why")) out += Line(label, Field(j[k], "why"));
+  }
   if (j.contains("runtime") && j["runtime"].is_string()) out += Line("Runtime:   ", Field(j, "runtime"));
   if (j.contains("quota")) out += Line("Quota:     ", Field(j, "quota"));
-  if (j.contains("last")) out += Line("Last:      ", Field(j, "last"));
+  if (j.contains("last") && j["last"] != "") out += Line("Last:      ", Field(j, "last"));  // never tried: no blank line
   return out;
 }
 
