@@ -1,7 +1,9 @@
 // Explain's stateless words (engine/explain_text.h).
 #include "engine/explain_text.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <exception>
 #include <utility>
 #include <vector>
@@ -154,6 +156,38 @@ std::string ExplainRecordText(const nlohmann::json& j, int64_t local_now_s) {
   if (j.contains("runtime") && j["runtime"].is_string()) out += Line("Runtime:   ", Field(j, "runtime"));
   if (j.contains("quota")) out += Line("Quota:     ", Field(j, "quota"));
   if (j.contains("last") && j["last"] != "") out += Line("Last:      ", Field(j, "last"));  // never tried: no blank line
+  return out;
+}
+
+std::string QueuesTable(const nlohmann::json& queues) {
+  auto pad = [](std::string v, size_t w) { return v.size() < w ? v + std::string(w - v.size(), ' ') : v + " "; };
+  // A resource's GPUs in a queue's object (-1 when absent: an unlimited nominal, an older engine).
+  auto gpus = [](const nlohmann::json& q, const char* k) -> int64_t {
+    if (!q.contains(k) || !q[k].is_object() || !q[k].contains("gpus") || !q[k]["gpus"].is_number()) return -1;
+    return static_cast<int64_t>(q[k]["gpus"].get<double>());
+  };
+  auto num = [](int64_t v) { return v >= 0 ? std::to_string(v) : std::string("-"); };
+  std::string out = pad("QUEUE", 20) + pad("GPUS", 8) + pad("NOMINAL", 9) + pad("OVER", 7) + pad("BORROWED", 10) + pad("SHARE", 8) +
+                    pad("PENDING", 9) + pad("K8S-GPUS", 10) + "SLURM-GPUS\n";
+  if (!queues.is_array()) return out;
+  for (const auto& q : queues) {
+    const bool leaf = q.contains("door_gpus") && q["door_gpus"].is_object();  // every configured leaf has its door series
+    const int64_t usage = gpus(q, "usage"), nominal = gpus(q, "nominal");
+    const int64_t over = usage >= 0 && nominal >= 0 ? std::max<int64_t>(0, usage - nominal) : -1;
+    double pending = 0;
+    if (q.contains("pending") && q["pending"].is_object()) {
+      for (const auto& [c, v] : q["pending"].items()) pending += v.is_number() ? v.get<double>() : 0;
+    }
+    char share[32];
+    std::snprintf(share, sizeof share, "%.3f", q.value("share", 0.0));
+    auto door = [&](const char* d) -> std::string {
+      if (!leaf || !q["door_gpus"].contains(d) || !q["door_gpus"][d].is_number()) return "-";
+      return std::to_string(static_cast<int64_t>(q["door_gpus"][d].get<double>()));
+    };
+    out += pad(q.value("queue", ""), 20) + pad(num(usage), 8) + pad(num(nominal), 9) + pad(num(over), 7) +
+           pad(leaf ? num(gpus(q, "borrowed")) : "-", 10) + pad(share, 8) +
+           pad(leaf ? std::to_string(static_cast<int64_t>(pending)) : "-", 9) + pad(door("kubernetes"), 10) + door("slurm") + "\n";
+  }
   return out;
 }
 

@@ -1,7 +1,7 @@
 // Explain's words that need no engine state (docs/operations.md, "Explain"): the answer for a pod
 // in no Tidal gang (its spec refused or held, or another scheduler's pod), the answer for a gang
-// whose members disagree, times in words (a reserved start, an ETA), and tidalctl explain's text
-// form of the /explain JSON.
+// whose members disagree, times in words (a reserved start, an ETA), tidalctl explain's text
+// form of the /explain JSON, and tidalctl queues' table of the /queues JSON.
 // Plain functions over their arguments: no state, safe from any thread.
 #pragma once
 
@@ -61,5 +61,11 @@ std::string QuotaLine(const std::string& queue, bool configured, const std::stri
 // answer's "now_unix" (the engine's clock), else against `local_now_s`. An answer without a state
 // (an engine older than this one) prints its "text"; never an empty record.
 std::string ExplainRecordText(const nlohmann::json& j, int64_t local_now_s);
+
+// tidalctl queues' table for a /queues JSON answer: per queue its GPUs, nominal, OVER (GPUs above
+// its nominal now, a parent's included), BORROWED (a leaf's GPUs in work admitted on borrowed
+// quota, which reclaim may take; "-" for a parent, whose children hold the charges), share,
+// pending gangs ("-" for a parent), and GPUs by front door. A parent is a queue without door_gpus.
+std::string QueuesTable(const nlohmann::json& queues);
 
 }  // namespace tidal

@@ -209,28 +209,7 @@ int Queues(const Args& args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << std::left << std::setw(20) << "QUEUE" << std::setw(12) << "GPUS" << std::setw(12) << "NOMINAL"
-            << std::setw(12) << "BORROWED" << std::setw(10) << "SHARE" << std::setw(10) << "PENDING" << std::setw(10)
-            << "K8S-GPUS" << "SLURM-GPUS\n";
-  for (const auto& q : j) {
-    auto num = [&](const char* k) -> std::string {
-      if (!q.contains(k) || !q[k].contains("gpus")) return "-";
-      return std::to_string(static_cast<int64_t>(q[k]["gpus"].get<double>()));
-    };
-    double pending = 0;
-    if (q.contains("pending")) {
-      for (const auto& [c, v] : q["pending"].items()) pending += v.get<double>();
-    }
-    std::ostringstream share;
-    share << std::fixed << std::setprecision(3) << q.value("share", 0.0);
-    std::cout << std::setw(20) << q.value("queue", "") << std::setw(12) << num("usage") << std::setw(12) << num("nominal")
-              << std::setw(12) << num("borrowed") << std::setw(10) << share.str() << std::setw(10) << pending;
-    auto door = [&](const char* d) -> std::string {
-      if (!q.contains("door_gpus") || !q["door_gpus"].contains(d)) return "-";
-      return std::to_string(static_cast<int64_t>(q["door_gpus"][d].get<double>()));
-    };
-    std::cout << std::setw(10) << door("kubernetes") << door("slurm") << "\n";
-  }
+  std::cout << QueuesTable(j);  // engine/explain_text.h
   return 0;
 }
 

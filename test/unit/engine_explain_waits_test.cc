@@ -225,5 +225,23 @@ TEST_F(ExplainWaitsTest, DryRunWhyNamesWhatItLeftOutAndNoInternalIds) {
   EXPECT_NE(ExplainRecordText(j, 0).find("ETA:       never, as asked (see Why)\n"), std::string::npos) << ExplainRecordText(j, 0);
 }
 
+// Regression: tidalctl queues printed a parent queue over its nominal (research: 40 of 32 GPUs,
+// its child team-a borrowing) with BORROWED 0 and PENDING 0: the ledger's borrowed charges are its
+// leaves', so the parent read as borrowing nothing. The table now has OVER (GPUs above nominal now,
+// parents too) and shows "-" where a parent has no value of its own (BORROWED, PENDING, doors).
+TEST(QueuesTable, AParentOverItsNominalShowsItAndNoBorrowedOfItsOwn) {
+  const nlohmann::json queues = nlohmann::json::parse(R"([
+    {"queue": "research", "usage": {"gpus": 40}, "nominal": {"gpus": 32}, "borrowed": {"gpus": 0}, "share": 0.3125},
+    {"queue": "team-a", "usage": {"gpus": 40}, "nominal": {"gpus": 16}, "borrowed": {"gpus": 16}, "share": 0.3125,
+     "pending": {"batch": 1, "training": 0}, "door_gpus": {"kubernetes": 32, "slurm": 8}},
+    {"queue": "open", "usage": {"gpus": 8}, "borrowed": {"gpus": 0}, "share": 0.1, "pending": {}, "door_gpus": {"kubernetes": 8, "slurm": 0}}
+  ])");
+  const std::string t = QueuesTable(queues);
+  EXPECT_NE(t.find("QUEUE               GPUS    NOMINAL  OVER   BORROWED  SHARE   PENDING  K8S-GPUS  SLURM-GPUS\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("research            40      32       8      -         0.312   -        -         -\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("team-a              40      16       24     16        0.312   1        32        8\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("open                8       -        -      0         0.100   0        8         0\n"), std::string::npos) << t;
+}
+
 }  // namespace
 }  // namespace tidal
