@@ -439,9 +439,16 @@ EngineGauges Engine::Gauges() {
   EngineGauges out;
   // GPUs by state and pool: allocated to bound pods, reserved by plans, idle, unhealthy.
   std::map<std::pair<std::string, std::string>, double> gpus;
-  int64_t reserved_total = 0;
+  // Plans are held as allocations in the state: their GPUs move from allocated to reserved, in the
+  // pool of the node each slot holds (a Slurm job's plan on Slurm or shared nodes is not Kubernetes').
+  std::map<std::string, int64_t> reserved_by_pool;
   for (const auto& [key, g] : gangs_) {
-    if (g.plan) reserved_total += g.plan->per_member.gpus * static_cast<int64_t>(g.plan->slots.size());
+    if (!g.plan) continue;
+    for (const auto& slot : g.plan->slots) {
+      const NodeId n = state_->FindNode(slot.node);
+      if (n == kNoNode || !state_->node(n).Schedulable()) continue;  // counted as unhealthy, whole
+      reserved_by_pool[std::string(PoolName(state_->node(n).pool))] += g.plan->per_member.gpus;
+    }
   }
   const std::vector<int64_t> gap = GapGpusLocked(clock_());
   std::map<std::string, double> health;
@@ -473,10 +480,9 @@ EngineGauges Engine::Gauges() {
     gpus[{"perishable", pool}] += static_cast<double>(perishing);
     gpus[{"idle", pool}] += static_cast<double>(free - perishing);
   }
-  // Plans are held as allocations in the state: move their GPUs from allocated to reserved.
-  if (reserved_total > 0) {
-    gpus[{"allocated", "kubernetes"}] -= static_cast<double>(reserved_total);
-    gpus[{"reserved", "kubernetes"}] += static_cast<double>(reserved_total);
+  for (const auto& [pool, r] : reserved_by_pool) {
+    gpus[{"allocated", pool}] -= static_cast<double>(r);
+    gpus[{"reserved", pool}] += static_cast<double>(r);
   }
   for (const char* st : {"allocated", "idle", "reserved", "perishable", "unhealthy"}) gpus[{st, "kubernetes"}] += 0;
   for (const auto& [k, v] : gpus) out.gpus.push_back({{k.first, k.second}, v});

@@ -5,6 +5,8 @@
 // the door lease refuses a second holder.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "engine/door_lease.h"
 #include "engine/engine.h"
 #include "test/support/engine_objects.h"
@@ -173,6 +175,23 @@ TEST_F(DoorTest, AdmitReturnsSlurmGangsWithTheirNodesAndTheBindingConvertsThePla
   AdmitResult after = engine_->Admit(FrontDoor::kSlurm, 0);
   ASSERT_EQ(after.admitted.size(), 1u);
   EXPECT_EQ(after.admitted[0].gang, "slurm/6");
+}
+
+// A Slurm job's plan holds GPUs on the nodes the Slurm door reports: tidal_gpus shows them reserved
+// in that pool, not taken out of the Kubernetes pool's allocated GPUs (which went negative).
+TEST_F(DoorTest, APlanOnSlurmNodesIsReservedInTheSlurmPool) {
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = {GpuNode("n1", "l0", "v0"), GpuNode("n2", "l0", "v0")};
+  for (int i = 0; i < 2; ++i) s.upsert_pods.push_back(SlurmMember("5", i, 2, "qa"));
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  ASSERT_EQ(engine_->Admit(FrontDoor::kSlurm, 0).admitted.size(), 1u);
+  std::map<std::pair<std::string, std::string>, double> gpus;
+  for (const auto& row : engine_->Gauges().gpus) gpus[{row.labels[0], row.labels[1]}] = row.value;
+  EXPECT_EQ(gpus[std::make_pair(std::string("reserved"), std::string("slurm"))], 16);
+  EXPECT_EQ(gpus[std::make_pair(std::string("allocated"), std::string("slurm"))], 0);
+  EXPECT_EQ(gpus[std::make_pair(std::string("allocated"), std::string("kubernetes"))], 0);
+  EXPECT_EQ(gpus[std::make_pair(std::string("reserved"), std::string("kubernetes"))], 0);
 }
 
 TEST_F(DoorTest, FairShareAcrossDoorsPlansTheKubernetesQueueBelowItsShareFirst) {
