@@ -106,13 +106,16 @@ void DeriveCpusMemory(const RawJob& raw, JobRecord* job) {
   }
 }
 
-// node_gpus from the per-node GRES detail of a job holding nodes and asking for GPUs: each entry's GPU count on its
-// node, in the order of job->nodes. Anything that does not line up (a count of entries other than
-// the nodes', an entry that does not parse or names no GPU, a node not among the job's) leaves it empty: the job
-// is then read as gpus_per_node on each node, as before the detail was read.
+// node_gpus from the per-node GRES detail of a job holding nodes: each entry's GPU count on its
+// node, in the order of job->nodes. Whatever the job asked for: an --exclusive job that asked for
+// no GPUs is given every GPU of its nodes (Slurm 22.05: JOB_GRES=gpu:a100:4), and read as 0 the
+// engine counted them free and its queue was charged nothing for them. Anything that does not
+// line up (a count of entries other than the nodes', an entry that does not parse or names no
+// GPU, a node not among the job's) leaves it empty: the job is then read as gpus_per_node on each
+// node, as before the detail was read.
 void DeriveJobNodeGpus(const RawJob& raw, JobRecord* job) {
   job->node_gpus.clear();
-  if (job->gpus_per_node <= 0 || !HoldsNodes(*job) || raw.gres_detail.empty() || raw.gres_detail.size() != job->nodes.size()) return;
+  if (!HoldsNodes(*job) || raw.gres_detail.empty() || raw.gres_detail.size() != job->nodes.size()) return;
   std::map<std::string, int64_t> on;
   for (size_t i = 0; i < raw.gres_detail.size(); ++i) {
     NodeGpus g;

@@ -50,6 +50,29 @@ TEST(NodeGpus, ReadFromTheGresDetailInTheJobsNodeOrder) {
   EXPECT_TRUE(RunningPerJob(raw).node_gpus.empty());
 }
 
+TEST(NodeGpus, AnExclusiveJobThatAskedForNoGpusHoldsWhatSlurmAllocated) {
+  // `sbatch -N 1 --exclusive` on a real slurmctld: no GPUs asked, JOB_GRES=gpu:a100:4 allocated
+  // (GRES=gpu:a100:4(IDX:0-3) on its node). Read as 0, the engine counted the node's 4 GPUs free
+  // (and released other jobs there that Slurm could not start) and charged its queue nothing.
+  RawJob raw;
+  raw.nodes = "gpu02";
+  raw.tres_alloc_str = "cpu=32,mem=32G,node=1,billing=32";
+  raw.gres_detail = {"gpu:a100:4(IDX:0-3)"};
+  JobRecord j = RunningPerJob(raw);
+  j.node_count = 1;
+  DeriveJobFields(raw, &j);
+  ASSERT_TRUE(j.parse_error.empty()) << j.parse_error;
+  EXPECT_EQ(j.gpus_per_node, 0);
+  EXPECT_EQ(j.node_gpus, (std::vector<int64_t>{4}));
+  auto m = MembersOf(j, "5", AdapterConfig{});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].request().gpus(), 4);
+  EXPECT_EQ(m[0].request().cpu_milli(), 32000);
+  // A job that holds no GPU there has no detail to read: nothing changes.
+  raw.gres_detail.clear();
+  EXPECT_TRUE(RunningPerJob(raw).node_gpus.empty());
+}
+
 TEST(NodeGpus, TheMembersOfARunningJobAskForWhatSlurmAllocatedOnTheirNode) {
   RawJob raw;
   raw.tres_per_job = "gres:gpu:4";
