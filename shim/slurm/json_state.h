@@ -29,7 +29,9 @@ namespace tidal::slurm {
 Status ParseSqueueJson(const std::string& text, std::vector<JobRecord>* out);
 Status ParseSinfoJson(const std::string& text, std::vector<NodeRecord>* out);
 
-// {"format":"tidal-slurm-state/1","read_unix":...,"jobs":[...],"nodes":[...]}
+// {"format":"tidal-slurm-state/1","read_unix":...,"jobs":[...],"nodes":[...]} and, when any were
+// read, "partitions":[...] (optional: a file without it reads as no partition limits known).
+// squeue/sinfo --json carry no partition table: a state parsed from them checks no partition limit.
 std::string WriteStateJson(const ClusterRecords& records);
 Status ReadStateJson(const std::string& text, ClusterRecords* out);
 

@@ -92,6 +92,8 @@ JobRecord LibslurmConverter::Job(const slurm_job_info_t& job, const std::vector<
   // A range only while pending (a running job's max_nodes is what it asked, its num_nodes what it got).
   if (r.state == JobState::kPending) r.max_node_count = Val32(job.max_nodes);
   r.time_limit_min = Val32(job.time_limit);
+  r.time_unlimited = job.time_limit == INFINITE;
+  r.exclusive = job.shared == JOB_SHARED_NONE;  // --exclusive: OverSubscribe=NO
   r.submit_time = static_cast<int64_t>(job.submit_time);
   r.start_time = static_cast<int64_t>(job.start_time);
   r.end_time = static_cast<int64_t>(job.end_time);
@@ -209,6 +211,24 @@ std::map<std::string, std::vector<std::string>> LibslurmConverter::PartitionsByN
       continue;
     }
     for (const std::string& n : names) out[n].push_back(Str(p.name));
+  }
+  return out;
+}
+
+std::vector<PartitionRecord> LibslurmConverter::Partitions(const partition_info_msg_t* parts) {
+  std::vector<PartitionRecord> out;
+  if (parts == nullptr) return out;
+  for (uint32_t i = 0; i < parts->record_count; ++i) {
+    const partition_info_t& p = parts->partition_array[i];
+    PartitionRecord r;
+    r.name = Str(p.name);
+    r.schedules = (p.state_up & PARTITION_SCHED) != 0;
+    r.state = p.state_up == PARTITION_UP ? "UP" : p.state_up == PARTITION_DOWN ? "DOWN"
+            : p.state_up == PARTITION_DRAIN ? "DRAIN" : "INACTIVE";
+    r.max_time_min = Val32(p.max_time);
+    r.min_nodes = p.min_nodes <= 1 ? 0 : Val32(p.min_nodes);
+    r.max_nodes = Val32(p.max_nodes);
+    out.push_back(std::move(r));
   }
   return out;
 }

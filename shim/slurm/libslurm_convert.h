@@ -36,6 +36,8 @@ class LibslurmConverter {
   // node_info_t.partitions empty: only scontrol fills it).
   static std::map<std::string, std::vector<std::string>> PartitionsByNode(const partition_info_msg_t* parts,
                                                                           std::string* error);
+  // Each partition's state and the limits Slurm checks before it starts a job (records.h).
+  static std::vector<PartitionRecord> Partitions(const partition_info_msg_t* parts);
 
  private:
   std::string UserName(const slurm_job_info_t& job);

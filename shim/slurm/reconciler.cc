@@ -14,6 +14,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "shim/slurm/plan_view.h"
 #include "shim/slurm/to_engine.h"
 #include "shim/slurm/waiting.h"
 
@@ -136,7 +137,6 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
   d.send.reserve(entries_.size());
   size_t hint = 0;  // the slot the next job id is expected at
   // Held jobs Slurm would not start now even if released (waiting.h): not sent, they wait.
-  const int64_t now = rec.read_unix > 0 ? rec.read_unix : static_cast<int64_t>(std::time(nullptr));
   const std::unordered_map<std::string, std::string> throttled = ThrottledArrayTasks(rec.jobs);
   for (const auto& j : rec.jobs) {
     JobStance stance = StanceOf(j);
@@ -210,11 +210,11 @@ void Reconciler::Convert(const ClusterRecords& rec, Desired& d, ReconcileStats& 
       JobEntry& e = entries_[slot];
       e.seen = pass_;
       e.rec = &j;
-      // Why Slurm would hold it back now: this changes with the time and other tasks, not with
-      // its record, so it is part of the key.
+      // Why Slurm would hold it back now (its begin time, its partition, its array's limit): this
+      // changes with the time, the partitions and other tasks, not with its record: part of the key.
       std::string wait;
       if (stance == JobStance::kHeld || stance == JobStance::kEscaped) {
-        wait = BeginTimeReason(j, now);
+        wait = SlurmWaitReason(j, rec);
         if (auto it = throttled.find(id); wait.empty() && it != throttled.end()) wait = it->second;
       }
       const uint64_t key = record_key ^ (std::hash<std::string>{}(id) * 0xff51afd7ed558ccdULL) ^
@@ -506,10 +506,7 @@ ReconcileStats Reconciler::ReconcileOnce() {
   ClusterRecords rec;
   auto t = Clock::now();
   Status read = slurm_->Load(&rec);
-  for (NodeRecord& n : rec.nodes) {
-    // Tidal's own drain for a loan: Slurm starts nothing there, the engine decides (its pool).
-    if (n.drain && n.reason == kLentReason) n.drain = false, n.lent_drain = true;
-  }
+  PlanView(&rec);  // Tidal's drains for loans, --exclusive jobs' whole nodes (plan_view.h)
   st.read_s = Since(t);
   if (!read.ok()) {
     // Unknown, not gone: nothing is sent, nothing applied.

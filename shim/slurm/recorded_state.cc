@@ -49,6 +49,8 @@ void VisitJob(J& a, const JobRecord& d, V& v) {
   v("cpus_per_node", a.cpus_per_node, d.cpus_per_node);
   v("memory_mb_per_node", a.memory_mb_per_node, d.memory_mb_per_node);
   v("time_limit_min", a.time_limit_min, d.time_limit_min);
+  v("time_unlimited", a.time_unlimited, d.time_unlimited);
+  v("exclusive", a.exclusive, d.exclusive);
   v("submit_time", a.submit_time, d.submit_time);
   v("start_time", a.start_time, d.start_time);
   v("end_time", a.end_time, d.end_time);
@@ -89,6 +91,16 @@ void VisitNode(N& a, const NodeRecord& d, V& v) {
   v("partitions", a.partitions, d.partitions);
   v("features", a.features, d.features);
   v("parse_error", a.parse_error, d.parse_error);
+}
+
+template <typename P, typename V>
+void VisitPartition(P& a, const PartitionRecord& d, V& v) {
+  v("name", a.name, d.name);
+  v("schedules", a.schedules, d.schedules);
+  v("state", a.state, d.state);
+  v("max_time_min", a.max_time_min, d.max_time_min);
+  v("min_nodes", a.min_nodes, d.min_nodes);
+  v("max_nodes", a.max_nodes, d.max_nodes);
 }
 
 ordered_json ToJson(const std::string& v) { return v; }
@@ -242,7 +254,18 @@ std::string WriteStateJson(const ClusterRecords& records) {
     VisitNode(records.nodes[i], node_defaults, w);
     out += (i == 0 ? "\n" : ",\n") + w.out.dump();
   }
-  out += "]}\n";
+  out += "]";
+  if (!records.partitions.empty()) {  // optional: files written before partitions were read lack it
+    out += ",\n\"partitions\":[";
+    const PartitionRecord part_defaults;
+    for (size_t i = 0; i < records.partitions.size(); ++i) {
+      Writer w;
+      VisitPartition(records.partitions[i], part_defaults, w);
+      out += (i == 0 ? "\n" : ",\n") + w.out.dump();
+    }
+    out += "]";
+  }
+  out += "}\n";
   return out;
 }
 
@@ -264,12 +287,16 @@ Status ReadStateJson(const std::string& text, ClusterRecords* out) {
     return Status::Error("state: 'read_unix' is not an integer");
   }
   for (auto it = doc.begin(); it != doc.end(); ++it) {
-    if (it.key() != "format" && it.key() != "read_unix" && it.key() != "jobs" && it.key() != "nodes") {
+    if (it.key() != "format" && it.key() != "read_unix" && it.key() != "jobs" && it.key() != "nodes" &&
+        it.key() != "partitions") {
       return Status::Error("state: unknown key '" + it.key() + "'");
     }
   }
   Status st = ReadRecords(doc, "jobs", [](auto& a, const auto& d, auto& v) { VisitJob(a, d, v); }, &r.jobs);
   if (st.ok()) st = ReadRecords(doc, "nodes", [](auto& a, const auto& d, auto& v) { VisitNode(a, d, v); }, &r.nodes);
+  if (st.ok() && doc.contains("partitions")) {
+    st = ReadRecords(doc, "partitions", [](auto& a, const auto& d, auto& v) { VisitPartition(a, d, v); }, &r.partitions);
+  }
   if (!st.ok()) return st;
   *out = std::move(r);
   return Status::Ok();

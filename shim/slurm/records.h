@@ -49,6 +49,10 @@ struct JobRecord {
   int64_t cpus_per_node = 0;       // 0 = not stated
   int64_t memory_mb_per_node = 0;  // 0 = not stated
   int64_t time_limit_min = 0;      // 0 = none (INFINITE / NO_VAL)
+  bool time_unlimited = false;     // --time=UNLIMITED (INFINITE): over any partition's MaxTime
+  // --exclusive (OverSubscribe=NO): Slurm gives it whole nodes (every CPU, all memory, every GPU)
+  // and starts it only on nodes nothing else runs on.
+  bool exclusive = false;
   int64_t submit_time = 0, start_time = 0, end_time = 0;  // unix seconds, 0 = unknown
   // When Slurm may start it at the earliest (--begin, `scontrol update StartTime=`, the 120 s a
   // requeued job waits): unix seconds, 0 = unknown. Tidal does not release a job before it.
@@ -62,7 +66,8 @@ struct JobRecord {
   std::vector<std::string> nodes;           // allocated (expanded hostlist), running/completing
   // The GPUs Slurm allocated on each of `nodes` (same order), from its per-node GRES detail: a
   // job asking GPUs per job (--gpus=N, --gpus-per-task) over several nodes gets them unevenly
-  // (3 + 1 for --gpus=4 on 2 nodes). Empty: not known, gpus_per_node on each.
+  // (3 + 1 for --gpus=4 on 2 nodes); an --exclusive job gets every GPU of its nodes even when it
+  // asked for none. Empty: not known, gpus_per_node on each.
   std::vector<int64_t> node_gpus;
   // The node the batch script runs on (a running batch job; "" otherwise). Slurm never takes it
   // from a running job: an elastic job shrinks on its other nodes.
@@ -105,7 +110,7 @@ struct NodeRecord {
   int64_t real_memory_mb = 0;
   std::string reason;              // drain/down reason ("tidal: ..." when Tidal set it)
   // Drained by Tidal because its pool lends it to Kubernetes (reason kLentReason): Slurm starts
-  // nothing there, but for the engine it is in service (Reconciler::Read clears `drain`).
+  // nothing there, but for the engine it is in service (plan_view.h PlanView clears `drain`).
   bool lent_drain = false;
   std::vector<std::string> partitions;
   std::vector<std::string> features;
@@ -115,9 +120,21 @@ struct NodeRecord {
 // The drain reason of a node Tidal lends to Kubernetes.
 inline constexpr const char* kLentReason = "tidal: lent to kubernetes";
 
+// A partition's limits that keep Slurm from starting a job released into it (job_mgr.c
+// job_limits_check, Slurm 22.05): its state, MaxTime, MinNodes/MaxNodes.
+struct PartitionRecord {
+  std::string name;
+  bool schedules = true;           // State=UP or DRAIN; DOWN and INACTIVE start no job
+  std::string state = "UP";        // as scontrol prints it, for messages
+  int64_t max_time_min = 0;        // 0 = UNLIMITED
+  uint32_t min_nodes = 0, max_nodes = 0;  // 0 = no limit
+  bool operator==(const PartitionRecord&) const = default;
+};
+
 struct ClusterRecords {
   std::vector<JobRecord> jobs;
   std::vector<NodeRecord> nodes;
+  std::vector<PartitionRecord> partitions;  // empty: not read (no partition limit is checked)
   int64_t read_unix = 0;  // when slurmctld answered
 };
 

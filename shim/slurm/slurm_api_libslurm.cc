@@ -161,6 +161,7 @@ struct LibslurmApi::Cache {
   std::vector<NodeRecord> nodes;
   std::vector<std::string> node_names;  // the node table by index ("" = a hole)
   std::map<std::string, std::vector<std::string>> partitions;
+  std::vector<PartitionRecord> partition_limits;
   std::string partitions_error;
   LibslurmConverter convert;
 };
@@ -252,6 +253,7 @@ Status LibslurmApi::Load(ClusterRecords* out) {
   if (parts_changed && parts != nullptr) {
     c.partitions_error.clear();
     c.partitions = LibslurmConverter::PartitionsByNode(parts, &c.partitions_error);
+    c.partition_limits = LibslurmConverter::Partitions(parts);
     c.parts_update = parts->last_update;
     c.have_parts = true;
     slurm_free_partition_info_msg(parts);
@@ -287,6 +289,7 @@ Status LibslurmApi::Load(ClusterRecords* out) {
   }
   out->jobs = c.jobs;
   out->nodes = c.nodes;
+  out->partitions = c.partition_limits;
   if (!c.partitions_error.empty()) {
     for (NodeRecord& n : out->nodes) n.parse_error += (n.parse_error.empty() ? "" : "; ") + c.partitions_error;
   }

@@ -461,6 +461,8 @@ uint64_t MembersKey(const JobRecord& j) {
   num(j.cpus_per_node);
   num(j.memory_mb_per_node);
   num(j.time_limit_min);
+  num(j.time_unlimited);
+  num(j.exclusive);
   num(j.submit_time);
   num(stance == JobStance::kActive ? j.start_time : 0);
   list(j.nodes);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <map>
 
 #include "core/api/duration.h"
@@ -28,6 +29,40 @@ std::string UserHoldReason(const JobRecord& j) {
 std::string BeginTimeReason(const JobRecord& j, int64_t now_unix) {
   if (j.state != JobState::kPending || j.completing || j.eligible_time <= now_unix) return "";
   return "not before its begin time " + FormatUnixTime(j.eligible_time) + " (--begin or StartTime; Slurm starts it no earlier)";
+}
+
+std::string PartitionReason(const JobRecord& j, const std::vector<PartitionRecord>& partitions) {
+  if (j.state != JobState::kPending || j.completing || partitions.empty() || j.partition.empty()) return "";
+  const NodeRange range = NodeRangeOf(j);
+  std::string why;
+  for (const std::string& name : SplitCommaList(j.partition)) {
+    const auto it = std::find_if(partitions.begin(), partitions.end(), [&](const PartitionRecord& p) { return p.name == name; });
+    if (it == partitions.end()) return "";  // not in the table: Slurm's to judge
+    const PartitionRecord& p = *it;
+    std::string no;
+    if (!p.schedules) {
+      no = "partition " + p.name + " is " + p.state + ": Slurm starts no job there until it is UP";
+    } else if (p.max_time_min > 0 && (j.time_unlimited || j.time_limit_min > p.max_time_min)) {
+      no = "partition " + p.name + "'s MaxTime is " + FormatDurationSeconds(p.max_time_min * 60) + ", below its --time " +
+           (j.time_unlimited ? std::string("UNLIMITED") : FormatDurationSeconds(j.time_limit_min * 60)) +
+           ": Slurm never starts it there (PartitionTimeLimit); `scontrol update JobId=" + j.id +
+           " TimeLimit=...` within it, or another partition";
+    } else if ((p.max_nodes > 0 && range.min > p.max_nodes) || (p.min_nodes > 0 && range.max < p.min_nodes)) {
+      no = "partition " + p.name + " runs jobs of " + std::to_string(std::max<uint32_t>(1, p.min_nodes)) + "-" +
+           (p.max_nodes > 0 ? std::to_string(p.max_nodes) : std::string("any")) + " nodes, not " +
+           (range.Elastic() ? std::to_string(range.min) + "-" + std::to_string(range.max) : std::to_string(range.min)) +
+           ": Slurm never starts it there (PartitionNodeLimit)";
+    }
+    if (no.empty()) return "";  // this partition would start it
+    why += (why.empty() ? "" : "; ") + no;
+  }
+  return why;
+}
+
+std::string SlurmWaitReason(const JobRecord& j, const ClusterRecords& rec) {
+  const int64_t now = rec.read_unix > 0 ? rec.read_unix : static_cast<int64_t>(std::time(nullptr));
+  std::string why = BeginTimeReason(j, now);
+  return why.empty() ? PartitionReason(j, rec.partitions) : why;
 }
 
 std::unordered_map<std::string, std::string> ThrottledArrayTasks(const std::vector<JobRecord>& jobs) {
@@ -75,6 +110,10 @@ std::string HeldBackReason(const JobRecord& j) {
                              : "released before its begin time; held again until then";
   }
   if (j.state_reason == "JobArrayTaskLimit") return "released past its array's task limit; held again";
+  if (j.state_reason == "PartitionDown" || j.state_reason == "PartitionInactive" ||
+      j.state_reason == "PartitionTimeLimit" || j.state_reason == "PartitionNodeLimit") {
+    return "released, but Slurm does not start it in its partition (" + j.state_reason + "); held again";
+  }
   return "";
 }
 

@@ -33,13 +33,28 @@ std::string UserHoldReason(const JobRecord& j);
 // Why a pending job must wait for its begin time ("" = it may start now, or holds nodes).
 std::string BeginTimeReason(const JobRecord& j, int64_t now_unix);
 
+// Why Slurm would not start pending job `j` in its partition, released or not ("" = it would, or
+// the table is empty: not read). As slurmctld checks before it starts a job (Slurm 22.05
+// job_limits_check): the partition is DOWN or INACTIVE (Reason PartitionDown / PartitionInactive),
+// its MaxTime is below the job's --time (PartitionTimeLimit; --time=UNLIMITED is over any
+// MaxTime, and --time-min does not lift it), or the job's node count is outside its MinNodes..
+// MaxNodes (PartitionNodeLimit). Released, such a job kept its pinned GPUs idle and charged to its
+// queue for as long as the partition stayed so (for ever, for a --time over MaxTime), and its
+// owner read "tidal: released to ..." while squeue said PartitionTimeLimit. A job submitted to
+// several partitions (-p a,b) waits only when none of them would start it.
+std::string PartitionReason(const JobRecord& j, const std::vector<PartitionRecord>& partitions);
+// BeginTimeReason, else PartitionReason: why Slurm would not start a held job if Tidal released it.
+std::string SlurmWaitReason(const JobRecord& j, const ClusterRecords& rec);
+
 // The held tasks of arrays with a task limit that may not start now: job id ("123_7") -> why. Of
 // each array, K minus its tasks running or released (pending, pinned by Tidal) may start, the
 // lowest task ids first; its other held tasks wait.
 std::unordered_map<std::string, std::string> ThrottledArrayTasks(const std::vector<JobRecord>& jobs);
 
-// Why Slurm holds back a job Tidal released ("" = it does not): its reason says BeginTime or
-// JobArrayTaskLimit; or why its hold key (UserHoldReason) keeps it now. The caller holds it again (a requeued job with HoldRequeued, which also
+// Why Slurm holds back a job Tidal released ("" = it does not): its reason says BeginTime,
+// JobArrayTaskLimit or a partition's (PartitionDown, PartitionInactive, PartitionTimeLimit,
+// PartitionNodeLimit: PartitionReason says why once it is held); or why its hold key
+// (UserHoldReason) keeps it now. The caller holds it again (a requeued job with HoldRequeued, which also
 // clears the begin time a requeue sets).
 std::string HeldBackReason(const JobRecord& j);
 

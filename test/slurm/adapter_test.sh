@@ -5,7 +5,8 @@
 # slurmctld restart, the door lease against a second adapter, bad input, and the disruption path
 # (a drain: notice with the job's --signal, checkpoint report, requeue, run again), and jobs Slurm
 # holds back once released (an array's %K, --begin, a requeue) or spreads unevenly (--gpus=N), and
-# holds by a job's owner or an admin (sbatch --hold, scontrol hold/release, the tidal.dev/hold key). Cases live in
+# holds by a job's owner or an admin (sbatch --hold, scontrol hold/release, the tidal.dev/hold key),
+# --exclusive jobs and partition limits (MaxTime, State=DOWN). Cases live in
 # test/slurm/cases/adapter_*.sh; helpers in cases/adapter_common.sh. Exit 77 (skipped) without
 # Slurm, without root, or without the binaries (BUILD_DIR/bin/tidal-engine and tidal-slurm; the
 # disruption case also needs tidalctl; usage: adapter_test.sh [BUILD_DIR], default build/).
@@ -58,7 +59,7 @@ SLURM_NODE_FEATURES=$(for i in 1 2 3 4; do echo "gpu0$i=tidal-block-b0,tidal-lea
                       for i in 5 6 7 8; do echo "gpu0$i=tidal-block-b0,tidal-leaf-l1"; done)
 export SLURM_NODE_FEATURES
 USER_=tidaltest
-CASES=${TIDAL_SLURM_CASES:-gate door badinput topology quota disruption elastic waiting hold load adapter_kill engine_restart ctld_restart}
+CASES=${TIDAL_SLURM_CASES:-gate door badinput topology quota partitions disruption elastic waiting hold load adapter_kill engine_restart ctld_restart}
 ok=0
 
 for p in "$ENGINE_PORT" "$ENGINE_HTTP" "$AD_METRICS" "$AD2_METRICS"; do

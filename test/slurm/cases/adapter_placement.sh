@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Cases of test/slurm/adapter_test.sh: topology (required leaf, --switches=1) and quota.
+# Cases of test/slurm/adapter_test.sh: topology (required leaf, --switches=1), quota, --exclusive
+# and partition limits.
 
 # one_leaf JOB: every node of the job's NodeList carries the same tidal-leaf-* feature; prints it
 one_leaf() {
@@ -65,4 +66,42 @@ _n_running() {
   local want=$1 n=0 j
   for j in $2; do is_state "$j" RUNNING && n=$((n + 1)); done
   [ "$n" = "$want" ]
+}
+
+# 11. --exclusive and partition limits. Three 1-GPU jobs fill gpu01-03 a little; an --exclusive job
+#     (no --gres) must go to an empty node, hold every GPU there (tidal_slurm_gpus_running counts
+#     them), and never be pinned to a busy node (it stayed pending there, Reason Resources, while the
+#     engine counted that node's GPUs free). A partition "short" (MaxTime=10 min) and one "down"
+#     (State=DOWN): --time=20 and a job to "down" are held with the reason, never released (they
+#     stayed released for ever, Reason PartitionTimeLimit / PartitionDown, their GPUs idle and
+#     charged); the owner's TimeLimit=5 and the partition back UP release them.
+case_partitions() {
+  local b1 b2 b3 x t d
+  ensure_adapter
+  b1=$(submit team-a -w gpu01 --gres=gpu:1 -- 300) b2=$(submit team-a -w gpu02 --gres=gpu:1 -- 300)
+  b3=$(submit team-a -w gpu03 --gres=gpu:1 -- 300)
+  for x in $b1 $b2 $b3; do wait_for 20 "job $x RUNNING" is_state "$x" RUNNING; done
+  x=$(submit team-a --exclusive -- 300)
+  wait_for 20 "--exclusive job $x RUNNING" is_state "$x" RUNNING
+  case $(slurm_job_field "$x" NodeList) in gpu0[123]) fail "--exclusive job $x on busy node $(slurm_job_field "$x" NodeList)" ;; esac
+  ran_where_pinned "$x" || fail "job $x off its pin"
+  wait_for 10 "the adapter counts the exclusive job's 4 GPUs (3 + 4)" metric_is tidal_slurm_gpus_running 7
+  check "--exclusive job $x on empty node $(slurm_job_field "$x" NodeList) ($(scontrol -o show job -d "$x" | grep -o 'GRES=[^ ]*' | head -1)); gpus_running 7"
+  cancel_all
+  scontrol create PartitionName=short Nodes=gpu05,gpu06 MaxTime=10 State=UP || fail "scontrol create partition short"
+  scontrol create PartitionName=down Nodes=gpu07,gpu08 State=DOWN || fail "scontrol create partition down"
+  t=$(submit team-a -p short --time=20 --gres=gpu:1 -- 300)
+  d=$(submit team-a -p down --gres=gpu:1 -- 300)
+  wait_for 10 "job $t says its partition's MaxTime" comment_has "$t" "partition short's MaxTime is 10m, below its --time 20m"
+  wait_for 10 "job $d says its partition is DOWN" comment_has "$d" "partition down is DOWN"
+  holds_for 3 "a job its partition does not start was released" eval "held $t && held $d"
+  check "held with the reason: '$(slurm_job_field "$t" AdminComment)'"
+  slurm_as "$USER_" scontrol update JobId="$t" TimeLimit=5 || fail "$USER_ cannot shorten job $t"
+  scontrol update PartitionName=down State=UP
+  wait_for 20 "job $t RUNNING once its --time fits" is_state "$t" RUNNING
+  wait_for 20 "job $d RUNNING once its partition is UP" is_state "$d" RUNNING
+  ran_where_pinned "$t" && ran_where_pinned "$d" || fail "jobs $t $d off their pins"
+  invariants || fail "after partitions"
+  cancel_all
+  scontrol delete PartitionName=short; scontrol delete PartitionName=down
 }
