@@ -202,6 +202,7 @@ Status Engine::LoadLedger(const std::string& json) {
 
 std::string Engine::DescribeQueues() {
   std::lock_guard<std::mutex> lock(mu_);
+  EnsureStateLocked();  // the ledger's capacity, which every share is read against
   ledger_.Advance(clock_());
   std::string out;
   const QueueTree& t = ledger_.tree();

@@ -194,6 +194,22 @@ TEST_F(DoorTest, APlanOnSlurmNodesIsReservedInTheSlurmPool) {
   EXPECT_EQ(gpus[std::make_pair(std::string("reserved"), std::string("kubernetes"))], 0);
 }
 
+// /queues' text is the same whether or not another view rebuilt the cluster state first: it read
+// every share against no capacity (share 0) until a scrape or a cycle happened to rebuild it.
+TEST_F(DoorTest, DescribeQueuesReadsSharesAgainstTheCurrentCapacity) {
+  SyncBatch s;
+  s.resync = true;
+  s.upsert_nodes = {GpuNode("n1", "l0", "v0"), GpuNode("n2", "l0", "v0")};
+  PodInfo p = KubePod("a0", "qa");
+  p.node_name = "n1";
+  s.upsert_pods.push_back(p);
+  ASSERT_TRUE(Sync(s, FrontDoor::kKubernetes).ok());
+  now_ += 60;
+  const std::string first = engine_->DescribeQueues();
+  engine_->Gauges();  // rebuilds the state
+  EXPECT_EQ(first, engine_->DescribeQueues());
+}
+
 TEST_F(DoorTest, FairShareAcrossDoorsPlansTheKubernetesQueueBelowItsShareFirst) {
   SyncBatch k;
   k.resync = true;
