@@ -7,7 +7,8 @@
 #   - Flux's Kustomization sets no targetNamespace (it moves every namespaced object the same way);
 #   - more than one replica runs with leader election on, and leaseDuration > renewDeadline + retryPeriod;
 #   - every probe names a port its container declares, on a path its binary serves;
-#   - every image carries a tag.
+#   - every image carries a tag;
+#   - an overlay that puts the engine's gRPC port on a Service (tidal-slurm's way in) runs one replica.
 #   kustomize_render_test.sh [KUBECTL]     (default: build/tools/bin/kubectl, else kubectl on PATH; exit 77 without one)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -77,6 +78,11 @@ for d in docs:
                 errs.append(f"container {c['name']}: {probe} port {g['port']} is not one of its ports {sorted(map(str, ports))}")
             if c["name"] in paths and g["path"] not in paths[c["name"]]:
                 errs.append(f"container {c['name']}: {probe} path {g['path']} is not served ({sorted(paths[c['name']])})")
+grpc = [pt for d in docs if d["kind"] == "Service" for pt in d["spec"]["ports"] if pt.get("name") == "grpc"]
+for d in docs:
+    if grpc and d["kind"] == "StatefulSet" and d["spec"].get("replicas", 1) > 1:
+        errs.append(f"the engine's gRPC port is on a Service in front of {d['spec']['replicas']} replicas: "
+                    "tidal-slurm could hold its door on the standby's engine")
 for e in errs:
     print(f"FAIL: {name}: {e}")
 sys.exit(1 if errs else 0)
