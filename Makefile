@@ -42,7 +42,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := build-essential cmake ninja-build ccache pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev \
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  prometheus openssl curl python3-matplotlib slurm-wlm munge libslurm-dev \
+  prometheus openssl curl python3-matplotlib python3-jsonschema slurm-wlm munge libslurm-dev \
   prometheus-cpp-dev libcpp-httplib-dev libgoogle-perftools-dev clang libclang-rt-14-dev
 
 .PHONY: test-sanitize test-sanitize-ci test-asan test-tsan
