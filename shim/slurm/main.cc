@@ -76,10 +76,35 @@ void RegisterMetrics(tidal::metrics::Registry& reg, tidal::slurm::Reconciler& r)
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: tidal-slurm [--config FILE] [--engine ADDR] [--slurm-conf FILE] [--metrics ADDR|off]\n"
+    "                   [--holder NAME] [--once 1] [--state FILE]\n"
+    "  --config      the adapter's YAML config (docs/slurm.md, \"Config\"); without it, the defaults\n"
+    "  --engine      tidal-engine's gRPC address (HOST:PORT, [IPv6]:PORT or unix:PATH); overrides engine:\n"
+    "  --slurm-conf  slurm.conf for libslurm; overrides slurmConf:\n"
+    "  --metrics     /metrics and /healthz address, or off; overrides metricsAddress:\n"
+    "  --holder      the name this adapter holds the engine's Slurm door under; overrides holder:\n"
+    "  --once        1 or true: one pass, exit 0 when it applied everything\n"
+    "  --state       read a recorded state (JSON) instead of slurmctld: tests and benchmarks\n";
+
 int main(int argc, char** argv) {
   tidal::cli::Args args(argv + 1, argv + argc);
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") return std::fputs(kUsage, stdout), 0;
+  }
   tidal::cli::Flags flags(args);
-  if (!flags.Parse({"--config", "--engine", "--slurm-conf", "--metrics", "--once", "--state", "--holder"})) return 2;
+  if (!flags.Parse({"--config", "--engine", "--slurm-conf", "--metrics", "--once", "--state", "--holder"})) {
+    return std::fputs(kUsage, stderr), 2;
+  }
+  if (!flags.positional().empty()) {
+    std::fprintf(stderr, "tidal-slurm: unexpected argument %s\n%s", flags.positional()[0].c_str(), kUsage);
+    return 2;
+  }
+  const std::string once_flag = flags.Get("--once", "false");
+  if (once_flag != "true" && once_flag != "1" && once_flag != "false" && once_flag != "0") {
+    std::fprintf(stderr, "tidal-slurm: --once: %s is not 1, 0, true or false\n", once_flag.c_str());
+    return 2;
+  }
   tidal::slurm::AdapterConfig cfg;
   if (const std::string path = flags.Get("--config"); !path.empty()) {
     auto c = tidal::slurm::LoadAdapterConfig(path);
@@ -102,7 +127,7 @@ int main(int argc, char** argv) {
   if (const std::string v = flags.Get("--slurm-conf"); !v.empty()) cfg.slurm_conf = v;
   if (const std::string v = flags.Get("--metrics"); !v.empty()) cfg.metrics_address = v == "off" ? "" : v;
   if (const std::string v = flags.Get("--holder"); !v.empty()) cfg.holder = v;
-  const bool once = flags.Get("--once") == "true" || flags.Get("--once") == "1";
+  const bool once = once_flag == "true" || once_flag == "1";
 
   std::unique_ptr<tidal::slurm::SlurmApi> slurm;
   if (const std::string state = flags.Get("--state"); !state.empty()) {
