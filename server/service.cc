@@ -222,7 +222,7 @@ EngineService::EngineService(Engine& engine, EngineMetrics* metrics) : engine_(e
   for (int i = 0; service != nullptr && i < service->method_count(); ++i) metrics_->grpc_requests.With({service->method(i)->name(), "OK"});
 }
 
-grpc::Status EngineService::Observe(const char* method, const std::function<grpc::Status()>& body) {
+grpc::Status EngineService::Observe(const char* method, const std::function<grpc::Status()>& body, bool latency) {
   const auto t0 = std::chrono::steady_clock::now();
   grpc::Status s = body();
   if (metrics_ != nullptr) {
@@ -232,7 +232,7 @@ grpc::Status EngineService::Observe(const char* method, const std::function<grpc
                                              "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
     const int c = static_cast<int>(s.error_code());
     metrics_->grpc_requests.With({method, c >= 0 && c <= 16 ? kCodes[c] : "UNKNOWN"}).Increment();
-    metrics_->grpc_duration.With({method}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (latency) metrics_->grpc_duration.With({method}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return s;
 }
@@ -269,10 +269,14 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
                                    std::string(FrontDoorName(*d)));
       }
       first = false;
+      const auto t0 = std::chrono::steady_clock::now();
       SyncBatch b = FromProto(req, door);
       uint64_t gen = 0;
       std::vector<NodeWarningInfo> warnings;
       Status st = engine_.Sync(std::move(b), &gen, &warnings);
+      if (metrics_ != nullptr) {  // one observation per batch: a stream lives as long as its door
+        metrics_->grpc_duration.With({"Sync"}).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
       v1::SyncAck ack;
       for (const auto& w : warnings) {
         v1::NodeWarning* out = ack.add_node_warnings();
@@ -286,7 +290,7 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
       if (!stream->Write(ack)) break;
     }
     return grpc::Status::OK;
-  });
+  }, /*latency=*/false);
 }
 
 grpc::Status EngineService::CheckPod(grpc::ServerContext*, const v1::PodRef* req, v1::CheckPodResponse* resp) {

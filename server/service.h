@@ -50,7 +50,9 @@ class EngineService final : public v1::Engine::Service {
 
  private:
   // Decorates a handler: request count by method and code, latency by method.
-  grpc::Status Observe(const char* method, const std::function<grpc::Status()>& body);
+  // Counts the call by method and code and observes its latency; `latency` false for a stream that
+  // observes its own (Sync: each batch applied, not the stream's lifetime).
+  grpc::Status Observe(const char* method, const std::function<grpc::Status()>& body, bool latency = true);
   Engine& engine_;
   EngineMetrics* metrics_;
   DoorLeases leases_;  // one Sync holder per front door

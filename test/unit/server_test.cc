@@ -2,6 +2,11 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
+#include "core/metrics/registry.h"
+#include "engine/observability.h"
 #include "server/service.h"
 
 namespace tidal {
@@ -60,6 +65,46 @@ TEST_F(ServerTest, SyncThenPlanOverTheWire) {
   ASSERT_TRUE(stub_->PlanPod(&c2, ref, &plan).ok());
   EXPECT_EQ(plan.status().code(), v1::Status::SUCCESS) << plan.status().DebugString();
   EXPECT_EQ(plan.node_name(), "n0");
+}
+
+// tidal_grpc_request_duration_seconds{method="Sync"} is one observation per batch applied: it was
+// one per stream, when the stream ended, so a door's whole lifetime (past the largest bucket) was
+// the only Sync latency an SRE ever saw.
+TEST(ServerMetricsTest, SyncLatencyIsObservedPerBatchNotPerStream) {
+  auto engine = std::move(Engine::Create(EngineConfig{})).value();
+  metrics::Registry reg;
+  EngineMetrics m(reg);
+  EngineService service(*engine, &m);
+  grpc::ServerBuilder b;
+  int port = 0;
+  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  b.RegisterService(&service);
+  auto server = b.BuildAndStart();
+  ASSERT_NE(port, 0);
+  auto stub = v1::Engine::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext ctx;
+    auto stream = stub->Sync(&ctx);
+    v1::SyncRequest req;
+    req.set_resync(true);
+    v1::SyncAck ack;
+    ASSERT_TRUE(stream->Write(req));
+    ASSERT_TRUE(stream->Read(&ack));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the door stays connected
+    v1::SyncRequest delta;
+    ASSERT_TRUE(stream->Write(delta));
+    ASSERT_TRUE(stream->Read(&ack));
+    stream->WritesDone();
+    ASSERT_TRUE(stream->Finish().ok());
+  }
+  server->Shutdown();
+  const std::string text = reg.Render();
+  EXPECT_NE(text.find("tidal_grpc_request_duration_seconds_count{method=\"Sync\"} 2\n"), std::string::npos) << text;
+  const std::string sum_key = "tidal_grpc_request_duration_seconds_sum{method=\"Sync\"} ";
+  const auto at = text.find(sum_key);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_LT(std::stod(text.substr(at + sum_key.size())), 1.0) << "the stream's lifetime was observed";
+  EXPECT_NE(text.find("tidal_grpc_requests_total{code=\"OK\",method=\"Sync\"} 1\n"), std::string::npos) << text;
 }
 
 TEST_F(ServerTest, FirstSyncMessageMustBeASnapshot) {
