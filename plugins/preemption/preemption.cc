@@ -80,12 +80,18 @@ class VictimSearch {
                                    " terminating workload(s) to release their capacity");
     }
     ChooseCandidates();
-    if (victims_.empty()) return Status::Unschedulable("no eligible victims");
+    if (victims_.empty()) return Status::Unschedulable("no eligible victims" + WhyNone());
     return CommitVictims(PlanDomains(TargetLevel()), result);
   }
 
  private:
   int QueueOf(const Workload& x) const { return x.queue_id > 0 ? x.queue_id : tree_->Find(x.queue); }
+  // Why no running workload may be a victim, for the pod's event and explain.
+  std::string WhyNone() const {
+    if (too_young_ == 0) return ": no running workload is both of lower priority and preemptible, or borrowing above its queue's nominal quota";
+    return ": " + std::to_string(too_young_) + " running workload(s) started less than minRuntime (" +
+           FormatDurationSeconds(args_.min_runtime_s) + ") ago and may not be preempted yet";
+  }
   ResVec Request(const Workload& x, int32_t members) const {
     return tree_ != nullptr ? tree_->Request(x.per_member * members, x.gpu_model) : ResVec{};
   }
@@ -178,7 +184,7 @@ class VictimSearch {
   // Whether allocation `a` may be a victim; fills `x` for it.
   bool Eligible(const std::string& id, const Allocation& a, Victim& x) {
     const Workload& v = a.workload;
-    if (ctx_.now_s - a.start_time_s < args_.min_runtime_s) return false;
+    if (ctx_.now_s - a.start_time_s < args_.min_runtime_s) return ++too_young_, false;
     // No thrash: never a victim that could preempt the preemptor back.
     if (v.priority > w_.priority) return false;
     const bool lower = v.priority < w_.priority && v.preemptible;
@@ -536,6 +542,7 @@ class VictimSearch {
   std::vector<Undo> undo_;  // what one domain's Estimate took from budget_, given back after it
   std::vector<uint8_t> budget_known_;  // by queue index: 0 not read yet, 1 read and not borrowing, 2 borrowing
   std::vector<Victim> victims_;
+  int64_t too_young_ = 0;  // candidates refused for minRuntime (WhyNone)
 };
 
 }  // namespace
