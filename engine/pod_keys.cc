@@ -1,11 +1,16 @@
 // The keys pods already carry for other schedulers and workload controllers, as tables: which
 // key names a gang, a queue or a topology level, and in which order they are read.
 //
-// Precedence (per field: the first source that sets it wins; the rest are ignored):
-//   1. tidal.dev/*                       (Tidal's own)
+// Precedence (per field):
+//   1. tidal.dev/*                       (Tidal's own: when set it wins, the others are ignored;
+//                                         it is how a user overrides or maps a peer's value)
 //   2. the upstream PodGroup             (scheduling.k8s.io/v1alpha2, pod spec.schedulingGroup;
 //                                         handed over by the shim as podgroup.internal.tidal.dev/*)
 //   3. scheduler-plugins, 4. Volcano, 5. KAI, 6. Kueue, 7. JobSet, 8. LeaderWorkerSet
+// Without Tidal's key, the sources 2-6 that set a field must agree (gang name and own size, queue,
+// topology level): two that disagree are an error naming both keys and values, never a pick
+// (Disagree). JobSet's and LeaderWorkerSet's labels are bookkeeping, not a request: they never
+// disagree with a source above them (Kueue names an LWS group its own way, for example).
 // A gang's size is tidal.dev/gang-size when set, else the size its own source gives (PodGroup
 // minCount, Kueue pod-group-total-count, LeaderWorkerSet size). scheduler-plugins', Volcano's and
 // KAI's sizes live in PodGroup objects of theirs; the engine does not read them (the shim fills in
@@ -141,6 +146,15 @@ std::string AcceptedLabelKeys(const TopologyLevels& levels) {
   return out + kHostnameKey;
 }
 
+// Two sources (neither Tidal's) set a field to different values: an error naming both, so that
+// neither is silently picked. `field` is what they set ("gang name", "queue", ...).
+Status Disagree(const std::string& key_a, const std::string& a, const std::string& key_b, const std::string& b,
+                const std::string& field, const char* tidal_key) {
+  return Status::Unresolvable(key_a + ": \"" + a + "\" disagrees with " + key_b + ": \"" + b + "\" (accepted: the same " +
+                                  field + " in both, or " + tidal_key + " to choose)",
+                              "podspec");
+}
+
 // The upstream PodGroup (row 1). *named: the pod names one; then *s has its gang, or a status.
 Status UpstreamPodGroup(const std::map<std::string, std::string>& labels,
                         const std::map<std::string, std::string>& annotations, PodSchedulingSpec* s, bool* named) {
@@ -166,30 +180,40 @@ Status UpstreamPodGroup(const std::map<std::string, std::string>& labels,
   return Status::Ok();
 }
 
+// A topology key as a message names it: the PodGroup's field for the shim's reserved key.
+std::string Shown(const std::map<std::string, std::string>& labels, const std::map<std::string, std::string>& annotations,
+                  const char* key) {
+  if (std::string(key) != kPodGroupTopologyKey) return key;
+  const std::string* pg = podkeys::Lookup(labels, annotations, kPodGroupName);
+  return "PodGroup " + (pg == nullptr ? std::string() : *pg) + " spec.schedulingConstraints.topology[0].key";
+}
+
 // The level the first set key of `keys` names (a level name, or a node label key mapped to its
-// level) into *level, and that key into *key; both untouched when none is set.
+// level) into *level, and that key into *key; both untouched when none is set. Tidal's own key (the
+// first) overrides the others; without it, every other key set must name the same level.
 Status ResolveLevel(const std::map<std::string, std::string>& labels, const std::map<std::string, std::string>& annotations,
                     const TopologyLevels& levels, const std::vector<TopologyKey>& keys, std::string* level,
                     const char** key) {
   for (const auto& k : keys) {
     const std::string* v = podkeys::Lookup(labels, annotations, k.key);
     if (v == nullptr) continue;
-    *key = k.key;
+    const std::string shown = Shown(labels, annotations, k.key);
+    std::string found;
     if (!k.label_key) {
       if (levels.Find(*v) < 0) return podkeys::Bad(k.key, *v, levels.Accepted());
-      *level = *v;
-      return Status::Ok();
+      found = *v;
+    } else {
+      found = podkeys::LevelOfLabelKey(levels, *v);
+      if (found.empty()) return podkeys::Bad(shown, *v, AcceptedLabelKeys(levels));
     }
-    *level = podkeys::LevelOfLabelKey(levels, *v);
-    if (level->empty()) {
-      std::string shown = k.key;
-      if (shown == kPodGroupTopologyKey) {
-        const std::string* pg = podkeys::Lookup(labels, annotations, kPodGroupName);
-        shown = "PodGroup " + (pg == nullptr ? std::string() : *pg) + " spec.schedulingConstraints.topology[0].key";
-      }
-      return podkeys::Bad(shown, *v, AcceptedLabelKeys(levels));
+    if (*key == nullptr) {
+      *key = k.key;
+      *level = found;
+      if (!k.label_key) return Status::Ok();  // Tidal's level name overrides the node label keys
+    } else if (found != *level) {
+      return Disagree(Shown(labels, annotations, *key), *podkeys::Lookup(labels, annotations, *key), shown, *v,
+                      "topology level", keys.front().key);
     }
-    return Status::Ok();
   }
   return Status::Ok();
 }
@@ -304,6 +328,40 @@ Status ResolveGang(const std::map<std::string, std::string>& labels, const std::
   }
   if (!s->gang.empty() && !IsGangName(s->gang)) return Bad(s->gang_from, s->gang, kGangNameAccepted);
   const std::string* tidal_size = Lookup(labels, annotations, kLabelGangSize);
+  // Without tidal.dev/gang, every other source (upstream PodGroup, scheduler-plugins, Volcano, KAI,
+  // Kueue) that names a gang must name this one, and those that carry a size must agree on it.
+  const std::string* pg = Lookup(labels, annotations, kPodGroupName);
+  const std::string pg_key = "spec.schedulingGroup.podGroupName";
+  std::string size_key;  // the first own size seen, and its key
+  int64_t size = 0;
+  if (upstream && !s->gang.empty()) {
+    size_key = "PodGroup " + *pg + " spec.schedulingPolicy.gang.minCount";
+    size = s->gang_size;
+  }
+  if (source != &rows[0] && (upstream || source != nullptr)) {
+    for (const auto& row : rows) {
+      std::string name;
+      if (&row == &rows[0] || row.workload || !JoinValues(labels, annotations, row.name, "-", &name)) continue;
+      if (upstream && s->gang.empty()) {
+        return Disagree(row.name.front(), name, pg_key, *pg + " (a PodGroup of schedulingPolicy.basic: no gang)",
+                        "gang", kLabelGang);
+      }
+      if (name != s->gang) {
+        return Disagree(upstream ? pg_key : s->gang_from, s->gang, row.name.front(), name, "gang name", kLabelGang);
+      }
+      const std::string* own = row.size != nullptr ? Lookup(labels, annotations, row.size) : nullptr;
+      if (own == nullptr) continue;
+      int64_t n = 0;
+      if (!ParseCount(*own, kMaxGang, &n)) return Bad(row.size, *own, "an integer 1..10000");
+      if (tidal_size != nullptr) continue;  // tidal.dev/gang-size wins over every own size
+      if (size_key.empty()) {
+        size_key = row.size;
+        size = n;
+      } else if (n != size) {
+        return Disagree(size_key, std::to_string(size), row.size, *own, "gang size", kLabelGangSize);
+      }
+    }
+  }
   if (tidal_size != nullptr) {
     int64_t n = 0;
     if (!ParseCount(*tidal_size, kMaxGang, &n)) return Bad(kLabelGangSize, *tidal_size, "an integer 1..10000");
@@ -315,6 +373,8 @@ Status ResolveGang(const std::map<std::string, std::string>& labels, const std::
     if (own != nullptr) {
       if (!ParseCount(*own, kMaxGang, &n)) return Bad(source->size, *own, "an integer 1..10000");
       s->gang_size = static_cast<int32_t>(n);
+    } else if (!size_key.empty()) {
+      s->gang_size = static_cast<int32_t>(size);  // another source naming the same gang gives its size
     } else if (source->needs_size) {
       std::string why = std::string(kLabelGangSize) + ": missing; required with " + source->name.front();
       if (source->size != nullptr) why += std::string(" unless ") + source->size + " is set";
@@ -338,11 +398,17 @@ Status ResolveGang(const std::map<std::string, std::string>& labels, const std::
 
 Status ResolveQueue(const std::map<std::string, std::string>& labels,
                     const std::map<std::string, std::string>& annotations, PodSchedulingSpec* s) {
+  const char* from = nullptr;  // the first key set; the peers' keys after it must agree with it
   for (const char* k : QueueKeys()) {
-    if (const std::string* v = Lookup(labels, annotations, k)) {
-      if (v->empty() || v->size() > 63) return Bad(k, *v, "a queue name of 1-63 characters");
+    const std::string* v = Lookup(labels, annotations, k);
+    if (v == nullptr) continue;
+    if (v->empty() || v->size() > 63) return Bad(k, *v, "a queue name of 1-63 characters");
+    if (from == nullptr) {
+      from = k;
       s->queue = *v;
-      return Status::Ok();
+      if (k == kLabelQueue) return Status::Ok();  // Tidal's own key overrides (or maps) the peers'
+    } else if (*v != s->queue) {
+      return Disagree(from, s->queue, k, *v, "queue", kLabelQueue);
     }
   }
   return Status::Ok();

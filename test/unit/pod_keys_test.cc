@@ -39,7 +39,7 @@ TEST(PodKeysTest, TidalKeysComeFirst) {
 }
 
 TEST(PodKeysTest, UpstreamPodGroupGivesGangSizeAndTopology) {
-  auto s = Parse({{"scheduling.x-k8s.io/pod-group", "theirs"}}, PodGroupGang("pg", "4", "topology.tidal.dev/leaf"));
+  auto s = Parse({{"scheduling.x-k8s.io/pod-group", "pg"}}, PodGroupGang("pg", "4", "topology.tidal.dev/leaf"));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->gang, "pg");
   EXPECT_EQ(s->gang_size, 4);
@@ -61,11 +61,17 @@ TEST(PodKeysTest, MissingPodGroupWaitsAndBasicIsAlone) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kWait);
   EXPECT_NE(s.status().Message().find("PodGroup pg"), std::string::npos) << s.status().Message();
-  // The PodGroup claims the pod: the peers' keys below it do not make it a gang.
-  s = Parse({{"scheduling.x-k8s.io/pod-group", "theirs"}}, {{kPodGroupName, "pg"}, {kPodGroupState, "basic"}});
+  s = Parse({}, {{kPodGroupName, "pg"}, {kPodGroupState, "basic"}});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->gang, "");
   EXPECT_EQ(s->gang_size, 1);
+  // A basic PodGroup beside a peer's gang key: the gang is neither dropped nor picked over it.
+  s = Parse({{"scheduling.x-k8s.io/pod-group", "theirs"}}, {{kPodGroupName, "pg"}, {kPodGroupState, "basic"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message(),
+            "scheduling.x-k8s.io/pod-group: \"theirs\" disagrees with spec.schedulingGroup.podGroupName: \"pg (a "
+            "PodGroup of schedulingPolicy.basic: no gang)\" (accepted: the same gang in both, or tidal.dev/gang to "
+            "choose)");
 }
 
 TEST(PodKeysTest, PodGroupErrorsNameTheField) {
@@ -85,18 +91,82 @@ TEST(PodKeysTest, PodGroupErrorsNameTheField) {
 }
 
 TEST(PodKeysTest, PeersInTheirFixedOrder) {
-  // scheduler-plugins before Volcano before KAI before Kueue.
+  // scheduler-plugins before Volcano before KAI before Kueue: each alone names the gang.
+  for (const char* key : {"scheduling.x-k8s.io/pod-group", "scheduling.k8s.io/group-name", "pod-group-name",
+                          "kueue.x-k8s.io/pod-group-name"}) {
+    auto s = Parse({}, {{key, "g"}, {kLabelGangSize, "3"}});
+    ASSERT_TRUE(s.ok()) << key << ": " << s.status().ToString();
+    EXPECT_EQ(s->gang, "g");
+    EXPECT_EQ(s->gang_from, key);
+  }
+  // Several that agree name one gang: the first names it.
+  auto s = Parse({{"scheduling.x-k8s.io/pod-group", "g"}, {"kueue.x-k8s.io/pod-group-name", "g"}},
+                 {{"scheduling.k8s.io/group-name", "g"}, {kLabelGangSize, "3"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang_from, "scheduling.x-k8s.io/pod-group");
+}
+
+// Two systems' gang keys on one pod that name different gangs: neither is picked (was: the first
+// in the fixed order, silently; a migrated manifest with a leftover key joined the wrong gang).
+TEST(PodKeysTest, PeersThatDisagreeOnTheGangAreAConflict) {
   Map labels = {{"scheduling.x-k8s.io/pod-group", "sp"}, {"kueue.x-k8s.io/pod-group-name", "kq"}};
   Map ann = {{"scheduling.k8s.io/group-name", "vc"}, {"pod-group-name", "kai"}, {kLabelGangSize, "3"}};
   auto s = Parse(labels, ann);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->gang, "sp");
-  labels.erase("scheduling.x-k8s.io/pod-group");
-  EXPECT_EQ(Parse(labels, ann)->gang, "vc");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnschedulableAndUnresolvable);
+  EXPECT_EQ(s.status().plugin(), "podspec");
+  EXPECT_EQ(s.status().Message(),
+            "scheduling.x-k8s.io/pod-group: \"sp\" disagrees with scheduling.k8s.io/group-name: \"vc\" (accepted: the "
+            "same gang name in both, or tidal.dev/gang to choose)");
   ann.erase("scheduling.k8s.io/group-name");
-  EXPECT_EQ(Parse(labels, ann)->gang, "kai");
   ann.erase("pod-group-name");
-  EXPECT_EQ(Parse(labels, ann)->gang, "kq");
+  s = Parse(labels, ann);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().Message().find("kueue.x-k8s.io/pod-group-name: \"kq\""), std::string::npos) << s.status().Message();
+  // The upstream PodGroup against a peer.
+  s = Parse({{"kueue.x-k8s.io/pod-group-name", "kq"}}, PodGroupGang("pg", "4"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message().rfind("spec.schedulingGroup.podGroupName: \"pg\" disagrees with "
+                                       "kueue.x-k8s.io/pod-group-name: \"kq\"", 0),
+            0u)
+      << s.status().Message();
+  // Tidal's own key chooses: the peers' keys are then ignored.
+  labels[kLabelGang] = "mine";
+  s = Parse(labels, ann);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "mine");
+  // JobSet's and LeaderWorkerSet's labels are bookkeeping: Kueue names an LWS group its own way.
+  s = Parse({{"kueue.x-k8s.io/pod-group-name", "kq"}, {"leaderworkerset.sigs.k8s.io/name", "vllm"},
+             {"leaderworkerset.sigs.k8s.io/group-index", "0"}, {"jobset.sigs.k8s.io/jobset-name", "js"}},
+            {{"kueue.x-k8s.io/pod-group-total-count", "4"}, {"leaderworkerset.sigs.k8s.io/size", "4"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang, "kq");
+}
+
+// Sources that name the same gang must agree on its size too; one that has none takes the other's.
+TEST(PodKeysTest, SourcesOfOneGangAgreeOnItsSize) {
+  auto s = Parse({{"kueue.x-k8s.io/pod-group-name", "pg"}},
+                 [] {
+                   Map a = PodGroupGang("pg", "4");
+                   a["kueue.x-k8s.io/pod-group-total-count"] = "8";
+                   return a;
+                 }());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message(),
+            "PodGroup pg spec.schedulingPolicy.gang.minCount: \"4\" disagrees with kueue.x-k8s.io/pod-group-total-count: "
+            "\"8\" (accepted: the same gang size in both, or tidal.dev/gang-size to choose)");
+  // Volcano names the gang and keeps no size on the pod; Kueue's count for the same gang gives it.
+  s = Parse({{"kueue.x-k8s.io/pod-group-name", "g"}},
+            {{"scheduling.k8s.io/group-name", "g"}, {"kueue.x-k8s.io/pod-group-total-count", "6"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang_size, 6);
+  // tidal.dev/gang-size chooses.
+  Map a = PodGroupGang("pg", "4");
+  a["kueue.x-k8s.io/pod-group-total-count"] = "8";
+  a[kLabelGangSize] = "8";
+  s = Parse({{"kueue.x-k8s.io/pod-group-name", "pg"}}, a);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gang_size, 8);
 }
 
 TEST(PodKeysTest, PeerWithoutSizeNeedsTidalGangSize) {
@@ -172,20 +242,37 @@ TEST(PodKeysTest, ExclusiveTopologyIsADomainGroupNotAGang) {
 }
 
 TEST(PodKeysTest, QueueKeysInOrder) {
-  Map labels = {{"kueue.x-k8s.io/queue-name", "kq"}, {"kai.scheduler/queue", "kai"}};
-  Map ann = {{"scheduling.volcano.sh/queue-name", "vc"}};
-  EXPECT_EQ(Parse(labels, ann)->queue, "vc");
-  ann.clear();
-  EXPECT_EQ(Parse(labels, ann)->queue, "kai");
-  labels.erase("kai.scheduler/queue");
-  labels["runai/queue"] = "runai";
-  EXPECT_EQ(Parse(labels, ann)->queue, "runai");
+  for (const char* key : {"scheduling.volcano.sh/queue-name", "kai.scheduler/queue", "runai/queue",
+                          "kueue.x-k8s.io/queue-name"}) {
+    auto s = Parse({{key, "q"}});
+    ASSERT_TRUE(s.ok()) << key << ": " << s.status().ToString();
+    EXPECT_EQ(s->queue, "q");
+  }
+  Map labels = {{"kueue.x-k8s.io/queue-name", "q"}, {"kai.scheduler/queue", "q"}};
+  EXPECT_EQ(Parse(labels, {{"scheduling.volcano.sh/queue-name", "q"}})->queue, "q") << "they agree";
   labels[kLabelQueue] = "tidal";
-  EXPECT_EQ(Parse(labels, ann)->queue, "tidal");
+  labels["runai/queue"] = "other";
+  EXPECT_EQ(Parse(labels)->queue, "tidal") << "Tidal's key overrides (maps) the peers'";
   auto s = Parse({{"kueue.x-k8s.io/queue-name", ""}});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().Message(),
             "kueue.x-k8s.io/queue-name: invalid value \"\" (accepted: a queue name of 1-63 characters)");
+}
+
+// Two queue keys that disagree: neither queue is charged (was: Volcano's, then KAI's, silently).
+TEST(PodKeysTest, QueueKeysThatDisagreeAreAConflict) {
+  auto s = Parse({{"kueue.x-k8s.io/queue-name", "kq"}, {"kai.scheduler/queue", "kai"}},
+                 {{"scheduling.volcano.sh/queue-name", "vc"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnschedulableAndUnresolvable);
+  EXPECT_EQ(s.status().Message(),
+            "scheduling.volcano.sh/queue-name: \"vc\" disagrees with kai.scheduler/queue: \"kai\" (accepted: the same "
+            "queue in both, or tidal.dev/queue to choose)");
+  s = Parse({{"kai.scheduler/queue", "a"}, {"runai/queue", "b"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().Message().find("runai/queue: \"b\""), std::string::npos) << s.status().Message();
+  // Case matters: queue names are compared as they are.
+  EXPECT_FALSE(Parse({{"kai.scheduler/queue", "Team"}, {"kueue.x-k8s.io/queue-name", "team"}}).ok());
 }
 
 TEST(PodKeysTest, TopologyLabelKeysMapToLevels) {
@@ -194,9 +281,37 @@ TEST(PodKeysTest, TopologyLabelKeysMapToLevels) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->required_level, "nvlink");
   EXPECT_EQ(s->preferred_level, "node");
-  // KAI before Kueue; Tidal's level names before both.
+  // KAI and Kueue naming different levels: neither is picked (was KAI's, silently).
   s = Parse({}, {{"kueue.x-k8s.io/podset-required-topology", "topology.tidal.dev/nvlink"},
                  {"kai.scheduler/topology-required-placement", "topology.tidal.dev/block"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message(),
+            "kai.scheduler/topology-required-placement: \"topology.tidal.dev/block\" disagrees with "
+            "kueue.x-k8s.io/podset-required-topology: \"topology.tidal.dev/nvlink\" (accepted: the same topology level "
+            "in both, or tidal.dev/topology-required to choose)");
+  s = Parse({}, [] {
+    Map a = PodGroupGang("pg", "2", "topology.tidal.dev/leaf");
+    a["kueue.x-k8s.io/podset-required-topology"] = "topology.tidal.dev/block";
+    return a;
+  }());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().Message().rfind("PodGroup pg spec.schedulingConstraints.topology[0].key: \"topology.tidal.dev/leaf\" "
+                                       "disagrees with kueue.x-k8s.io/podset-required-topology",
+                                       0),
+            0u)
+      << s.status().Message();
+  s = Parse({}, {{"kueue.x-k8s.io/podset-preferred-topology", "kubernetes.io/hostname"},
+                 {"kai.scheduler/topology-preferred-placement", "topology.tidal.dev/nvlink"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().Message().find("tidal.dev/topology-preferred to choose"), std::string::npos) << s.status().Message();
+  // Keys that name the same level agree; Tidal's level name overrides them.
+  s = Parse({}, {{"kueue.x-k8s.io/podset-required-topology", "topology.tidal.dev/nvlink"},
+                 {"kai.scheduler/topology-required-placement", "topology.tidal.dev/nvlink"}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->required_level, "nvlink");
+  s = Parse({}, {{"kueue.x-k8s.io/podset-required-topology", "topology.tidal.dev/nvlink"},
+                 {"kai.scheduler/topology-required-placement", "topology.tidal.dev/block"},
+                 {kLabelTopologyRequired, "block"}});
   EXPECT_EQ(s->required_level, "block");
   s = Parse({}, {{"kueue.x-k8s.io/podset-preferred-topology", "cloud.example.com/rack"}});
   ASSERT_FALSE(s.ok());
