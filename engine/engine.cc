@@ -177,10 +177,24 @@ std::string Engine::SaveLedger() {
 
 Status Engine::LoadLedger(const std::string& json) {
   std::lock_guard<std::mutex> lock(mu_);
-  Status s = ledger_.LoadState(json);
+  std::vector<std::string> skipped;  // values and queues of the usage left out, named
+  Status s = ledger_.LoadState(json, &skipped);
+  if (const int64_t now = clock_(); s.ok() && ledger_.now() > now) {
+    // Written by a clock ahead of this one: the usage counts as of now (Advance starts again from
+    // it), else it would neither decay nor grow until this clock reached the file's time.
+    skipped.push_back("time: " + std::to_string(ledger_.now()) + " is " + std::to_string(ledger_.now() - now) +
+                      " s ahead of this machine's clock; usage taken as of now");
+  }
   // Usage decays over the time the engine was down (nothing was integrated meanwhile).
   if (s.ok()) ledger_.Advance(clock_());
   if (!s.ok()) s = Status::Error("usage history not restored: " + s.Message());
+  for (auto& why : skipped) {
+    if (s.ok()) {
+      s = Status::Error(std::move(why));
+    } else {
+      s.AddReason(std::move(why));
+    }
+  }
   // The doors' nodes load even when the usage does not: a gate is never lost to another problem.
   const nlohmann::json state = nlohmann::json::parse(json, nullptr, false);
   if (!state.is_object()) return s;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -306,6 +307,7 @@ void QuotaLedger::Advance(int64_t now_s) {
     return;
   }
   const int64_t dt = now_s - now_;
+  if (dt < 0) now_ = now_s;  // the clock stepped back: start again from it, never freeze until it catches up
   if (dt <= 0) return;
   now_ = now_s;
   for (int q = 0; q < tree_->size(); ++q) {
@@ -467,7 +469,7 @@ std::string QuotaLedger::SaveState() const {
   return j.dump();
 }
 
-Status QuotaLedger::LoadState(const std::string& text) {
+Status QuotaLedger::LoadState(const std::string& text, std::vector<std::string>* skipped) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -478,12 +480,38 @@ Status QuotaLedger::LoadState(const std::string& text) {
       !j["usage"].is_object()) {
     return Status::Error("ledger state: expected {\"time\": int, \"usage\": {queue: {resource: number}}}");
   }
+  auto skip = [skipped](std::string why) {
+    if (skipped != nullptr) skipped->push_back(std::move(why));
+  };
+  // Largest usage kept: far above any cluster's GPU-seconds over a half-life, below where shares overflow.
+  constexpr double kMaxUsage = 1e18;
   for (const auto& [name, per] : j["usage"].items()) {
+    const std::string at = "usage." + name.substr(0, 100);
     const int q = tree_->Find(name);
-    if (q < 0 || !per.is_object()) continue;  // a queue removed from config: its history is dropped
+    if (q < 0) {  // a queue removed from config: its history is dropped
+      skip(at + ": queue not configured; its usage history dropped");
+      continue;
+    }
+    if (!per.is_object()) {
+      skip(at + ": expected {resource: number}; skipped");
+      continue;
+    }
     for (const auto& [res, v] : per.items()) {
       const int r = tree_->config().ResourceIndex(res);
-      if (r >= 0 && v.is_number()) usage_[static_cast<size_t>(q)][static_cast<size_t>(r)] = v.get<double>();
+      if (r < 0) continue;  // a resource no longer tracked
+      const std::string field = at + "." + res.substr(0, 100);
+      if (!v.is_number()) {
+        skip(field + ": expected a number; skipped");
+        continue;
+      }
+      const double x = v.get<double>();
+      if (!std::isfinite(x) || x < 0 || x > kMaxUsage) {
+        std::ostringstream shown;
+        shown << x;
+        skip(field + ": " + shown.str() + " is not a usage (>= 0 and finite, at most 1e18); skipped");
+        continue;
+      }
+      usage_[static_cast<size_t>(q)][static_cast<size_t>(r)] = x;
     }
   }
   // Inner queues' usage is the sum of what was saved for them; nothing else to rebuild.

@@ -195,8 +195,11 @@ class QuotaLedger {
   std::string Describe(int q) const;
 
   // State file: {"time": t, "usage": {"queue": {"gpus": x, ...}}} - usage survives restarts.
+  // LoadState fails (nothing restored) when the document is not that shape; a value it cannot hold
+  // (negative, not finite, over 1e18, not a number) or a queue not configured is skipped, and
+  // named in `skipped` ("usage.qa.gpus: ..."); the rest is restored.
   std::string SaveState() const;
-  Status LoadState(const std::string& json);
+  Status LoadState(const std::string& json, std::vector<std::string>* skipped = nullptr);
   int64_t now() const { return now_; }
 
  private:

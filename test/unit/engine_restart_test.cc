@@ -284,5 +284,45 @@ TEST_F(RestartTest, AnOlderStateFileLoadsAndAMalformedPartIsSkipped) {
   EXPECT_FALSE(half->PlanPod("uid-p").status.ok());
 }
 
+// (6) A state file whose time is ahead of this machine's clock (the clock stepped back since it
+// was written, or the file came from a host whose clock ran ahead): the ledger starts from now.
+// Before, its time stayed in the future and usage neither decayed nor grew until the clock caught
+// up, so a running queue's fair share was frozen at the file's values for that long.
+TEST_F(RestartTest, AStateFileFromTheFutureDoesNotFreezeUsage) {
+  auto e = NewEngine();
+  ASSERT_TRUE(e);
+  now_ = 1000;
+  Status s = e->LoadLedger(R"({"time": 1000000, "usage": {"qa": {"gpus": 0}, "qb": {"gpus": 3600}}})");
+  EXPECT_THAT(s.Message(), HasSubstr("time: 1000000 is 999000 s ahead of this machine's clock"));
+  ASSERT_TRUE(Resync(*e, FrontDoor::kKubernetes, Nodes({"n1"}), {KubePod("p", "qa", "n1")}).ok());
+  now_ = 1600;  // 10 minutes of 8 GPUs in qa
+  const auto j = nlohmann::json::parse(e->SaveLedger());
+  EXPECT_EQ(j["time"].get<int64_t>(), 1600);
+  EXPECT_GT(j["usage"]["qa"]["gpus"].get<double>(), 8 * 500.0) << j.dump();
+  EXPECT_LT(j["usage"]["qb"]["gpus"].get<double>(), 3600.0) << "decays from now on: " << j.dump();
+}
+
+// (7) Values a ledger cannot hold are skipped and named, field by field; the rest of the usage is
+// restored. Usage of a queue no longer configured is dropped and said so. Before, a negative
+// usage loaded as is (the queue's fair share went below zero and it jumped every queue), a huge
+// one made shares infinite, and a removed queue's history vanished without a word.
+TEST_F(RestartTest, UsageValuesALedgerCannotHoldAreSkippedAndNamed) {
+  auto e = NewEngine("  - name: qc\n    weight: 1\n");
+  ASSERT_TRUE(e);
+  Status s = e->LoadLedger(
+      R"({"time": 1000, "usage": {"qa": {"gpus": -5000, "cpu": 1e300, "memory": 7, "disks": 3}, "qb": {"gpus": 1800},)"
+      R"( "gone": {"gpus": 99}, "qc": [1]}})");
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.Message(), HasSubstr("usage.qa.gpus: -5000 is not a usage (>= 0 and finite, at most 1e18); skipped"));
+  EXPECT_THAT(s.Message(), HasSubstr("usage.qa.cpu: 1e+300 is not a usage"));
+  EXPECT_THAT(s.Message(), HasSubstr("usage.gone: queue not configured; its usage history dropped"));
+  EXPECT_THAT(s.Message(), HasSubstr("usage.qc: expected {resource: number}; skipped"));
+  EXPECT_THAT(s.Message(), Not(HasSubstr("usage history not restored")));
+  const auto j = nlohmann::json::parse(e->SaveLedger());
+  EXPECT_EQ(j["usage"]["qa"]["gpus"].get<double>(), 0);
+  EXPECT_EQ(j["usage"]["qa"]["memory"].get<double>(), 7);
+  EXPECT_EQ(j["usage"]["qb"]["gpus"].get<double>(), 1800) << "the good values are restored";
+}
+
 }  // namespace
 }  // namespace tidal
