@@ -7,17 +7,15 @@
 //
 // Threading model: the main thread parses flags, starts the gRPC server (its own thread pool), the
 // HTTP server (an accept thread and a worker pool, server/http_server.h) and the config watcher
-// (one thread), then waits for SIGINT/SIGTERM, saving the state file (ledger, the doors' nodes)
-// every 30 s and within a second of a change to the doors' nodes, and shuts everything down. All
-// scheduling state is owned by one Engine object, which serialises access with its own mutex.
+// (one thread), then waits for SIGINT/SIGTERM, saving the state file (ledger, the doors' nodes;
+// state_file.h) every 30 s and within a second of a change to the doors' nodes; then it stops the
+// servers and saves once more. All scheduling state is owned by one Engine object, which
+// serialises access with its own mutex.
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <iostream>
 #include <thread>
 
@@ -27,6 +25,7 @@
 
 #include "cmd/flags.h"
 #include "cmd/tidal_engine/listen_flags.h"
+#include "cmd/tidal_engine/state_file.h"
 #include "core/api/limits.h"
 #include "core/metrics/registry.h"
 #include "server/config_load.h"
@@ -108,49 +107,41 @@ int main(int argc, char** argv) {
   // The state file is written where it will be (its own temporary file, renamed over it): a
   // directory that is missing or not writable is refused now, not found out at the first save,
   // 30 s later, as a warning while the usage history is lost.
-  const auto state_tmp = [&state_file] {
-    char host[256] = {0};
-    if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-    return state_file + ".tmp." + host + "." + std::to_string(getpid());
-  };
+  const std::string host = [] {
+    char h[256] = {0};
+    if (gethostname(h, sizeof(h) - 1) != 0) h[0] = '\0';
+    return std::string(h);
+  }();
+  const std::string state_tmp = tidal::StateFileTemporary(state_file, host, getpid());
   if (!state_file.empty()) {
-    const std::string probe = state_tmp();
-    FILE* f = std::fopen(probe.c_str(), "w");
+    FILE* f = std::fopen(state_tmp.c_str(), "w");
     if (f == nullptr) {
-      std::cerr << "tidal-engine: --state-file: cannot write " << probe << ": " << std::strerror(errno)
+      std::cerr << "tidal-engine: --state-file: cannot write " << state_tmp << ": " << std::strerror(errno)
                 << " (the file's directory must exist and be writable)\n";
       return 1;
     }
     std::fclose(f);
-    std::remove(probe.c_str());
-  }
-  if (!state_file.empty() && std::filesystem::exists(state_file)) {
-    std::ifstream in(state_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (auto s = (*engine)->LoadLedger(ss.str()); !s.ok()) {
-      spdlog::warn("state file {}: {}", state_file, s.Message());  // the rest of it applies
+    std::remove(state_tmp.c_str());
+    for (const auto& stale : tidal::RemoveStaleStateTemporaries(state_file, host, getpid())) {
+      spdlog::info("state file: removed {}, left by an earlier process killed while writing", stale);
     }
+    // A file that exists but cannot be read whole refuses the start (state_file.h says why).
+    auto read = tidal::ReadStateFile(state_file, **engine);
+    if (!read.ok()) {
+      std::cerr << "tidal-engine: " << read.status().Message() << "\n";
+      return 1;
+    }
+    if (!read->found) spdlog::info("state file {}: none yet; starting without usage history", state_file);
+    for (const auto& w : read->warnings) spdlog::warn("state file {}: {}", state_file, w);  // the rest applied
   }
   auto save_state = [&] {
-    if (state_file.empty()) return;
+    if (state_file.empty()) return false;
     // A temporary file of this process's own: replicas may share the state volume (deploy/base).
-    const std::string tmp = state_tmp();
-    {
-      std::ofstream out(tmp);
-      out << (*engine)->SaveLedger();
-      out.flush();
-      if (!out) {  // a full disk: keep the last complete file rather than a truncated one
-        spdlog::warn("cannot write state file {}: writing {} failed", state_file, tmp);
-        out.close();
-        std::error_code ignored;
-        std::filesystem::remove(tmp, ignored);
-        return;
-      }
+    if (auto s = tidal::WriteStateFile(state_file, state_tmp, tidal::StateFileText((*engine)->SaveLedger())); !s.ok()) {
+      spdlog::warn("{}", s.Message());  // the last complete file stays in place
+      return false;
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp, state_file, ec);
-    if (ec) spdlog::warn("cannot write state file {}: {}", state_file, ec.message());
+    return true;
   };
   std::unique_ptr<tidal::ConfigWatcher> watcher;
   if (const std::string path = flags.Get("--config"); !path.empty()) {
@@ -212,8 +203,10 @@ int main(int argc, char** argv) {
   }
   spdlog::info("tidal-engine shutting down");
   if (watcher) watcher->Stop();
-  save_state();
+  // The last save after the doors have stopped: a batch taken during the shutdown is in it.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   http.Stop();
+  const bool saved = save_state();
+  spdlog::info("tidal-engine stopped{}", saved ? "; state file " + state_file + " saved" : "");
   return 0;
 }
