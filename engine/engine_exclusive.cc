@@ -5,7 +5,7 @@
 // JobSet creates a child Job's leader pod first and its followers only once the leader is bound
 // (its webhook refuses them before), so such a group must not be an all-or-nothing gang: a gang
 // would wait forever for followers that are never created. Instead every pod is planned as it
-// comes (a JobSet pod is its own gang; a LeaderWorkerSet group with a size stays one gang), and
+// comes (JobSet's and LeaderWorkerSet's labels make no gang there: each pod is its own, unless another gang key names one), and
 //   - the group's domain (a value of the node label `key`) is where a member of the group is
 //     bound or planned; every later member is pinned there (node selector key=domain);
 //   - the group's first member (JobSet's leader) chooses it: among the domains that no other
