@@ -237,8 +237,8 @@ PodSchedulingSpec RunningSpec(const PodSchedulingSpec& runs, const PodScheduling
 void Engine::KeepRunningSpecLocked(PodInfo& in) {
   // A running pod's keys edited meanwhile apply as RunningSpec allows; the rest is kept to explain.
   // A value the engine cannot read applies nothing. A pod first seen running with such a value
-  // (after a restart or a resync) keeps its queue and gang from those keys alone, the others at
-  // their defaults: unknown is never "gone".
+  // (after a restart or a resync) keeps its queue and gang from those keys alone (gang keys it
+  // cannot read leave it a pod of its own), the others at their defaults: unknown is never "gone".
   if (!in.UsesCapacity() || !in.spec) return;
   auto known = pods_.find(in.uid);
   if (known != pods_.end() && known->second.UsesCapacity() && known->second.spec && known->second.spec->ok()) {
@@ -256,7 +256,9 @@ void Engine::KeepRunningSpecLocked(PodInfo& in) {
   } else if (!in.spec->ok()) {
     in.spec_not_applied = in.spec->status();
     PodSchedulingSpec s;
-    if (!podkeys::ResolveQueue(in.labels, in.annotations, &s).ok() || !podkeys::ResolveGang(in.labels, in.annotations, &s).ok()) return;
+    if (!podkeys::ResolveQueue(in.labels, in.annotations, &s).ok()) return;
+    // Gang keys it cannot read (a bad size, peers that disagree): a pod of its own, still charged.
+    if (PodSchedulingSpec g = s; podkeys::ResolveGang(in.labels, in.annotations, &g).ok()) s = std::move(g);
     ToCurrentQueueName(ledger_.tree(), s.queue);
     in.spec = std::make_shared<const StatusOr<PodSchedulingSpec>>(std::move(s));
   } else {

@@ -138,6 +138,22 @@ TEST_F(QueueRenameTest, APodFirstSeenRunningWithAnUnreadableKeyIsChargedToItsQue
   EXPECT_NE(text.find("not applied"), std::string::npos) << text;
 }
 
+// A pod first seen running whose gang keys cannot be read (two peer schedulers' keys that disagree,
+// 761e5b9) but whose queue can: charged to its queue, as a pod of its own. It was charged nowhere.
+TEST_F(QueueRenameTest, APodFirstSeenRunningWithUnreadableGangKeysIsChargedToItsQueue) {
+  Reload(kLlm);
+  PodInfo r = InQueue("r", "llm");
+  r.labels["scheduling.x-k8s.io/pod-group"] = "sp";
+  r.annotations["scheduling.k8s.io/group-name"] = "vc";
+  r.labels[kLabelGangSize] = "2";
+  ASSERT_TRUE(Add({testing::RunningOn(r, "n0", now_)}).ok());
+  const std::string queues = engine_->DescribeQueues();
+  EXPECT_NE(queues.find("queue llm uses 8/16 gpus"), std::string::npos) << queues;
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/r", &text).ok());
+  EXPECT_NE(text.find("not applied"), std::string::npos) << text;
+}
+
 // kubectl label pod rg-1 tidal.dev/gang=other on a running member split the rigid gang: rg was
 // booked 2 of 3 bound and "other" 1 of 3, both pending, with no event and nothing evicted. A running
 // pod keeps what it is and is entitled to (explain names the edits not applied); edits that give
