@@ -53,6 +53,17 @@ bool SplitCsv(const std::string& line, std::vector<std::string>* out, char sep) 
   return !quoted;
 }
 
+void SplitPlain(const std::string& line, std::vector<std::string>* out, char sep) {
+  out->clear();
+  size_t pos = 0;
+  while (true) {
+    const size_t next = line.find(sep, pos);
+    out->push_back(Trim(line.substr(pos, next == std::string::npos ? std::string::npos : next - pos)));
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+}
+
 char DetectSeparator(const std::string& header) {
   if (header.find(',') != std::string::npos) return ',';
   for (char c : {'\t', ';', '|'}) {

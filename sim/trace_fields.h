@@ -34,6 +34,9 @@ std::string AsciiLower(std::string s);
 // One CSV record (RFC 4180 quoting; no newlines inside quotes) with fields separated by `sep`.
 // False on an unterminated quote.
 bool SplitCsv(const std::string& line, std::vector<std::string>* out, char sep = ',');
+// One record split at every `sep`, a '"' being text like any other character (sacct -P, which
+// never quotes: a JobName may hold a '"'). Fields are trimmed.
+void SplitPlain(const std::string& line, std::vector<std::string>* out, char sep);
 // A table's field separator, from its header line: ',' when the line has a comma, else a tab,
 // ';' or '|', the first of them it has (tab-separated exports, `sacct -P`), else ','.
 char DetectSeparator(const std::string& header);

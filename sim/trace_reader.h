@@ -30,7 +30,9 @@ class Reader {
   // Splits a data row into exactly `ncols` fields; false (reported, `*stop` set by the bad-row
   // policy) when it cannot.
   bool Fields(int64_t line, const std::string& l, size_t ncols, std::vector<std::string>* f, bool* stop) {
-    if (!trace_fields::SplitCsv(l, f, sep_)) {
+    if (!quoted_) {
+      trace_fields::SplitPlain(l, f, sep_);
+    } else if (!trace_fields::SplitCsv(l, f, sep_)) {
       *stop = !Bad(line, "", "unterminated quote");
       return false;
     }
@@ -75,6 +77,7 @@ class Reader {
   Trace* trace_;
   trace_fields::QueueNamer namer_;
   char sep_ = ',';  // the table's field separator, from its header line
+  bool quoted_ = true;  // fields may be RFC 4180 quoted; false: sacct -P's '|' rows, never quoted
   bool timestamps_ = false;  // csv: submit times are timestamps
   int64_t submit_form_line_ = 0;  // csv: the line whose submit decided timestamps_ (0: none yet)
 };

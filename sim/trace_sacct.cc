@@ -2,13 +2,19 @@
 //   sacct -a -X -P -S 2026-11-01 -E 2026-12-01
 //         --format=JobID,Submit,Start,End,Elapsed,Timelimit,AllocTRES,ReqTRES,NNodes,Account,Partition,State
 // A header names the columns, in any order and any case; columns this reader does not use are
-// ignored (sacct has a hundred). `-p` (a trailing '|' on every line) reads like `-P`.
+// ignored (sacct has a hundred). `-p` (a trailing '|' on every line) reads like `-P`. sacct never
+// quotes, so a '"' in a '|'-separated row is text (a JobName "train \"big"); a table with another
+// separator (a spreadsheet's export) may be RFC 4180 quoted. Exports joined into one file: the
+// header printed again is skipped, and a run listed again (same JobID, Submit, Start, End, Elapsed)
+// is one run; both are counted.
 //
 // Columns read (docs/simulator.md, "sacct"):
 //   JobID                    the job's id (JobIDRaw when JobID is absent); a step ("123.batch",
 //                            "123.0": sacct without -X) is skipped and counted
 //   Submit                   submit time, a timestamp (2026-11-02T10:15:03)
-//   Start, End               a job that never started (Start Unknown/None) or has not ended (End
+//   Start, End               a job that never started (Start Unknown/None; or no run time and no
+//                            allocation: a job cancelled while pending, which Slurm gives Start =
+//                            End, AllocTRES empty, NodeList "None assigned") or has not ended (End
 //                            Unknown, State RUNNING...) is skipped and counted
 //   Elapsed / ElapsedRaw     actual run time; else End - Start
 //   Timelimit / TimelimitRaw declared limit ([D-]HH:MM:SS; raw: minutes); UNLIMITED,
@@ -25,6 +31,7 @@
 // Threading: a Reader method (trace_reader.h).
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -97,6 +104,8 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
   Status header_error;
   bool stop = false, have_header = false;
   std::map<std::string, int> runs;  // job id -> runs seen
+  std::set<std::string> listed;     // JobID, Submit, Start, End, Elapsed of each run read
+  std::string header_line;
   std::vector<std::string> f;
   auto skip = [&](const char* why) { ++trace_->skipped[why]; };
   ForEachLine(text, [&](int64_t line, const std::string& l) {
@@ -104,8 +113,14 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
     if (Trim(l).empty()) return;
     if (!have_header) {
       have_header = true;
+      header_line = l;
       sep_ = DetectSeparator(l);
-      SplitCsv(l, &f, sep_);
+      quoted_ = sep_ != '|';  // sacct -P never quotes
+      if (quoted_) {
+        SplitCsv(l, &f, sep_);
+      } else {
+        SplitPlain(l, &f, sep_);
+      }
       if (f.size() == 1 && Trim(f[0]).find_first_of(" \t") != std::string::npos) {
         header_error = Status::Error(file_ + ":" + std::to_string(line) +
                                      ": header: fixed-width sacct output; run sacct with -P (parsable: fields separated by |)");
@@ -134,6 +149,7 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
       return;
     }
     ++trace_->rows;
+    if (l == header_line) return skip("header lines repeated (exports joined)");
     std::string row = l;
     if (trailing && !row.empty() && row.back() == sep_) row.pop_back();
     if (!Fields(line, row, ncols, &f, &stop)) return;
@@ -185,8 +201,17 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
       stop = !Bad(line, "Elapsed", "no run time (Elapsed, or Start and End)");
       return;
     }
-    // GPUs: what the job got, else what it asked for.
+    // A job cancelled (or failed) while pending: Slurm sets its Start and End to that moment, so
+    // it has a Start but no run time, and no allocation: AllocTRES empty (without that column:
+    // State CANCELLED), or NodeList "None assigned".
     const std::string* alloc = col.Get(f, "alloctres");
+    if (dur == 0) {
+      const std::string* nodelist = col.Get(f, "nodelist");
+      const bool none_assigned = nodelist != nullptr && AsciiLower(Trim(*nodelist)) == "none assigned";
+      const bool no_alloc = alloc != nullptr ? Absent(*alloc) : st.rfind("cancelled", 0) == 0;
+      if (none_assigned || no_alloc) return skip("never started");
+    }
+    // GPUs: what the job got, else what it asked for.
     const std::string* req = col.Get(f, "reqtres");
     const bool use_alloc = alloc != nullptr && !Absent(*alloc);
     const std::string* tres = use_alloc ? alloc : req;
@@ -230,6 +255,13 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
       const std::string* n = col.Get(f, c);
       if (nodes == 0 && n != nullptr && !Absent(*n) && !ParseNodes(*n, &nodes)) nodes = 0;
     }
+    // The same run listed again (exports of overlapping windows joined): one run.
+    std::string key = id;
+    for (const char* c : {"submit", "start", "end", "elapsed", "elapsedraw"}) {
+      const std::string* v = col.Get(f, c);
+      key += std::string(1, '\0') + (v != nullptr ? Trim(*v) : "");
+    }
+    if (!listed.insert(key).second) return skip("runs listed again (exports joined)");
     Row r;
     Workload& w = r.job.w;
     const int run = ++runs[id];

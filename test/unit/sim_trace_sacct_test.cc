@@ -163,5 +163,80 @@ TEST(SimTraceSacct, AHeaderWithoutTheColumnsItNeedsIsRefusedNamingThem) {
   EXPECT_EQ(a->jobs[0].w.TotalGpus(), 2);
 }
 
+// sacct -P does not quote: a '"' in a field (a JobName, a Comment) is text, and the row reads.
+// Before, the RFC 4180 quoting of comma-separated tables applied: "unterminated quote", the row lost.
+TEST(SimTraceSacct, AQuoteInAParsableFieldIsText) {
+  const std::string text =
+      "JobID|JobName|Submit|Elapsed|AllocTRES|Account\n"
+      "1|train \"big|2026-01-01T00:00:00|00:10:00|gres/gpu=8|a\n"
+      "2|\"x|y\"|2026-01-01T00:01:00|00:10:00|gres/gpu=2|a\n";  // 3 fields after the name: 1 too many
+  TraceOptions o;
+  auto t = ParseTrace(text, "q.txt", o);
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  ASSERT_EQ(t->jobs.size(), 1u) << (t->bad_rows.empty() ? "" : t->bad_rows[0].message);
+  EXPECT_EQ(t->jobs[0].w.id, "1");
+  EXPECT_EQ(t->jobs[0].w.TotalGpus(), 8);
+  ASSERT_EQ(t->bad_rows.size(), 1u);
+  EXPECT_EQ(t->bad_rows[0].message, "q.txt:3: expected 6 fields, got 7");
+}
+
+// A job cancelled while pending: Slurm sets its Start and End to the cancel time (Elapsed
+// 00:00:00) and it has no allocation (AllocTRES empty, NodeList "None assigned"). It never ran and
+// is skipped as never started, not replayed as a 0-second job of its ReqTRES GPUs. A job that did
+// get its GPUs and ended within the second (AllocTRES set) still is one.
+TEST(SimTraceSacct, AJobCancelledWhilePendingNeverStarted) {
+  const std::string text =
+      "JobID|Submit|Start|End|Elapsed|AllocTRES|ReqTRES|State\n"
+      "1|2026-01-01T00:00:00|2026-01-01T00:30:00|2026-01-01T00:30:00|00:00:00||gres/gpu=8|CANCELLED by 1000\n"
+      "2|2026-01-01T01:00:00|2026-01-01T01:00:00|2026-01-01T01:00:00|00:00:00|gres/gpu=8|gres/gpu=8|CANCELLED by 1000\n"
+      "3|2026-01-01T02:00:00|2026-01-01T02:00:00|2026-01-01T04:00:00|02:00:00||gres/gpu=4|COMPLETED\n";
+  TraceOptions o;
+  auto t = ParseTrace(text, "c.txt", o);
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  const auto by = ById(*t);
+  EXPECT_EQ(by.size(), 2u);
+  EXPECT_FALSE(by.count("1"));
+  ASSERT_TRUE(by.count("2"));
+  ASSERT_TRUE(by.count("3"));  // AllocTRES empty but it ran: ReqTRES's GPUs
+  EXPECT_EQ(by.at("3")->w.TotalGpus(), 4);
+  EXPECT_EQ(t->skipped, (std::map<std::string, int64_t>{{"never started", 1}}));
+  EXPECT_EQ(t->origin, "2026-01-01 01:00:00");  // the cancelled job is no trace time 0 either
+
+  // Without AllocTRES: a CANCELLED job of no run time, or one whose NodeList is "None assigned".
+  const std::string req =
+      "JobID|Submit|Start|End|ReqTRES|NodeList|State\n"
+      "4|2026-01-01T00:00:00|2026-01-01T00:05:00|2026-01-01T00:05:00|gres/gpu=8|None assigned|CANCELLED\n"
+      "5|2026-01-01T00:00:00|2026-01-01T00:06:00|2026-01-01T00:06:00|gres/gpu=8|None assigned|FAILED\n"
+      "6|2026-01-01T00:00:00|2026-01-01T00:07:00|2026-01-01T00:07:00|gres/gpu=8|node-1|FAILED\n"
+      "7|2026-01-01T00:00:00|2026-01-01T00:08:00|2026-01-01T00:08:00|gres/gpu=8||CANCELLED by 0\n";
+  auto r = ParseTrace(req, "r.txt", o);
+  ASSERT_TRUE(r.ok()) << r.status().Message();
+  ASSERT_EQ(r->jobs.size(), 1u);
+  EXPECT_EQ(r->jobs[0].w.id, "6");
+  EXPECT_EQ(r->skipped, (std::map<std::string, int64_t>{{"never started", 3}}));
+}
+
+// Monthly exports joined into one file (sacct ... >> history.txt): the header printed again is
+// skipped, and a job listed by two exports (it ran across the boundary) is one run, not a requeued
+// second run "1#2" holding its GPUs again. A requeued run (sacct -D: another Start) still is one.
+TEST(SimTraceSacct, JoinedExportsListEachRunOnce) {
+  const std::string h = "JobID|Submit|Start|End|Elapsed|AllocTRES|State\n";
+  const std::string text =
+      h + "1|2026-10-31T22:00:00|2026-10-31T22:00:05|2026-11-01T02:00:05|04:00:00|gres/gpu=8|COMPLETED\n" +
+      "2|2026-10-31T23:00:00|2026-10-31T23:10:00|2026-10-31T23:20:00|00:10:00|gres/gpu=8|REQUEUED\n" + h +
+      "1|2026-10-31T22:00:00|2026-10-31T22:00:05|2026-11-01T02:00:05|04:00:00|gres/gpu=8|COMPLETED\n" +
+      "2|2026-10-31T23:00:00|2026-11-01T00:10:00|2026-11-01T00:20:00|00:10:00|gres/gpu=8|COMPLETED\n";
+  TraceOptions o;
+  o.on_bad_row = TraceOptions::OnBadRow::kFail;
+  auto t = ParseTrace(text, "j.txt", o);
+  ASSERT_TRUE(t.ok()) << t.status().Message();
+  const auto by = ById(*t);
+  EXPECT_EQ(by.size(), 3u);
+  for (const char* id : {"1", "2", "2#2"}) EXPECT_TRUE(by.count(id)) << id;
+  EXPECT_EQ(t->rows, 5);  // the header printed again is a line read, and counted
+  EXPECT_EQ(t->skipped, (std::map<std::string, int64_t>{{"header lines repeated (exports joined)", 1},
+                                                         {"runs listed again (exports joined)", 1}}));
+}
+
 }  // namespace
 }  // namespace tidal::sim
