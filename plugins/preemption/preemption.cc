@@ -1,6 +1,6 @@
 // preemption (PostFilter): victim selection, as named steps of one VictimSearch: judge the
 // preemptor, collect terminating work, choose candidates, plan domains, try a domain (on a Trial,
-// the scratch view), commit victims. The rules are in preemption.h.
+// the scratch view, sparing the victims it did not need: trial.h), commit victims. The rules are in preemption.h.
 //
 // Threading: the cycle thread (PostFilter runs inside ScheduleOne); a VictimSearch lives for one
 // call. Trial evictions change the cycle's cluster only under a Transaction that is always
@@ -23,14 +23,18 @@
 #include "core/state/transaction.h"
 #include "plugins/args.h"
 #include "plugins/preemption/queue_budget.h"
+#include "plugins/preemption/trial.h"
 #include "plugins/preemption/victim.h"
 
 namespace tidal::plugins {
 namespace {
 
+using preemption_internal::Evicted;
 using preemption_internal::MayTake;
 using preemption_internal::MembersOf;
+using preemption_internal::Reprieve;
 using preemption_internal::Take;
+using preemption_internal::Trial;
 using preemption_internal::Victim;
 
 // A domain worth a trial: the victims touching it (indices into the victims, in victim order) and
@@ -40,27 +44,6 @@ struct Plan {
   std::vector<size_t> touching;
   double est_loss = 0;
   size_t first = 0, last = 0;  // its entries in PlanDomains' touches (touching is filled from them once kept)
-};
-
-// The scratch view one trial works on: the cycle's cluster under a Transaction that is always
-// discarded (the destructor undoes every trial eviction and shrink), so PostFilter leaves the
-// cluster as it found it, as PostFilterContext requires. It is the cluster itself, not a copy,
-// because the profile's search (PostFilterContext::fits) reads that one, and a copy per victim
-// search would cost a cluster copy each; nothing here can commit.
-class Trial {
- public:
-  explicit Trial(ClusterState& cluster) : txn_(cluster) {}
-  bool Evict(const std::string& id) { return txn_.Evict(id).ok(); }
-  void EvictAll(const std::vector<std::string>& ids) {
-    for (const auto& id : ids) (void)txn_.Evict(id);
-  }
-  // Re-places `w` (fewer members) where its remaining members are.
-  bool Place(const Workload& w, const std::vector<MemberAssignment>& at, int64_t start_s) {
-    return txn_.Place(w, at, start_s).ok();
-  }
-
- private:
-  Transaction txn_;
 };
 
 // One PostFilter call: the preemptor's standing, the terminating work, the candidates and their
@@ -359,13 +342,23 @@ class VictimSearch {
     return loss;
   }
 
-  // What one trial has taken so far: what is left of the budgets, and the proposal.
+  // What one trial has taken so far: what is left of the budgets, the proposal (its shrinks and
+  // loss), the victims evicted whole, and whether each workload touched was taken by reclaim.
   struct Taken {
     Taken(const QueueBudget& budget, PostFilterResult& proposal) : left(budget), result(proposal) {}
     QueueBudget left;
     PostFilterResult& result;
-    bool any_reclaim = false, any_priority = false;
-    void Mark(const Victim& v) { (v.reclaim ? any_reclaim : any_priority) = true; }
+    std::vector<Evicted> evicted;
+    std::map<std::string, bool> reclaim_of;
+    void Mark(const Victim& v) { reclaim_of[v.id] = v.reclaim; }
+    // The proposal's reason, over the victims and shrinks it keeps.
+    std::string Reason() const {
+      bool reclaim = false, priority = false;
+      auto mark = [&](const std::string& id) { (reclaim_of.at(id) ? reclaim : priority) = true; };
+      for (const auto& id : result.victims) mark(id);
+      for (const auto& s : result.shrinks) mark(s.workload);
+      return priority ? (reclaim ? "priority+reclaim" : "priority") : "reclaim";
+    }
   };
 
   // Try a domain: trial evictions (after the leavers) in victim order until the preemptor fits
@@ -387,7 +380,10 @@ class VictimSearch {
     inside.reserved_from = nullptr;
     // FitsInside is resource-exact per node; confirm with the real search (filters, topology).
     if (!fits || !ctx_.fits(inside)) return false;
-    taken.result.reason = taken.any_priority ? (taken.any_reclaim ? "priority+reclaim" : "priority") : "reclaim";
+    // Victims taken early that later ones made needless are put back (trial.h).
+    taken.result.lost_gpu_seconds -= Reprieve(trial, taken.evicted, [&] { return FitsInside(p.domain) && ctx_.fits(inside); });
+    for (const Evicted& e : taken.evicted) taken.result.victims.push_back(e.id);
+    taken.result.reason = taken.Reason();
     return true;
   }
 
@@ -398,6 +394,7 @@ class VictimSearch {
     auto live = cluster_.running().find(v.id);
     if (live == cluster_.running().end()) return false;
     const Allocation a = live->second;
+    const double lost_before = taken.result.lost_gpu_seconds;
     const Take t = MayTake(v, taken.left);
     int32_t given = 0;  // members given back by a shrink in this trial
     if (t.members > 0) {
@@ -416,8 +413,8 @@ class VictimSearch {
     auto& shrinks = taken.result.shrinks;
     shrinks.erase(std::remove_if(shrinks.begin(), shrinks.end(), [&](const ShrinkAction& s) { return s.workload == v.id; }),
                   shrinks.end());
-    taken.result.victims.push_back(v.id);
     taken.result.lost_gpu_seconds += v.lost;
+    taken.evicted.push_back(Evicted{v.id, a, taken.result.lost_gpu_seconds - lost_before});
     taken.Mark(v);
     return FitsInside(domain);
   }
