@@ -312,6 +312,13 @@ void Scheduler::TryPostFilter(Attempt& a, Status& failure) const {
                         }};
   Decision& d = a.d;
   Status pf = profile_->RunPostFilter(a.cs, a.w, failure, ctx, pc, d.preemption);
+  if (!pf.ok() && a.w.Elastic() && pc.members > a.w.min_members) {
+    // An elastic gang is judged by its minimum: when no victims make room for all its members
+    // (more than the cluster holds, say), room for its minimum will do; it grows back later.
+    d.preemption = PostFilterResult{};
+    pc.members = a.w.min_members;
+    pf = profile_->RunPostFilter(a.cs, a.w, failure, ctx, pc, d.preemption);
+  }
   if (pf.ok()) {
     failure.AddReason("preemption (" + d.preemption.reason + ") proposed: " + std::to_string(d.preemption.victims.size()) +
                       " victim(s), " + std::to_string(d.preemption.shrinks.size()) + " elastic shrink(s) in " +
