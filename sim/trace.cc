@@ -21,8 +21,9 @@ using namespace trace_fields;  // NOLINT: the field helpers are this file's voca
 using trace_reader::Reader;
 using trace_reader::Row;
 
-// The format a file's content says, for --format auto: philly for a first line starting
-// timestamp,duration,num_gpus; csv for a header (the first line that is not blank or a comment)
+// The format a file's content says, for --format auto: philly for a first line naming the columns
+// philly needs (timestamp, duration, num_gpus, cluster) in any order, beside others (a pandas
+// export's unnamed index column) or starting timestamp,duration,num_gpus; csv for a header (the first line that is not blank or a comment)
 // of csv columns only, including submit, whatever the file's name; "" when neither.
 std::string FormatByContent(const std::string& text) {
   std::string philly, header;
@@ -38,6 +39,8 @@ std::string FormatByContent(const std::string& text) {
   std::vector<std::string> cols;
   SplitCsv(philly, &cols, DetectSeparator(philly));
   if (cols.size() >= 3 && cols[0] == "timestamp" && cols[1] == "duration" && cols[2] == "num_gpus") return "philly";
+  const std::set<std::string> first(cols.begin(), cols.end());
+  if (first.count("timestamp") && first.count("duration") && first.count("num_gpus") && first.count("cluster")) return "philly";
   SplitCsv(header, &cols, DetectSeparator(header));
   bool jobid = false, submit_col = false;  // sacct -P: JobID and Submit, in any case
   for (const auto& c : cols) {

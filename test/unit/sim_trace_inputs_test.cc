@@ -163,6 +163,26 @@ TEST(SimTraceInputs, AutoFormatReadsATableByItsHeaderWhateverTheFileName) {
       << sacct.status().Message();
 }
 
+// The Philly table sorted (its SOURCE.md: rows are not in order) and saved by pandas, which adds
+// an unnamed index column first, or with its columns in another order: still philly for auto. Before,
+// only a header starting timestamp,duration,num_gpus was; these were read as csv and refused with
+// 'unknown column ""' pointing at --columns.
+TEST(SimTraceInputs, AutoFormatReadsAPhillyTableWhateverItsColumnOrder) {
+  TraceOptions o;
+  for (const std::string text :
+       {",timestamp,duration,num_gpus,gpu_time,cluster\n0,2017-10-01 00:00:00,100.0,2,200.0,vc1\n1,2017-10-01 00:01:00,50.0,1,50.0,vc2\n",
+        "cluster,timestamp,duration,num_gpus\nvc1,2017-10-01 00:00:00,100.0,2\nvc2,2017-10-01 00:01:00,50.0,1\n"}) {
+    auto t = ParseTrace(text, "philly_sorted.csv", o);
+    ASSERT_TRUE(t.ok()) << t.status().Message();
+    EXPECT_EQ(t->format, "philly") << text;
+    ASSERT_EQ(t->jobs.size(), 2u) << AllBad(*t);
+    EXPECT_EQ(t->jobs[0].w.TotalGpus(), 2);
+    EXPECT_EQ(t->jobs[0].duration_s, 100);
+    EXPECT_EQ(t->jobs[0].w.queue, "vc1");
+    EXPECT_EQ(t->jobs[1].w.submit_time_s, 60);
+  }
+}
+
 // A table exported by another tool (Helios-like: its own column names, submit as timestamps, columns
 // the simulator does not read): --columns names the columns to read, the rest are ignored and
 // listed, and timestamps are rebased to the earliest like philly's.
