@@ -270,8 +270,16 @@ Status PlacementSearch::Find(const CycleState& cs, const Workload& w, const Plac
                                 "placement");
   }
   if (c.within >= 0) {
-    // Restricted to one vertex (preemption asks "would it fit inside this domain?").
-    if (state_.MemberCapacity(c.within, ctx.g, ctx.cordoned) >= ctx.need) TryDomain(c.within, ctx);
+    // Restricted to one vertex (preemption asks "would it fit inside this domain?"), and to one
+    // domain of its required level inside it when that level is deeper (a single node).
+    if (state_.MemberCapacity(c.within, ctx.g, ctx.cordoned) >= ctx.need) {
+      ctx.target = c.required_level;
+      if (c.required_level > state_.vertex(c.within).level) {
+        Dfs(c.within, ctx);
+      } else {
+        TryDomain(c.within, ctx);
+      }
+    }
     if (!out.empty()) return Status::Ok();
     if (!explain_) return NotDescribed();
     return Status::Unschedulable("does not fit inside " + state_.vertex(c.within).path, "placement");

@@ -64,7 +64,14 @@ class VictimSearch {
     }
     ChooseCandidates();
     if (victims_.empty()) return Status::Unschedulable("no eligible victims" + WhyNone());
-    return CommitVictims(PlanDomains(TargetLevel()), result);
+    // When no domain of that level makes room (a broken node or another GPU model in each), the
+    // next level out, as the placement search widens; a required level above the nodes is kept.
+    const int node_level = cluster_.levels().node_level();
+    for (int level = TargetLevel();; --level) {
+      Status st = CommitVictims(PlanDomains(level), result);
+      if (st.ok() || level < 0 || (c_.required_level >= 0 && c_.required_level != node_level)) return st;
+      for (Victim& v : victims_) v.alloc = &cluster_.running().at(v.id);  // the trials re-added them
+    }
   }
 
  private:
@@ -375,13 +382,11 @@ class VictimSearch {
         break;
       }
     }
-    PlacementConstraints inside = c_;
-    inside.within = p.domain;
-    inside.reserved_from = nullptr;
-    // FitsInside is resource-exact per node; confirm with the real search (filters, topology).
-    if (!fits || !ctx_.fits(inside)) return false;
+    if (!fits) return false;
     // Victims taken early that later ones made needless are put back (trial.h).
-    taken.result.lost_gpu_seconds -= Reprieve(trial, taken.evicted, [&] { return FitsInside(p.domain) && ctx_.fits(inside); });
+    taken.result.lost_gpu_seconds -= Reprieve(trial, taken.evicted, [&] { return Fits(p.domain); });
+    // Nothing to take: it fits for a reason the search's probe does not see (reserved nodes).
+    if (taken.evicted.empty() && taken.result.shrinks.empty()) return false;
     for (const Evicted& e : taken.evicted) taken.result.victims.push_back(e.id);
     taken.result.reason = taken.Reason();
     return true;
@@ -400,7 +405,7 @@ class VictimSearch {
     if (t.members > 0) {
       if (std::optional<int32_t> shrunk = Shrink(trial, domain, v, a, FewestToGive(domain, v, a, t.members), taken)) {
         given = *shrunk;
-        if (FitsInside(domain)) return true;
+        if (Fits(domain)) return true;
       }
     }
     // A budgeted victim is evicted whole only if its queue stays at or above nominal.
@@ -416,7 +421,7 @@ class VictimSearch {
     taken.result.lost_gpu_seconds += v.lost;
     taken.evicted.push_back(Evicted{v.id, a, taken.result.lost_gpu_seconds - lost_before});
     taken.Mark(v);
-    return FitsInside(domain);
+    return Fits(domain);
   }
 
   // An elastic victim gives back up to `members` members on nodes of the domain (re-placed with
@@ -494,6 +499,16 @@ class VictimSearch {
       members += node.Free().CopiesOf(w_.per_member);
     }
     return members >= c_.members;
+  }
+
+  // Whether the preemptor fits inside the domain now: FitsInside (resource-exact per node, cheap),
+  // confirmed by the profile's search (filters, its required level inside the domain).
+  bool Fits(VertexId domain) const {
+    if (!FitsInside(domain)) return false;
+    PlacementConstraints inside = c_;
+    inside.within = domain;
+    inside.reserved_from = nullptr;
+    return ctx_.fits(inside);
   }
 
   // Commit victims: of the domains whose trial made room, the one losing the least work.

@@ -25,7 +25,9 @@
 // notice first, engine/engine_disruptions.cc), then the most recently started, then id.
 // Shape: victims are chosen per domain of the level P needs (its required level, else the smallest
 // level whose domains could hold it), taking victims touching that domain in order (elastic
-// victims first give back members above their minimum) until P fits INSIDE the domain; victims
+// victims first give back members above their minimum) until P fits INSIDE the domain (the search
+// there, with P's required level; without one above the nodes, when no domain of that level makes
+// room, the next level out is tried); victims
 // evicted whole that P then fits without are put back, the most valuable first (trial.h); among up
 // to maxDomains such domains the one losing the least work wins. A non-elastic gang is evicted whole,
 // never in part.

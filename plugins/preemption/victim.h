@@ -14,7 +14,7 @@ namespace tidal::plugins::preemption_internal {
 
 struct Victim {
   std::string id;
-  const Allocation* alloc = nullptr;  // not read after a trial: one that evicts it re-adds it elsewhere
+  const Allocation* alloc = nullptr;  // a trial that evicts it re-adds it elsewhere: reset after trials
   int queue = -1;          // the victim's queue, when `budgeted`
   bool budgeted = false;   // another queue's work: only what that queue borrows may be taken
   bool borrowing = false;  // its queue is above nominal now (taken first)
