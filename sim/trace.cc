@@ -33,7 +33,7 @@ std::string FormatByContent(const std::string& text) {
     std::string l = text.substr(pos, nl - pos);
     if (!l.empty() && l.back() == '\r') l.pop_back();
     if (pos == 0) philly = l;
-    if (!Trim(l).empty() && Trim(l)[0] != '#') header = l;
+    if (!BlankRecord(l, DetectSeparator(l)) && Trim(l)[0] != '#') header = l;
     pos = nl + 1;
   }
   std::vector<std::string> cols;
@@ -89,7 +89,7 @@ Status trace_reader::Reader::Philly(const std::string& text, std::vector<Row>* r
       }
       return;
     }
-    if (Trim(l).empty()) return;
+    if (BlankRecord(l, sep_)) return;  // ",,,,": a spreadsheet's empty row
     ++trace_->rows;
     if (!Fields(line, l, ncols, &f, &stop)) return;
     Row r;

@@ -121,7 +121,8 @@ Status trace_reader::Reader::Csv(const std::string& text, std::vector<Row>* rows
   bool have_header = false;
   ForEachLine(text, [&](int64_t line, const std::string& l) {
     if (stop || !header_error.ok()) return;
-    if (Trim(l).empty() || Trim(l)[0] == '#') return;  // blank lines and comments
+    // Blank lines (",,," too: a spreadsheet's empty row) and comments.
+    if (BlankRecord(l, have_header ? sep_ : DetectSeparator(l)) || Trim(l)[0] == '#') return;
     if (!have_header) {
       have_header = true;
       sep_ = DetectSeparator(l);

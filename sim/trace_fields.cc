@@ -64,6 +64,13 @@ void SplitPlain(const std::string& line, std::vector<std::string>* out, char sep
   }
 }
 
+bool BlankRecord(const std::string& line, char sep) {
+  for (char c : line) {
+    if (c != sep && c != '"' && !std::isspace(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
 char DetectSeparator(const std::string& header) {
   if (header.find(',') != std::string::npos) return ',';
   for (char c : {'\t', ';', '|'}) {

@@ -37,6 +37,9 @@ bool SplitCsv(const std::string& line, std::vector<std::string>* out, char sep =
 // One record split at every `sep`, a '"' being text like any other character (sacct -P, which
 // never quotes: a JobName may hold a '"'). Fields are trimmed.
 void SplitPlain(const std::string& line, std::vector<std::string>* out, char sep);
+// Whether a line is a blank row: nothing but whitespace, `sep` and '"' (",,,", a spreadsheet's
+// empty row; an empty line). The table readers skip it like a blank line.
+bool BlankRecord(const std::string& line, char sep);
 // A table's field separator, from its header line: ',' when the line has a comma, else a tab,
 // ';' or '|', the first of them it has (tab-separated exports, `sacct -P`), else ','.
 char DetectSeparator(const std::string& header);

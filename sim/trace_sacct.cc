@@ -110,7 +110,7 @@ Status trace_reader::Reader::Sacct(const std::string& text, std::vector<Row>* ro
   auto skip = [&](const char* why) { ++trace_->skipped[why]; };
   ForEachLine(text, [&](int64_t line, const std::string& l) {
     if (stop || !header_error.ok()) return;
-    if (Trim(l).empty()) return;
+    if (BlankRecord(l, have_header ? sep_ : DetectSeparator(l))) return;  // "|||" too
     if (!have_header) {
       have_header = true;
       header_line = l;

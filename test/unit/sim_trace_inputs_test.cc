@@ -183,6 +183,26 @@ TEST(SimTraceInputs, AutoFormatReadsAPhillyTableWhateverItsColumnOrder) {
   }
 }
 
+// A spreadsheet saves rows it once formatted as lines of separators only (",,,"): blank rows, skipped
+// like blank lines in every table format and not counted, never malformed (which refused the whole
+// file under --on-bad-row fail).
+TEST(SimTraceInputs, RowsOfEmptyFieldsAreBlankLines) {
+  TraceOptions o;
+  o.on_bad_row = TraceOptions::OnBadRow::kFail;
+  const std::map<std::string, std::string> texts = {
+      {"csv", ",,,\nid,submit,duration,gpus\na,0,60,2\n,,,\n\"\",\"\" , ,\r\n"},
+      {"philly", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,60.0,2,120.0,vc1\n,,,,\n"},
+      {"sacct", "JobID|Submit|Elapsed|AllocTRES|\n1|2026-01-01T00:00:00|00:01:00|gres/gpu=2|\n||||\n|||\n"}};
+  for (const auto& [format, text] : texts) {
+    auto t = ParseTrace(text, "blank.csv", o);
+    ASSERT_TRUE(t.ok()) << format << ": " << t.status().Message();
+    EXPECT_EQ(t->format, format);
+    ASSERT_EQ(t->jobs.size(), 1u) << format;
+    EXPECT_EQ(t->jobs[0].w.TotalGpus(), 2) << format;
+    EXPECT_EQ(t->rows, 1) << format;
+  }
+}
+
 // A table exported by another tool (Helios-like: its own column names, submit as timestamps, columns
 // the simulator does not read): --columns names the columns to read, the rest are ignored and
 // listed, and timestamps are rebased to the earliest like philly's.
