@@ -295,7 +295,15 @@ StatusOr<ClusterSpec> DecodeClusterSpec(const Document& doc, const std::string& 
           return doc.Locate(Status::Error(nf.Sub("switch") + ": node " + n.name + ": switch " + sw +
                                           " is not at the deepest level (" + spec.levels.levels.back().name + ")"));
         }
-        for (const auto& [k, v] : it->second) n.labels[k] = v;
+        for (const auto& [k, v] : it->second) {
+          // A topology label given beside the switch must agree with it: neither silently wins.
+          if (auto given = n.labels.find(k); given != n.labels.end() && given->second != v) {
+            return doc.Locate(Status::Error(nf.Sub("labels") + "." + k + ": node " + n.name + " has \"" +
+                                            given->second.substr(0, 100) + "\" but its switch " + sw + " says \"" + v +
+                                            "\" (give one of labels or switch for the topology)"));
+          }
+          n.labels[k] = v;
+        }
       }
       if (Status s = CheckNodeName(n.name, nf.path(), &origins); !s.ok()) return doc.Locate(s);
       if (Status s = CheckNodeLabels(n, spec.levels, nf.path()); !s.ok()) return doc.Locate(s);

@@ -6,7 +6,8 @@
 //   fabric:   {block: 2, leaf: 4, nvlink: 4, node: 4,                 # children per parent, per level
 //              capacity: {gpus: 8, cpu: 64, memory: 512Gi}, gpuModel: h100}
 //   switches: [{name: leaf-0, level: leaf, parent: block-0}, ...]     # explicit tree (Slurm
-//             topology.conf style); nodes then name their deepest switch with `switch:`
+//             topology.conf style); nodes then name their deepest switch with `switch:` (a
+//             topology label given beside it must agree with the switch)
 //   nodes:    [{name, labels, switch, capacity, allocated, health, pool, gpuModel}, ...]
 //   overrides: [{node: node-3, allocated: {gpus: 4}, health: unhealthy, pool: slurm}, ...]
 // Errors name the field with the file's line ("nodes[3].capacity.gpus: ...", "nodes[1].name:
