@@ -157,6 +157,12 @@ Status trace_reader::Reader::Json(const std::string& text, std::vector<Row>* row
   std::string prefix;
   if (doc->root.is_object()) {
     if (!doc->root.contains("jobs")) return doc->Locate(Status::Error("document: expected {jobs: [...]} or a list of jobs"));
+    // Slurm's own JSON (sacct --json, squeue --json): "meta" beside its "jobs", which are no trace's.
+    if (doc->root.contains("meta") && doc->root.at("meta").is_object()) {
+      return doc->Locate(Status::Error(
+          "meta: sacct --json output is not read; export with sacct -X -P --format=JobID,Submit,Start,End,Elapsed,"
+          "Timelimit,AllocTRES,ReqTRES,NNodes,Account,Partition,State (docs/simulator.md, \"sacct\")"));
+    }
     for (const auto& [key, value] : doc->root.items()) {
       if (key != "jobs") return doc->Locate(Status::Error(key + ": unknown field (a trace document holds jobs only)"));
     }

@@ -238,5 +238,21 @@ TEST(SimTraceSacct, JoinedExportsListEachRunOnce) {
                                                          {"runs listed again (exports joined)", 1}}));
 }
 
+// sacct --json (Slurm 21.08+) is not read, and says so, asking for -P. Before, it was read as a
+// trace document and refused on its first other key ("errors: unknown field"): removing the keys
+// one by one led to "jobs[0].duration: required", never to the export the reader takes.
+TEST(SimTraceSacct, SacctJsonIsRefusedAskingForParsableOutput) {
+  const std::string text =
+      "{\"meta\": {\"plugins\": {\"data_parser\": \"data_parser/v0.0.40\"}},\n"
+      " \"jobs\": [{\"job_id\": 1, \"account\": \"ml\", \"time\": {\"elapsed\": 60, \"submission\": 1700000000}}],\n"
+      " \"warnings\": [], \"errors\": []}\n";
+  TraceOptions o;
+  auto t = ParseTrace(text, "history.json", o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().Message().find("history.json:1: meta: sacct --json output is not read; export with sacct -X -P"),
+            std::string::npos)
+      << t.status().Message();
+}
+
 }  // namespace
 }  // namespace tidal::sim
