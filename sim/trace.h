@@ -18,8 +18,10 @@
 //   sacct   a Slurm cluster's history, `sacct -X -P --format=JobID,Submit,Start,End,Elapsed,
 //           Timelimit,AllocTRES,ReqTRES,NNodes,Account,Partition,State` (sim/trace_sacct.cc has the
 //           columns): timestamps like philly's, GPUs from the TRES, queue = Account. Steps, jobs
-//           never started or not ended and CPU-only jobs are skipped and counted (Trace::skipped).
-// Format "auto" picks philly for a header starting "timestamp,duration,num_gpus", sacct for a header
+//           never started or not ended, CPU-only jobs, and a header or run repeated by exports
+//           joined into one file are skipped and counted (Trace::skipped).
+// Format "auto" picks philly for a header starting "timestamp,duration,num_gpus" (or naming
+// timestamp, duration, num_gpus and cluster in any order, beside others), sacct for a header
 // with JobID and Submit columns (any case), csv for a
 // header of csv columns (including submit) whatever the file's name, and for other .csv files,
 // json otherwise. Tables are comma-separated unless their header has no comma but a
@@ -91,7 +93,7 @@ struct Trace {
   int64_t origin_unix = 0;       // philly: trace time 0 as seconds since 1970 (timestamps read as UTC)
   int64_t gpu_time_corrected = 0;  // philly rows whose gpu_time agreed only within rounding/tolerance
   // Rows read but not jobs to replay, by why (sacct: "job steps ...", "never started", "not ended",
-  // "no GPUs ..."): well formed, so not bad_rows, and counted so that none is dropped silently.
+  // "no GPUs ...", "header lines repeated ...", "runs listed again ..."): well formed, so not bad_rows, and counted so that none is dropped silently.
   std::map<std::string, int64_t> skipped;
   std::vector<std::string> ignored_columns;  // csv with --columns: the header's columns not read
   std::map<std::string, std::string> queue_renames;  // trace queue name -> normalised, changed ones only
