@@ -161,9 +161,8 @@ class Engine {
   // Hot reload: swaps in a new, already validated config. Usage history and charges carry over by
   // queue name; plans in flight are dropped (their members retry).
   Status Reconfigure(const EngineConfig& cfg);
-  // State file (docs/fair-share.md, docs/operations.md): the ledger's decayed usage plus the
-  // nodes each door reported ("doorNodes", engine_doors.cc). Loading a file without them (an older
-  // engine's) is fine; a malformed part is skipped and named in the status, the rest applies.
+  // State file (docs/fair-share.md, operations.md): the ledger's decayed usage plus the nodes each
+  // door reported ("doorNodes", engine_doors.cc); an older file is fine, a bad part is skipped.
   std::string SaveLedger();
   Status LoadLedger(const std::string& json);
   // The live state for a policy dry-run (engine_snapshot.cc; format tidal.dev/snapshot v1, docs/simulator.md):
@@ -171,6 +170,9 @@ class Engine {
   nlohmann::json Snapshot();
   // Changes whenever what SaveLedger writes of the doors' nodes changes (save it soon: main.cc).
   uint64_t DoorMemoryVersion() const { return door_memory_version_.load(std::memory_order_relaxed); }
+  // A replica that stands by does not serve `door` (server/DoorLeases): its nodes are gated until
+  // the door resyncs here again, and it is not reported as awaited meanwhile (engine_doors.cc).
+  void SetDoorServed(FrontDoor door, bool served);
   // "queue team-a uses ..." for every leaf queue.
   std::string DescribeQueues();
 
@@ -212,8 +214,6 @@ class Engine {
   ExplainOptions explain_opts_;
   ExplainStats explain_stats_;
   // --- end explain
-
- private:
   using Slot = EngineSlot;
   using Plan = EnginePlan;
   using Gang = EngineGang;
@@ -574,14 +574,14 @@ class Engine {
   Status LoadDrainsLocked(const nlohmann::json& state);
   // --- end disruption path
 
-  // --- the doors' nodes across restarts (engine_doors.cc); guarded by mu_ like all above, except
-  // door_memory_version_ (written under mu_, read without it). Per door (index: FrontDoor):
+  // --- the doors' nodes across restarts (engine_doors.cc); under mu_, but door_memory_version_ (read without it):
   using DoorMemory = EngineDoorMemory;
   std::array<DoorMemory, 2> door_memory_;
   std::atomic<uint64_t> door_memory_version_{0};
   // Its remembered nodes (all nodes, when none are known and frontDoors expects it) take no new
-  // work until its first resync since the start.
+  // work until its first resync since the start (or since it stood by). Reported: and it is served.
   bool DoorAwaitedLocked(int door) const;
+  bool DoorReportedAwaitedLocked(int door) const;
   int GatingDoorLocked(const std::string& node) const;  // the door gating it, or -1
   std::string DoorGateNoteLocked() const;               // "node-40: waiting for ..." or ""
   void RememberDoorNodeLocked(FrontDoor door, const std::string& node, bool reported);

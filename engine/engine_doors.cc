@@ -15,7 +15,10 @@
 //   - a door the config expects (frontDoors) whose nodes the state file does not name gates every
 //     node: nothing is known of where its work runs;
 //   - when D's snapshot ends its gate lifts (state_ rebuilt; Kubernetes pods refused meanwhile are
-//     handed back through TakeActivations when Slurm's gate lifts).
+//     handed back through TakeActivations when Slurm's gate lifts);
+//   - a replica that stands by does not serve the Slurm door (server/DoorLeases, SetDoorServed): what
+//     it knew of Slurm's work goes stale, so its Slurm nodes are gated again until the door resyncs
+//     here, and the door is not reported as awaited meanwhile (nothing is wrong on a standby).
 // The cost: after an engine restart, scheduling on a door's nodes waits for that door's adapter;
 // one that stays down keeps them gated (docs/operations.md, "After an engine restart").
 //
@@ -41,8 +44,9 @@ std::optional<FrontDoor> DoorNamed(const std::string& name) {
   return std::nullopt;
 }
 
-std::string WaitingFor(FrontDoor d) {
-  return "waiting for the " + std::string(FrontDoorName(d)) + " door's first sync since the engine started";
+std::string WaitingFor(FrontDoor d, bool stood_by) {
+  return "waiting for the " + std::string(FrontDoorName(d)) + " door's first sync since " +
+         (stood_by ? "this replica stood by (only the leading replica serves it)" : "the engine started");
 }
 
 }  // namespace
@@ -70,7 +74,7 @@ std::string Engine::DoorGateNoteLocked() const {
     const FrontDoor door = static_cast<FrontDoor>(d);
     std::string part;
     if (!m.known) {
-      part = "every node: " + WaitingFor(door) + " (frontDoors expects it; where its work runs is unknown)";
+      part = "every node: " + WaitingFor(door, m.stood_by) + " (frontDoors expects it; where its work runs is unknown)";
     } else {
       // Only the nodes the engine sees now (the others take no work anyway).
       size_t gated = 0;
@@ -80,7 +84,7 @@ std::string Engine::DoorGateNoteLocked() const {
       }
       if (gated == 0) continue;
       if (gated > kNoteNodes) part += " and " + std::to_string(gated - kNoteNodes) + " more";
-      part += ": " + WaitingFor(door) + " (its work there is unknown)";
+      part += ": " + WaitingFor(door, m.stood_by) + " (its work there is unknown)";
     }
     out += (out.empty() ? "" : "; ") + part;
   }
@@ -109,6 +113,7 @@ void Engine::DoorResyncedLocked(FrontDoor door) {
     door_memory_version_.fetch_add(1, std::memory_order_relaxed);
   }
   m.resynced = true;
+  m.stood_by = false;
   if (was_awaited) LiftDoorGateLocked(door);
 }
 
@@ -140,9 +145,26 @@ void Engine::ActivatePendingLocked(const Gang& g) {
 std::vector<std::string> Engine::AwaitedDoorNamesLocked() const {
   std::vector<std::string> out;
   for (int d = 0; d < 2; ++d) {
-    if (DoorAwaitedLocked(d)) out.emplace_back(FrontDoorName(static_cast<FrontDoor>(d)));
+    if (DoorReportedAwaitedLocked(d)) out.emplace_back(FrontDoorName(static_cast<FrontDoor>(d)));
   }
   return out;
+}
+
+bool Engine::DoorReportedAwaitedLocked(int door) const {
+  return door_memory_[static_cast<size_t>(door)].served && DoorAwaitedLocked(door);
+}
+
+void Engine::SetDoorServed(FrontDoor door, bool served) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DoorMemory& m = door_memory_[static_cast<size_t>(door)];
+  if (m.served == served) return;
+  m.served = served;
+  if (served || !m.resynced) return;
+  // What this replica knew of the door's work is stale from now on (the leading replica admits
+  // its jobs): its nodes take no new work here until the door resyncs here again.
+  m.resynced = false;
+  m.stood_by = true;
+  state_.reset();
 }
 
 void Engine::SaveDoorMemoryLocked(nlohmann::json& state) const {

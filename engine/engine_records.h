@@ -76,6 +76,8 @@ struct EngineDoorMemory {
   bool known = false;           // nodes is complete: from the state file, or its resync here
   bool resynced = false;        // it completed a resync since this start
   bool expected = false;        // frontDoors names it
+  bool served = true;           // this replica serves it (false: standing by; SetDoorServed)
+  bool stood_by = false;        // its gate is on because the replica stood by, not a restart
 };
 
 }  // namespace tidal

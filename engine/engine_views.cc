@@ -403,7 +403,7 @@ void Engine::DoorGaugesLocked(EngineGauges& out) const {
     out.door_members.push_back({{door, "bound"}, members[d][1]});
     out.door_gpus.push_back({{door}, gpus[d]});
     out.door_nodes.push_back({{door}, nodes[d]});
-    out.door_awaiting.push_back({{door}, DoorAwaitedLocked(d) ? 1.0 : 0.0});
+    out.door_awaiting.push_back({{door}, DoorReportedAwaitedLocked(d) ? 1.0 : 0.0});
   }
   LentGaugesLocked(out);
   RuntimeGaugesLocked(out);  // engine_runtime.cc

@@ -216,6 +216,15 @@ SyncBatch FromProto(const v1::SyncRequest& req, FrontDoor door) {
   return b;
 }
 
+void EngineService::ExpectKubernetesDoor(bool expected) {
+  leases_.ExpectKubernetes(expected);
+  RefreshServedDoors();
+}
+
+void EngineService::RefreshServedDoors() {
+  engine_.SetDoorServed(FrontDoor::kSlurm, leases_.NotServed(FrontDoor::kSlurm, NowMs()).empty());
+}
+
 EngineService::EngineService(Engine& engine, EngineMetrics* metrics) : engine_(engine), metrics_(metrics) {
   if (metrics_ == nullptr) return;
   const auto* service = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(v1::Engine::service_full_name());
@@ -243,15 +252,21 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
     bool first = true;
     FrontDoor door = FrontDoor::kKubernetes;
     uint64_t token = 0;
-    // The lease lapses (or starts its ttl) when the stream ends, however it ends.
+    // The lease lapses (or starts its ttl) when the stream ends, however it ends; the Kubernetes
+    // door's leadership is unknown from then on.
     struct Releaser {
-      DoorLeases& l;
+      EngineService& s;
       const FrontDoor& d;
       const uint64_t& t;
       ~Releaser() {
-        if (t != 0) l.Release(d, t, NowMs());
+        if (t == 0) return;
+        s.leases_.Release(d, t, NowMs());
+        if (d == FrontDoor::kKubernetes) {
+          s.leases_.ForgetLeadership();
+          s.RefreshServedDoors();
+        }
       }
-    } releaser{leases_, door, token};
+    } releaser{*this, door, token};
     while (stream->Read(&req)) {
       auto d = DoorFromProto(req.door(), "door");
       if (!d.ok()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, d.status().reasons().front());
@@ -261,14 +276,30 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
                               "resync: the first message of a Sync stream must be a full snapshot (resync=true)");
         }
         door = *d;
+        if (std::string why = leases_.NotServed(door, NowMs()); !why.empty()) {
+          RefreshServedDoors();
+          return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why);
+        }
         auto t = leases_.Acquire(door, req.holder(), req.lease_ttl_ms(), NowMs());
         if (!t.ok()) return grpc::Status(grpc::StatusCode::ABORTED, t.status().reasons().front());
         token = *t;
+        RefreshServedDoors();
       } else if (req.door() != v1::FRONT_DOOR_UNSPECIFIED && *d != door) {
         return Invalid("door", "a Sync stream speaks for one door (" + std::string(FrontDoorName(door)) + "), got " +
                                    std::string(FrontDoorName(*d)));
+      } else if (!leases_.StreamServed(door, token, NowMs())) {
+        RefreshServedDoors();
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            "front door " + std::string(FrontDoorName(door)) +
+                                ": this engine's replica stood by since the stream began (only the leading replica's "
+                                "engine serves it); open a new stream, with a resync, on the leading replica's engine");
       }
       first = false;
+      if (req.has_leadership()) {
+        if (door != FrontDoor::kKubernetes) return Invalid("leadership", "only the kubernetes door reports leadership");
+        leases_.SetLeadership(req.leadership().election(), req.leadership().leading_until_unix_ms(), NowMs());
+        RefreshServedDoors();
+      }
       const auto t0 = std::chrono::steady_clock::now();
       SyncBatch b = FromProto(req, door);
       uint64_t gen = 0;
@@ -523,9 +554,13 @@ grpc::Status EngineService::Admit(grpc::ServerContext*, const v1::AdmitRequest* 
     if (!door.ok()) return Invalid("door", door.status().reasons().front());
     if (req->max_waiting() < 0) return Invalid("max_waiting", "must not be negative");
     if (!leases_.Holds(*door, req->holder(), NowMs())) {
+      RefreshServedDoors();
+      if (std::string why = leases_.NotServed(*door, NowMs()); !why.empty()) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why);
+      }
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                           "holder: \"" + req->holder() + "\" does not hold the " + std::string(FrontDoorName(*door)) +
-                              " door's Sync lease (open a Sync stream first)");
+                              " door's Sync lease in this engine's leading spell (open a Sync stream first)");
     }
     AdmitResult r = engine_.Admit(*door, req->max_waiting());
     ToProto(r.status, resp->mutable_status());

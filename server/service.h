@@ -47,12 +47,16 @@ class EngineService final : public v1::Engine::Service {
   // Rolling-upgrade waves (tidalctl waves).
   grpc::Status PlanWaves(grpc::ServerContext* ctx, const v1::WavesRequest* req, v1::WavesResponse* resp) override;
   DoorLeases& leases() { return leases_; }
+  // frontDoors names kubernetes: until its tidal-scheduler says whether it leads, this engine does
+  // not serve the Slurm door (engine/door_lease.h, "Replicas").
+  void ExpectKubernetesDoor(bool expected);
 
  private:
   // Decorates a handler: request count by method and code, latency by method.
   // Counts the call by method and code and observes its latency; `latency` false for a stream that
   // observes its own (Sync: each batch applied, not the stream's lifetime).
   grpc::Status Observe(const char* method, const std::function<grpc::Status()>& body, bool latency = true);
+  void RefreshServedDoors();  // tells the engine whether this replica serves the Slurm door now
   Engine& engine_;
   EngineMetrics* metrics_;
   DoorLeases leases_;  // one Sync holder per front door

@@ -13,6 +13,8 @@
 // serialises access with its own mutex.
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -168,6 +170,8 @@ int main(int argc, char** argv) {
   eng->SetObservability(&engine_metrics, decision_log.get());
   if (watcher) watcher->set_decision_log(decision_log.get());  // reloads with both versions
   tidal::EngineService service(**engine, &engine_metrics);
+  // Replicas: the Slurm door waits for the scheduler to say it leads (engine/door_lease.h).
+  service.ExpectKubernetesDoor(std::count(cfg.front_doors.begin(), cfg.front_doors.end(), tidal::FrontDoor::kKubernetes) > 0);
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.RegisterService(&service);

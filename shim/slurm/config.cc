@@ -23,6 +23,24 @@ std::string EngineAddressError(const std::string& address) {
   return "";
 }
 
+std::string ParseEngineList(const std::string& flag, std::vector<std::string>* out) {
+  std::vector<std::string> list;
+  size_t from = 0;
+  while (true) {
+    const size_t comma = flag.find(',', from);
+    list.push_back(flag.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (std::string why = EngineAddressError(list[i]); !why.empty()) {
+      return list.size() == 1 ? why : "entry " + std::to_string(i + 1) + ": " + why;
+    }
+  }
+  *out = std::move(list);
+  return "";
+}
+
 StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::string& file) {
   auto doc = ParseDocument(text, file);
   if (!doc.ok()) return doc.status();
@@ -30,7 +48,25 @@ StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::s
   std::vector<std::string> errors;
   if (!doc->root.is_null()) {
     Fields f(doc->root, "");
-    f.Str("engine", &cfg.engine);
+    if (const auto* e = f.Get("engine")) {
+      cfg.engines.clear();
+      if (e->is_string()) {
+        cfg.engines.push_back(e->get<std::string>());
+      } else if (e->is_array() && !e->empty()) {
+        for (size_t i = 0; i < e->size(); ++i) {
+          const std::string at = "engine[" + std::to_string(i) + "]";
+          if (!(*e)[i].is_string()) {
+            f.Fail(Status::Error(at + ": expected an address string"));
+          } else if (std::string why = EngineAddressError((*e)[i].get<std::string>()); !why.empty()) {
+            f.Fail(Status::Error(at + ": " + why));
+          } else {
+            cfg.engines.push_back((*e)[i].get<std::string>());
+          }
+        }
+      } else {
+        f.FailField("engine", "expected an address or a non-empty list of addresses (the replicas of one deployment)");
+      }
+    }
     f.Str("holder", &cfg.holder);
     f.Int("pollIntervalMs", &cfg.poll_interval_ms, 100, 600000);
     f.Str("slurmConf", &cfg.slurm_conf);
@@ -70,9 +106,10 @@ StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::s
         }
       }
     }
-    if (f.status().ok() && cfg.engine.empty()) f.FailField("engine", "must not be empty");
-    if (f.status().ok() && !cfg.engine.empty()) {
-      if (std::string why = EngineAddressError(cfg.engine); !why.empty()) f.FailField("engine", why);
+    if (f.status().ok() && cfg.engines.size() == 1) {
+      const std::string& e = cfg.engines.front();
+      if (e.empty()) f.FailField("engine", "must not be empty");
+      if (std::string why = EngineAddressError(e); !e.empty() && !why.empty()) f.FailField("engine", why);
     }
     if (f.status().ok() && !cfg.metrics_address.empty()) {
       if (Status s = HttpServer::CheckAddress(cfg.metrics_address); !s.ok()) f.FailField("metricsAddress", s.Message());

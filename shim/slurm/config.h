@@ -2,7 +2,8 @@
 // accounts/partitions/QOS map to Tidal queues, and the conventions it reads from jobs and nodes.
 // Every problem is one reason "file:line: field: reason". Pure functions: no state, no threads.
 //
-//   engine: 127.0.0.1:50051          # tidal-engine's gRPC address
+//   engine: 127.0.0.1:50051          # tidal-engine's gRPC address, or a list: the replicas of one
+//                                     # deployment, each tried until the leading one takes the door
 //   holder: tidal-slurm@host          # the door lease's holder (default tidal-slurm@<hostname>)
 //   pollIntervalMs: 1000
 //   slurmConf: /etc/slurm/slurm.conf  # "" = libslurm's default (SLURM_CONF)
@@ -38,7 +39,7 @@ struct QueueRule {
 };
 
 struct AdapterConfig {
-  std::string engine = "127.0.0.1:50051";
+  std::vector<std::string> engines = {"127.0.0.1:50051"};  // `engine`: one address or several
   std::string holder;  // "" until resolved: tidal-slurm@<hostname>
   int64_t poll_interval_ms = 1000;
   std::string slurm_conf;
@@ -56,6 +57,8 @@ StatusOr<AdapterConfig> ParseAdapterConfig(const std::string& text, const std::s
 // Why `address` is not an engine address ("" = it is): HOST:PORT, [IPv6]:PORT or unix:PATH. Used for
 // the config's `engine` and the --engine flag.
 std::string EngineAddressError(const std::string& address);
+// The --engine flag: ADDR or ADDR,ADDR,... (replicas); why not, naming the entry ("" = fine).
+std::string ParseEngineList(const std::string& flag, std::vector<std::string>* out);
 StatusOr<AdapterConfig> LoadAdapterConfig(const std::string& path);
 
 // The Tidal queue of a job: the first rule matching account, partition and QOS, else

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "shim/slurm/config.h"
+#include "shim/slurm/engine_failover.h"
 #include "shim/slurm/engine_link.h"
 
 namespace tidal::slurm {
@@ -20,7 +21,7 @@ TEST(AdapterConfigTls, EngineTlsIsReadAndChecked) {
   EXPECT_EQ(cfg->engine_tls.server_name, "tidal-engine");
   EXPECT_FALSE(cfg->engine_tls.insecure);
   // The files do not exist: the link says which one, before dialing.
-  auto link = DialGrpcEngineLink(cfg->engine, cfg->engine_tls);
+  auto link = DialGrpcEngineLink(cfg->engines.front(), cfg->engine_tls);
   ASSERT_FALSE(link.ok());
   EXPECT_NE(link.status().Message().find("engineTls.ca"), std::string::npos) << link.status().Message();
 
@@ -35,15 +36,15 @@ TEST(AdapterConfigTls, EngineTlsIsReadAndChecked) {
 TEST(AdapterConfigTls, PlaintextOnlyToLoopbackUnlessInsecure) {
   auto cfg = ParseAdapterConfig("engine: 10.0.0.7:50051\n", "a.yaml");
   ASSERT_TRUE(cfg.ok());
-  auto refused = DialGrpcEngineLink(cfg->engine, cfg->engine_tls);
+  auto refused = DialGrpcEngineLink(cfg->engines.front(), cfg->engine_tls);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().Message().find("engineInsecure"), std::string::npos) << refused.status().Message();
   auto insecure = ParseAdapterConfig("engine: 10.0.0.7:50051\nengineInsecure: true\n", "a.yaml");
   ASSERT_TRUE(insecure.ok()) << insecure.status().Message();
-  EXPECT_TRUE(DialGrpcEngineLink(insecure->engine, insecure->engine_tls).ok());
+  EXPECT_TRUE(DialGrpcEngineLink(insecure->engines.front(), insecure->engine_tls).ok());
   auto local = ParseAdapterConfig("engine: 127.0.0.1:50051\n", "a.yaml");
   ASSERT_TRUE(local.ok());
-  EXPECT_TRUE(DialGrpcEngineLink(local->engine, local->engine_tls).ok());
+  EXPECT_TRUE(DialGrpcEngineLink(local->engines.front(), local->engine_tls).ok());
 }
 
 TEST(AdapterConfig, AnEngineAddressWithoutAPortIsRefusedNamingTheField) {
@@ -71,6 +72,34 @@ TEST(AdapterConfig, AMetricsAddressTheServerCannotTakeIsRefusedNamingTheField) {
     auto cfg = ParseAdapterConfig(std::string("engine: 127.0.0.1:50051\nmetricsAddress: \"") + good + "\"\n", "a.yaml");
     EXPECT_TRUE(cfg.ok()) << good << ": " << cfg.status().Message();
   }
+}
+
+// Replicas of one deployment (deploy/base: two): `engine` may list them, and the adapter finds the
+// one whose scheduler leads (engine_failover.h). Each entry is checked, naming its index.
+TEST(AdapterConfig, EngineTakesAListOfReplicaAddressesEachChecked) {
+  auto cfg = ParseAdapterConfig("engine: [\"tidal-0.tidal:50051\", \"tidal-1.tidal:50051\"]\nengineInsecure: true\n", "a.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().Message();
+  EXPECT_EQ(cfg->engines, (std::vector<std::string>{"tidal-0.tidal:50051", "tidal-1.tidal:50051"}));
+  auto link = DialEngineLinks(cfg->engines, cfg->engine_tls);
+  ASSERT_TRUE(link.ok()) << link.status().Message();
+  EXPECT_NE(dynamic_cast<FailoverEngineLink*>(link->get()), nullptr);
+  auto one = DialEngineLinks({"127.0.0.1:50051"}, {});
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(dynamic_cast<FailoverEngineLink*>(one->get()), nullptr);  // one address: its plain link
+
+  auto bad = ParseAdapterConfig("engine: [\"127.0.0.1:50051\", \"127.0.0.1\"]\n", "a.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().Message().find("engine[1]: want HOST:PORT"), std::string::npos) << bad.status().Message();
+  for (const char* wrong : {"engine: []\n", "engine: 7\n", "engine: [7]\n"}) {
+    auto w = ParseAdapterConfig(wrong, "a.yaml");
+    ASSERT_FALSE(w.ok()) << wrong;
+    EXPECT_NE(w.status().Message().find("engine"), std::string::npos) << w.status().Message();
+  }
+  // The --engine flag: ADDR or ADDR,ADDR.
+  std::vector<std::string> list;
+  EXPECT_EQ(ParseEngineList("127.0.0.1:1,unix:/run/t.sock", &list), "");
+  EXPECT_EQ(list, (std::vector<std::string>{"127.0.0.1:1", "unix:/run/t.sock"}));
+  EXPECT_NE(ParseEngineList("127.0.0.1:1,", &list).find("entry 2"), std::string::npos);
 }
 
 }  // namespace

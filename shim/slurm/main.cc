@@ -18,6 +18,7 @@
 #include "core/metrics/registry.h"
 #include "server/http_server.h"
 #include "shim/slurm/config.h"
+#include "shim/slurm/engine_failover.h"
 #include "shim/slurm/json_state.h"
 #include "shim/slurm/reconciler.h"
 #include "shim/slurm/slurm_api_libslurm.h"
@@ -118,11 +119,10 @@ int main(int argc, char** argv) {
     cfg = std::move(c).value();
   }
   if (const std::string v = flags.Get("--engine"); !v.empty()) {
-    if (const std::string why = tidal::slurm::EngineAddressError(v); !why.empty()) {
+    if (const std::string why = tidal::slurm::ParseEngineList(v, &cfg.engines); !why.empty()) {
       std::fprintf(stderr, "tidal-slurm: --engine: %s\n", why.c_str());
       return 2;
     }
-    cfg.engine = v;
   }
   if (const std::string v = flags.Get("--slurm-conf"); !v.empty()) cfg.slurm_conf = v;
   if (const std::string v = flags.Get("--metrics"); !v.empty()) cfg.metrics_address = v == "off" ? "" : v;
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
     }
     slurm = std::move(api).value();
   }
-  auto dialed = tidal::slurm::DialGrpcEngineLink(cfg.engine, cfg.engine_tls);
+  auto dialed = tidal::slurm::DialEngineLinks(cfg.engines, cfg.engine_tls);
   if (!dialed.ok()) {
     std::fprintf(stderr, "tidal-slurm: %s\n", dialed.status().Message().c_str());
     return 2;
@@ -168,7 +168,8 @@ int main(int argc, char** argv) {
   }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  spdlog::info("tidal-slurm {} -> engine {}, polling every {} ms", cfg.holder, cfg.engine, cfg.poll_interval_ms);
+  spdlog::info("tidal-slurm {} -> engine {}, polling every {} ms", cfg.holder, fmt::join(cfg.engines, ", "),
+               cfg.poll_interval_ms);
   std::string last_error;
   while (!g_stop) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -8,7 +8,9 @@
 #   - more than one replica runs with leader election on, and leaseDuration > renewDeadline + retryPeriod;
 #   - every probe names a port its container declares, on a path its binary serves;
 #   - every image carries a tag;
-#   - an overlay that puts the engine's gRPC port on a Service (tidal-slurm's way in) runs one replica.
+#   - an overlay that puts the engine's gRPC port on Services (tidal-slurm's way in) with several
+#     replicas gives each replica its own Service and sets frontDoors: [kubernetes, slurm];
+#   - an overlay's own engine.yaml is the base's but for frontDoors (they are kept in step by hand).
 #   kustomize_render_test.sh [KUBECTL]     (default: build/tools/bin/kubectl, else kubectl on PATH; exit 77 without one)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -78,14 +80,43 @@ for d in docs:
                 errs.append(f"container {c['name']}: {probe} port {g['port']} is not one of its ports {sorted(map(str, ports))}")
             if c["name"] in paths and g["path"] not in paths[c["name"]]:
                 errs.append(f"container {c['name']}: {probe} path {g['path']} is not served ({sorted(paths[c['name']])})")
-grpc = [pt for d in docs if d["kind"] == "Service" for pt in d["spec"]["ports"] if pt.get("name") == "grpc"]
+grpc = [d for d in docs if d["kind"] == "Service" and any(pt.get("name") == "grpc" for pt in d["spec"]["ports"])]
+engine_cfg = {}
 for d in docs:
-    if grpc and d["kind"] == "StatefulSet" and d["spec"].get("replicas", 1) > 1:
-        errs.append(f"the engine's gRPC port is on a Service in front of {d['spec']['replicas']} replicas: "
-                    "tidal-slurm could hold its door on the standby's engine")
+    if d["kind"] == "ConfigMap" and "engine.yaml" in d.get("data", {}):
+        engine_cfg = yaml.safe_load(d["data"]["engine.yaml"]) or {}
+for d in docs:
+    replicas = d["spec"].get("replicas", 1) if d["kind"] == "StatefulSet" else 1
+    if not grpc or replicas <= 1:
+        continue
+    # Several replicas with the gRPC port on Services: each Service one pod (tidal-slurm lists them and
+    # keeps to the leader's), and the Slurm door waits for the scheduler's word (frontDoors).
+    for svc in grpc:
+        if "statefulset.kubernetes.io/pod-name" not in svc["spec"].get("selector", {}):
+            errs.append(f"Service {svc['metadata']['name']} puts the engine's gRPC port in front of {replicas} replicas: "
+                        "a connection may reach either pod; give each replica its own Service")
+    pods = {svc["spec"]["selector"].get("statefulset.kubernetes.io/pod-name") for svc in grpc}
+    want = {f"{d['metadata']['name']}-{i}" for i in range(replicas)}
+    if pods != want:
+        errs.append(f"gRPC Services select pods {sorted(map(str, pods))}, want one per replica {sorted(want)}")
+    if not {"kubernetes", "slurm"} <= set(engine_cfg.get("frontDoors", [])):
+        errs.append("replicas with the engine's gRPC port exposed need frontDoors: [kubernetes, slurm] in engine.yaml "
+                    "(the Slurm door waits until the replica's scheduler says it leads)")
 for e in errs:
     print(f"FAIL: {name}: {e}")
 sys.exit(1 if errs else 0)
+PY
+done
+for f in "$ROOT"/deploy/overlays/*/engine.yaml; do
+  [ -e "$f" ] || continue
+  python3 - "$ROOT/deploy/base/engine.yaml" "$f" <<'PY' || rc=1
+import sys, yaml
+base, over = (yaml.safe_load(open(p)) for p in sys.argv[1:3])
+over.pop("frontDoors", None)
+if base != over:
+    keys = sorted(k for k in set(base) | set(over) if base.get(k) != over.get(k))
+    sys.exit(f"FAIL: {sys.argv[2]} differs from deploy/base/engine.yaml beyond frontDoors: {keys}")
+print(f"ok: {sys.argv[2]} is the base's engine.yaml plus frontDoors")
 PY
 done
 exit $rc

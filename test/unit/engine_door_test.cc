@@ -274,6 +274,54 @@ TEST(DoorLeaseTest, AnAnonymousHolderIsRefusedOnlyWhileItsStreamIsOpen) {
   EXPECT_TRUE(l.Acquire(FrontDoor::kKubernetes, "", 0, 2).ok());
 }
 
+// Replicas (door_lease.h): the Slurm door is served only while this replica's scheduler leads; a
+// lease taken in one leading spell ends with it, even if nobody looked while it was standing by.
+TEST(DoorLeaseTest, TheSlurmDoorIsServedOnlyWhileThisReplicasSchedulerLeads) {
+  DoorLeases l;
+  l.SetLeadership(/*election=*/true, /*until=*/0, 0);  // standing by
+  auto refused = l.Acquire(FrontDoor::kSlurm, "adapter", 0, 1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().Message().find("stands by"), std::string::npos) << refused.status().Message();
+  EXPECT_TRUE(l.Acquire(FrontDoor::kKubernetes, "sched", 0, 1).ok());  // Kubernetes is always served
+
+  l.SetLeadership(true, 1000, 10);  // leads until t=1000
+  auto a = l.Acquire(FrontDoor::kSlurm, "adapter", 0, 20);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(l.Holds(FrontDoor::kSlurm, "adapter", 500));
+  EXPECT_TRUE(l.StreamServed(FrontDoor::kSlurm, *a, 500));
+  // The term lapsed unseen (no call between 1000 and the renewal at 1500): still a break.
+  l.SetLeadership(true, 3000, 1500);
+  EXPECT_FALSE(l.Holds(FrontDoor::kSlurm, "adapter", 1600));
+  EXPECT_FALSE(l.StreamServed(FrontDoor::kSlurm, *a, 1600));
+  l.Release(FrontDoor::kSlurm, *a, 1600);
+  auto a2 = l.Acquire(FrontDoor::kSlurm, "adapter", 0, 1700);  // the same holder, a new spell
+  ASSERT_TRUE(a2.ok()) << a2.status().ToString();
+  EXPECT_TRUE(l.Holds(FrontDoor::kSlurm, "adapter", 1800));
+  // Standing by for a moment ends the spell, even if the next renewal comes before anyone asks.
+  l.SetLeadership(true, 0, 1900);
+  l.SetLeadership(true, 5000, 1950);
+  EXPECT_FALSE(l.StreamServed(FrontDoor::kSlurm, *a2, 2000));
+  // The scheduler's stream closed: unknown is never leading.
+  l.Release(FrontDoor::kSlurm, *a2, 2000);
+  l.ForgetLeadership();
+  EXPECT_NE(l.NotServed(FrontDoor::kSlurm, 2100).find("has not said"), std::string::npos);
+  // Leader election off: this replica always serves.
+  l.SetLeadership(false, 0, 2200);
+  EXPECT_EQ(l.NotServed(FrontDoor::kSlurm, 999999), "");
+}
+
+TEST(DoorLeaseTest, WithoutSchedulerNewsTheSlurmDoorWaitsOnlyWhenFrontDoorsExpectsKubernetes) {
+  DoorLeases alone;  // a Slurm-only engine: no scheduler will ever say
+  EXPECT_TRUE(alone.Acquire(FrontDoor::kSlurm, "adapter", 0, 0).ok());
+  DoorLeases both;
+  both.ExpectKubernetes(true);
+  auto r = both.Acquire(FrontDoor::kSlurm, "adapter", 0, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().Message().find("frontDoors expects the kubernetes door"), std::string::npos) << r.status().Message();
+  both.SetLeadership(false, 0, 1);
+  EXPECT_TRUE(both.Acquire(FrontDoor::kSlurm, "adapter", 0, 2).ok());
+}
+
 }  // namespace
 }  // namespace tidal
 

@@ -324,5 +324,31 @@ TEST_F(RestartTest, UsageValuesALedgerCannotHoldAreSkippedAndNamed) {
   EXPECT_EQ(j["usage"]["qb"]["gpus"].get<double>(), 1800) << "the good values are restored";
 }
 
+// (9) Replicas (engine/door_lease.h): a replica that stood by no longer knows what the Slurm
+// door's work is (the leading replica admits its jobs meanwhile). Its Slurm nodes are gated until
+// the door resyncs here again, so when it leads again its pods never go onto GPUs of a Slurm job
+// it has not heard of; while it stands by, the door is not reported as awaited (nothing is wrong).
+TEST_F(RestartTest, AReplicaThatStoodByGatesTheSlurmDoorsNodesUntilItResyncsThere) {
+  auto e = NewEngine();
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(Resync(*e, FrontDoor::kKubernetes, Nodes({"n1", "n2"}), {KubePod("p", "qb")}).ok());
+  ASSERT_TRUE(Resync(*e, FrontDoor::kSlurm, Nodes({"n1", "n2"})).ok());
+  e->SetDoorServed(FrontDoor::kSlurm, false);
+  EXPECT_TRUE(e->Stats().awaiting_doors.empty());
+  EXPECT_EQ(Awaiting(*e, "slurm"), 0);
+  // Leading again; meanwhile the other replica admitted Slurm job 7 onto n1.
+  e->SetDoorServed(FrontDoor::kSlurm, true);
+  EXPECT_THAT(e->Stats().awaiting_doors, ElementsAre("slurm"));
+  EXPECT_EQ(Awaiting(*e, "slurm"), 1);
+  PlanResult early = e->PlanPod("uid-p");
+  EXPECT_FALSE(early.status.ok()) << "planned onto " << early.node << " before the Slurm door resynced here";
+  EXPECT_THAT(early.status.Message(), HasSubstr("waiting for the slurm door's first sync since this replica stood by"));
+  ASSERT_TRUE(Resync(*e, FrontDoor::kSlurm, Nodes({"n1", "n2"}), {SlurmMember("7", 0, 1, "qa", 8, "n1")}).ok());
+  EXPECT_TRUE(e->Stats().awaiting_doors.empty());
+  PlanResult p = e->PlanPod("uid-p");
+  ASSERT_TRUE(p.status.ok()) << p.status.ToString();
+  EXPECT_EQ(p.node, "n2");
+}
+
 }  // namespace
 }  // namespace tidal

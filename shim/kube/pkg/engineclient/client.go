@@ -82,6 +82,11 @@ type Config struct {
 	// Insecure.
 	TLS      TLSFiles
 	Insecure bool
+	// Leadership (optional): whether leader election is on and until when this scheduler leads
+	// (zero: standing by), sent in the first message of every Sync stream and again whenever it
+	// changes (each renewal), so the engine serves the Slurm door only on the leading replica
+	// (SyncRequest.leadership). Nil: never sent (tidal-explain, tests).
+	Leadership func() (election bool, until time.Time)
 }
 
 const DefaultAddress = "unix:///tmp/tidal-engine.sock"

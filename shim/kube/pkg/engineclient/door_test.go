@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,5 +245,49 @@ func TestTakeActivationsNamesTheKubernetesDoor(t *testing.T) {
 	}
 	if calls := eng.Calls(); len(calls) != 1 || calls[0] != "TakeActivations KUBERNETES" {
 		t.Errorf("calls = %v", calls)
+	}
+}
+
+// Replicas (engine/door_lease.h): the engine serves the Slurm door only on the replica whose
+// scheduler leads, so the scheduler says whether it leads in the first message of every stream
+// and again whenever its term changes (each renewal moves it), and says nothing while it does not.
+func TestLeadershipGoesInTheSnapshotAndWheneverItChanges(t *testing.T) {
+	eng := enginetest.Start(t, enginetest.Socket(t), "e")
+	var mu sync.Mutex
+	until := time.Time{} // standing by
+	term := func() (bool, time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		return true, until
+	}
+	e := start(t, eng.Addr, Config{Holder: "tidal-scheduler@host-a", Leadership: term}, node("n0"))
+	if err := e.client.WaitSynced(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	first := eng.SyncMessages()[0]
+	if l := first.GetLeadership(); l == nil || !l.GetElection() || l.GetLeadingUntilUnixMs() != 0 {
+		t.Fatalf("snapshot's leadership = %v, want election on, standing by", l)
+	}
+	leads := time.Now().Add(2 * time.Second).Truncate(time.Millisecond)
+	mu.Lock()
+	until = leads
+	mu.Unlock()
+	eng.WaitFor(t, "the new term", 3*time.Second, func() bool {
+		for _, m := range eng.SyncMessages() {
+			if !m.Resync && m.GetLeadership().GetLeadingUntilUnixMs() == leads.UnixMilli() {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(200 * time.Millisecond) // an unchanged term is not sent again
+	sent := 0
+	for _, m := range eng.SyncMessages() {
+		if m.GetLeadership() != nil {
+			sent++
+		}
+	}
+	if sent != 2 {
+		t.Fatalf("%d messages carried leadership, want 2 (the snapshot, the change)", sent)
 	}
 }

@@ -145,6 +145,10 @@ func (c *Client) runStream(ctx context.Context) error {
 	c.connected = true
 	msgs := c.snapshotLocked(finished)
 	c.mu.Unlock()
+	term := c.leadership()
+	if len(msgs) > 0 {
+		msgs[0].Leadership = term
+	}
 	var queue []inflight
 	for i, m := range msgs {
 		if err := st.Send(m); err != nil {
@@ -183,6 +187,13 @@ func (c *Client) runStream(ctx context.Context) error {
 			return nil // back-pressure: keep coalescing until acks arrive
 		}
 		msgs, infos := c.takePending()
+		if now := c.leadership(); !proto.Equal(now, term) {
+			term = now
+			if len(msgs) == 0 {
+				msgs, infos = []*tidalv1.SyncRequest{{Door: tidalv1.FrontDoor_KUBERNETES}}, []*SyncedInfo{{}}
+			}
+			msgs[0].Leadership = term
+		}
 		for i, m := range msgs {
 			if err := st.Send(m); err != nil {
 				if errors.Is(err, io.EOF) { // the engine ended the stream: its status comes with Recv
@@ -221,6 +232,19 @@ func (c *Client) runStream(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// leadership: this scheduler's term for the engine (Config.Leadership), nil without a provider.
+func (c *Client) leadership() *tidalv1.Leadership {
+	if c.cfg.Leadership == nil {
+		return nil
+	}
+	election, until := c.cfg.Leadership()
+	out := &tidalv1.Leadership{Election: election}
+	if !until.IsZero() {
+		out.LeadingUntilUnixMs = until.UnixMilli()
+	}
+	return out
 }
 
 // endedBy waits for the receiving goroutine to report why the engine ended the stream.

@@ -51,6 +51,11 @@ func Enable(renewDeadline time.Duration) { cur.Load().enable(renewDeadline) }
 // Leading: this process may write to the API server.
 func Leading() bool { return cur.Load().leading() }
 
+// Term: whether leader election is on, and until when this process leads (its last renewal +
+// renewDeadline, the same bound Leading uses; zero while standing by). The engine client sends it
+// to the engine, which serves the Slurm door only on the leading replica (engine/door_lease.h).
+func Term() (election bool, until time.Time) { return cur.Load().term() }
+
 // Wait blocks until this process first leads (at once when leader election is off); it returns
 // ctx's error if ctx ends first.
 func Wait(ctx context.Context) error { return cur.Load().wait(ctx) }
@@ -85,6 +90,18 @@ func (s *state) leading() bool {
 		return true
 	}
 	return s.renewals > 0 && s.now().Sub(s.renewed) < s.deadline
+}
+
+func (s *state) term() (bool, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.enabled {
+		return false, time.Time{}
+	}
+	if s.renewals == 0 || s.renewed.IsZero() {
+		return true, time.Time{}
+	}
+	return true, s.renewed.Add(s.deadline)
 }
 
 func (s *state) wait(ctx context.Context) error {

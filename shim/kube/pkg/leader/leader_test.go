@@ -140,3 +140,28 @@ func (s *slowLock) Update(ctx context.Context, r resourcelock.LeaderElectionReco
 	s.c.t = s.c.t.Add(s.took)
 	return s.fakeLock.Update(ctx, r)
 }
+
+// Term is what the engine is told (engine/door_lease.h): the same bound Leading uses.
+func TestTermIsTheLastRenewalPlusRenewDeadline(t *testing.T) {
+	s, c := newTestState()
+	if election, until := s.term(); election || !until.IsZero() {
+		t.Fatalf("election off: term = %v %v, want false, zero", election, until)
+	}
+	s.enable(2 * time.Second)
+	if election, until := s.term(); !election || !until.IsZero() {
+		t.Fatalf("standing by: term = %v %v, want true, zero", election, until)
+	}
+	lock := &watchedLock{Interface: &fakeLock{id: "me"}, st: s}
+	if err := lock.Update(context.Background(), rec("me")); err != nil {
+		t.Fatal(err)
+	}
+	if _, until := s.term(); !until.Equal(c.t.Add(2 * time.Second)) {
+		t.Fatalf("leading: until = %v, want %v", until, c.t.Add(2*time.Second))
+	}
+	if err := lock.Update(context.Background(), rec("other")); err != nil { // released
+		t.Fatal(err)
+	}
+	if _, until := s.term(); !until.IsZero() {
+		t.Fatalf("released: until = %v, want zero", until)
+	}
+}

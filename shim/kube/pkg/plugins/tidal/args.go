@@ -13,6 +13,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/tidal-sched/tidal/shim/kube/pkg/engineclient"
+	"github.com/tidal-sched/tidal/shim/kube/pkg/leader"
 )
 
 // Args are the plugin's arguments (KubeSchedulerConfiguration pluginConfig, name: Tidal):
@@ -182,6 +183,7 @@ func (a Args) clientConfig(profile string) engineclient.Config {
 		LeaseTTL:      time.Duration(a.LeaseTtlMs) * time.Millisecond,
 		TLS:           a.tlsFiles(),
 		Insecure:      a.EngineInsecure,
+		Leadership:    leader.Term,
 	}
 }
 
