@@ -8,7 +8,9 @@
 # the new leader's first binding (its log). Once the load ends and everything is bound: every gang
 # whole, no pod bound twice (the two schedulers' bind logs), no node ever over-committed (sampled
 # every 0.5 s throughout), the standby bound nothing before it took the lease, and the killed
-# replica restarts as a synced standby. The failover bound asserted is generous (STANDBY_MAX_S, 15);
+# replica restarts as a synced standby. tidal-slurm (one --once pass on a recorded Slurm state) takes
+# its door on the new leader's engine past the dead one's, and the restarted standby's engine refuses
+# it. The failover bound asserted is generous (STANDBY_MAX_S, 15);
 # the measured figure is printed ("failover: ...") and recorded in docs/benchmarks-resilience.md.
 #
 # Env: STANDBY_LOAD_S (load duration, 16), STANDBY_KILL_AFTER_S (kill the leader this long into the
@@ -77,15 +79,47 @@ case_standby() {
     test -z "$(cut -d' ' -f2 "$out/binds" | sort | uniq -d | head -n 3)"
   check "the standby bound nothing before it took the lease" \
     test -z "$(ha_binds "$BASE/log/ha-$standby-scheduler.log" | awk -v t="${acq:-0}" '$1 < t')"
+  # tidal-slurm follows the lease (docs/slurm.md, "Two replicas, one adapter"): given both engines,
+  # the dead one first, it takes the Slurm door on the new leader's.
+  check "tidal-slurm given the dead replica's engine and the new leader's admits on the leader's" \
+    standby_slurm_pass "$leader" "$standby"
+  check "the new leader's engine holds the Slurm door's node" eval "[ \"\$(standby_slurm_nodes $standby)\" = 1 ]"
   # The killed replica comes back as the standby: synced, binding nothing.
   if ha_start "$BASE" "$leader"; then
     sleep 2
     check "the restarted replica $leader stands by (synced, no bindings, replica $standby still leads)" \
       eval "ha_synced '$BASE' $leader && [ -z \"\$(ha_binds '$BASE/log/ha-$leader-scheduler.log')\" ] && [ \"\$(ha_leader '$BASE')\" = $standby ]"
+    # Its scheduler said it stands by: its engine refuses the Slurm door, naming why.
+    check "the standby's engine refuses tidal-slurm (stands by)" \
+      eval "! standby_slurm_pass $leader && grep -q 'stands by' '$out/slurm.log'"
+    check "the standby's engine holds no Slurm node" eval "[ \"\$(standby_slurm_nodes $leader)\" = 0 ]"
+    check "tidal-slurm given the standby's engine first still admits on the leader's" standby_slurm_pass "$leader" "$standby"
   else
     fail "the killed replica did not restart"
   fi
   standby_cleanup
+}
+
+# standby_slurm_pass I [J...]: one tidal-slurm pass (--once) on a recorded Slurm state (one idle
+# node, one held job) against the engines of replicas I, J, ... in that order; log in OUT/slurm.log.
+standby_slurm_pass() {
+  local engines="" i st=$BASE/standby/slurm-state.json
+  for i in "$@"; do engines+="${engines:+,}unix://$BASE/run/ha-$i/engine.sock"; done
+  cat >"$st" <<'JSON'
+{"format": "tidal-slurm-state/1", "read_unix": 1700000000,
+ "nodes": [{"name": "slurm-ha-0", "state": "idle", "gpus": 8, "gpu_model": "a100", "cpus": 32,
+            "real_memory_mb": 256000, "partitions": ["batch"]}],
+ "jobs": [{"id": "1", "job_id": 1, "user": "alice", "account": "ta", "partition": "batch", "state": "pending",
+           "state_reason": "JobHeldUser", "node_count": 1, "gpus_per_node": 8, "time_limit_min": 30,
+           "submit_time": 1699999000, "admin_comment": "tidal: waiting for Tidal"}]}
+JSON
+  timeout 30 "$TIDAL_E2E_BIN/tidal-slurm" --once 1 --state "$st" --metrics off --holder e2e-standby \
+    --engine "$engines" >"$BASE/standby/slurm.log" 2>&1
+}
+
+# standby_slurm_nodes I: the Slurm door's nodes replica I's engine holds.
+standby_slurm_nodes() {
+  curl -sf "$(ha_engine_http "$1")/metrics" | awk '/^tidal_door_nodes\{door="slurm"\}/ { print $2 + 0; f = 1 } END { if (!f) print 0 }'
 }
 
 standby_cleanup() {
