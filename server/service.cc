@@ -222,6 +222,8 @@ void EngineService::ExpectKubernetesDoor(bool expected) {
 }
 
 void EngineService::RefreshServedDoors() {
+  // Serialised: two handlers must not tell the engine their looks in the reverse order.
+  std::lock_guard<std::mutex> lock(served_mu_);
   engine_.SetDoorServed(FrontDoor::kSlurm, leases_.NotServed(FrontDoor::kSlurm, NowMs()).empty());
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 
 #include <grpcpp/grpcpp.h>
 
@@ -60,6 +61,7 @@ class EngineService final : public v1::Engine::Service {
   Engine& engine_;
   EngineMetrics* metrics_;
   DoorLeases leases_;  // one Sync holder per front door
+  std::mutex served_mu_;  // RefreshServedDoors (taken before leases_' and the engine's locks)
 };
 
 // Conversions (exposed for tests).
