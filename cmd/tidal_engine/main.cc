@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include <cerrno>
 #include <csignal>
@@ -136,13 +137,17 @@ int main(int argc, char** argv) {
     if (!read->found) spdlog::info("state file {}: none yet; starting without usage history", state_file);
     for (const auto& w : read->warnings) spdlog::warn("state file {}: {}", state_file, w);  // the rest applied
   }
+  // Saves by result, for tidal_state_file_saves_total (main thread writes, scrapes read).
+  std::atomic<int64_t> saves_ok{0}, saves_failed{0};
   auto save_state = [&] {
     if (state_file.empty()) return false;
     // A temporary file of this process's own: replicas may share the state volume (deploy/base).
     if (auto s = tidal::WriteStateFile(state_file, state_tmp, tidal::StateFileText((*engine)->SaveLedger())); !s.ok()) {
       spdlog::warn("{}", s.Message());  // the last complete file stays in place
+      saves_failed.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
+    saves_ok.fetch_add(1, std::memory_order_relaxed);
     return true;
   };
   std::unique_ptr<tidal::ConfigWatcher> watcher;
@@ -155,6 +160,11 @@ int main(int argc, char** argv) {
   tidal::EngineMetrics engine_metrics(metrics);
   tidal::Engine* eng = engine->get();
   tidal::RegisterEngineGauges(metrics, *eng, watcher.get());
+  // A full disk or a read-only volume loses the ledger at the next restart: TidalStateFileNotSaved.
+  metrics.CallbackCounter("tidal_state_file_saves_total", "State file (--state-file) saves, by result.", {"result"}, [&] {
+    return std::vector<tidal::metrics::Sample>{{{"success"}, static_cast<double>(saves_ok.load(std::memory_order_relaxed))},
+                                               {{"failure"}, static_cast<double>(saves_failed.load(std::memory_order_relaxed))}};
+  });
   if (auto s = metrics.status(); !s.ok()) {
     std::cerr << "tidal-engine: metrics: " << s.Message() << "\n";
     return 1;

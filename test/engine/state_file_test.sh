@@ -2,8 +2,9 @@
 # tidal-engine's --state-file with the real binary (ctest engine_state_file): a file cut short refuses
 # the start (exit 1, naming the file) and is left as it was; SIGTERM exits 0 with the file saved
 # whole (with its version) and no temporary beside it; a temporary left by a process killed while
-# writing is removed at the next start. Before, the file cut short was a warning, and the shutdown
-# replaced it with a file of zeros.
+# writing is removed at the next start; a save that fails is a warning (counted in
+# tidal_state_file_saves_total) and leaves the last complete file. Before, the file cut short was a
+# warning, and the shutdown replaced it with a file of zeros.
 set -u
 ENGINE=${1:?usage: state_file_test.sh TIDAL_ENGINE}
 dir=$(mktemp -d /tmp/tidal-state-sh-XXXXXX)
@@ -48,4 +49,20 @@ assert j["usage"]["qa"]["gpus"] > 0, j
 PY
 left=$(ls "$dir" | grep -c '\.tmp\.' || true)
 [[ $left == 0 ]] || fail "temporaries left: $(ls "$dir")"
+
+# 3. A save that fails (here the engine's temporary cannot be created) is counted for
+#    TidalStateFileNotSaved, warns naming the file, and leaves the last complete file in place.
+cp "$dir/ledger.json" "$dir/orig"
+start broken
+for _ in $(seq 100); do grep -q "serving gRPC" "$dir/broken.log" && break; sleep 0.1; done
+port=$(sed -n 's/.*HTTP on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/broken.log" | head -n 1)
+[[ -n $port ]] || fail "no HTTP port in the log"
+curl -sf "127.0.0.1:$port/metrics" | grep -q '^tidal_state_file_saves_total{result="failure"} 0$' \
+  || fail "tidal_state_file_saves_total{result=\"failure\"} is not served at 0"
+mkdir "$dir/ledger.json.tmp.$host.$pid"
+kill -TERM "$pid"; wait "$pid"; rc=$?; pid=
+[[ $rc == 0 ]] || fail "exit $rc after SIGTERM with a failing save, want 0"
+grep -q "cannot write state file $dir/ledger.json" "$dir/broken.log" || fail "the failed save is not a warning naming the file"
+grep -q "state file $dir/ledger.json saved" "$dir/broken.log" && fail "the failed save was reported saved"
+cmp -s "$dir/ledger.json" "$dir/orig" || fail "the last complete file was changed"
 echo PASS
