@@ -418,7 +418,7 @@ class VictimSearch {
     auto& shrinks = taken.result.shrinks;
     shrinks.erase(std::remove_if(shrinks.begin(), shrinks.end(), [&](const ShrinkAction& s) { return s.workload == v.id; }),
                   shrinks.end());
-    taken.result.lost_gpu_seconds += v.lost;
+    taken.result.lost_gpu_seconds = lost_before + v.lost;  // all its work, once (a shrink first counted a share)
     taken.evicted.push_back(Evicted{v.id, a, taken.result.lost_gpu_seconds - lost_before});
     taken.Mark(v);
     return Fits(domain);
