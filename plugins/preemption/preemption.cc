@@ -322,7 +322,7 @@ class VictimSearch {
   std::optional<double> Estimate(const std::vector<std::pair<size_t, int64_t>>& list, int64_t leaving_gpus, VertexId d) {
     const int64_t need = w_.per_member.gpus * c_.members;
     // `list` is in victim order (ByVictimOrder).
-    int64_t gpus = cluster_.FreeGpus(d) + leaving_gpus;
+    int64_t gpus = cluster_.FreeGpus(d, cordoned_) + leaving_gpus;
     // The budget as this estimate takes from it: taken from budget_ itself and given back before
     // returning (integer amounts: budget_ is exactly as it was), not copied per domain.
     undo_.clear();
@@ -486,14 +486,14 @@ class VictimSearch {
   }
 
   // Whether the preemptor's members fit on the domain's nodes now (GPU aggregate first, then the
-  // nodes' free resources, pools and GPU model).
+  // nodes' free resources, pools and GPU model; cordoned nodes for a pod that tolerates them).
   bool FitsInside(VertexId domain) const {
-    if (cluster_.MemberCapacity(domain, w_.per_member.gpus) < c_.members) return false;
+    if (cluster_.MemberCapacity(domain, w_.per_member.gpus, cordoned_) < c_.members) return false;
     const Vertex& vx = cluster_.vertex(domain);
     int64_t members = 0;
     for (NodeId n = vx.node_begin; n < vx.node_end && members < c_.members; ++n) {
       const Node& node = cluster_.node(n);
-      if (!node.Schedulable() || !PoolAdmits(node.pool, w_.front_door) || !NamedPoolAdmits(node, w_)) continue;
+      if (!node.SchedulableFor(cordoned_) || !PoolAdmits(node.pool, w_.front_door) || !NamedPoolAdmits(node, w_)) continue;
       if (node.lent_preemptible_only && !w_.preemptible) continue;
       if (!w_.gpu_model.empty() && node.gpu_model != w_.gpu_model) continue;
       members += node.Free().CopiesOf(w_.per_member);
@@ -531,6 +531,7 @@ class VictimSearch {
   QuotaLedger* ledger_;
   const Preemption::Args& args_;
   const Workload& w_;
+  const bool cordoned_ = w_.constraints != nullptr && w_.constraints->ToleratesUnschedulable();  // may use cordoned nodes
   const PlacementConstraints& c_;
   PostFilterContext& ctx_;
   ClusterState& cluster_;

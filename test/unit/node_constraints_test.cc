@@ -188,5 +188,26 @@ TEST(CordonToleration, AToleratingWorkloadKeepsItsReservationOnACordonedNode) {
   EXPECT_EQ(k.kept.count("plain"), 0u) << "a cordoned node holds no reservation for a pod that may not use it";
 }
 
+// A tolerating preemptor may make room on a cordoned node: low-priority work still runs on n0
+// (cordoned after it started) and n1 runs work nobody may preempt. The victim search judged the
+// room without the cordoned node (FitsInside, the GPU estimate) and found no victims, although
+// the placement after the eviction would use n0; a pod that does not tolerate the cordon still
+// finds none.
+TEST(CordonToleration, AToleratingPreemptorMakesRoomOnACordonedNode) {
+  ClusterState s = NodesState({MakeNode("n0").At("b0", "l0", "v0").Obj(), MakeNode("n1").At("b0", "l0", "v0").Obj()});
+  Workload low = MakeGang("low").Gpus(8).Priority(1).Obj();
+  low.preemptible = true;
+  ASSERT_TRUE(s.AddRunning(Allocation{low, {{0, 1}}, 0}).ok());
+  ASSERT_TRUE(s.AddRunning(Allocation{MakeGang("pinned").Gpus(8).Priority(1).Obj(), {{1, 1}}, 0}).ok());
+  s.SetHealth(0, NodeHealth::kCordoned);
+  const Scheduler sched = DefaultScheduler();
+  const Decision plain = sched.ScheduleOne(s, MakeGang("plain").Gpus(8).Priority(50).Obj(), 10000);
+  EXPECT_TRUE(plain.preemption.victims.empty()) << "a pod that does not tolerate the cordon may not use n0";
+  const auto daemon = Tolerating(Tol(kTaintUnschedulable, true, TaintEffect::kNoSchedule));
+  const Decision d = sched.ScheduleOne(s, WithConstraints(MakeGang("burn-in").Gpus(8).Priority(50).Obj(), daemon), 10000);
+  EXPECT_EQ(d.outcome, Outcome::kPending) << d.explanation;
+  EXPECT_EQ(d.preemption.victims, std::vector<std::string>{"low"}) << d.explanation;
+}
+
 }  // namespace
 }  // namespace tidal
