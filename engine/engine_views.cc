@@ -295,6 +295,8 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
       j["eta_unix"] = now;
     } else if (d.eta_s >= 0) {
       j["eta_unix"] = d.eta_s;
+      // Due by the declared run times, yet not placed: what it waits for runs past its expected end.
+      if (d.eta_s <= now) j["eta_overdue"] = true;
     } else {
       j["eta_unix"] = nullptr;
     }

@@ -123,7 +123,12 @@ std::string TimesText(const nlohmann::json& j, int64_t now_s) {
   if (j.contains("eta_unix")) {
     // A dry run that rejects the gang (it can never be placed as asked: Why says what to change).
     const std::string unknown = j.value("would", "") == "Rejected" ? "never, as asked (see Why)" : "unknown";
-    out += Line("ETA:       ", j["eta_unix"].is_number() ? StartInWords(j["eta_unix"].get<int64_t>(), now_s) : unknown);
+    std::string eta = j["eta_unix"].is_number() ? StartInWords(j["eta_unix"].get<int64_t>(), now_s) : unknown;
+    if (j.value("eta_overdue", false) && j["eta_unix"].is_number()) {
+      eta = "when the work it waits for ends: by the declared run times that was " +
+            ReservedStartInWords(j["eta_unix"].get<int64_t>(), now_s) + ", it runs past its expected end";
+    }
+    out += Line("ETA:       ", eta);
   }
   if (j.contains("reservation") && j["reservation"].is_object()) {  // a gang reserved to start later
     const auto& r = j["reservation"];

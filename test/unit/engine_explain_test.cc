@@ -323,5 +323,25 @@ TEST(ExplainRecordText, WordsTimesAndNeverPrintsABlankRecord) {
   EXPECT_NE(old.find("Text:      pod team/x is pending\n"), std::string::npos) << old;
 }
 
+// Every node's work ran past its declared limit (enforcement off): by the declared run times the
+// pending gang should have started already, but it cannot until that work ends. Its ETA was worded
+// "now", as if it were starting. Now the record says the work it waits for runs past its expected end.
+TEST_F(EngineExplainTest, AnEtaThatPassedWhileTheWorkItWaitsForRunsOnIsNotNow) {
+  EngineConfig cfg;
+  cfg.enforce_runtime_limit = false;
+  Start(cfg);
+  ASSERT_TRUE(FillCluster().ok());
+  now_ = 1000 + 10 * 3600;  // every busy pod is past its limit (1-8 h)
+  ASSERT_TRUE(AddPods({GangPod("late0", "late", 2), GangPod("late1", "late", 2)}).ok());
+  const nlohmann::json j = Explain("team/late", 2000);
+  ASSERT_NE(j.value("would", ""), "Placed") << j.dump();
+  ASSERT_TRUE(j["eta_unix"].is_number()) << j.dump();
+  ASSERT_LE(j["eta_unix"].get<int64_t>(), now_) << j.dump();
+  EXPECT_EQ(j.value("eta_overdue", false), true) << j.dump();
+  const std::string t = ExplainRecordText(j, now_);
+  EXPECT_EQ(t.find("ETA:       now"), std::string::npos) << t;
+  EXPECT_NE(t.find("runs past its expected end"), std::string::npos) << t;
+}
+
 }  // namespace
 }  // namespace tidal
