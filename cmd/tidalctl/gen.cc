@@ -1,12 +1,14 @@
 // tidalctl gen: writes a synthetic job trace from a named mix or a spec file (sim/generator.h) in a
 // format `tidalctl sim` reads, and prints what it generated against what the spec asks for.
 // Threading: single-threaded.
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <iostream>
 
 #include "cmd/tidalctl/commands.h"
 #include "sim/generator.h"
+#include "sim/report.h"
 
 namespace tidal::cli {
 namespace {
@@ -28,7 +30,8 @@ Reference: docs/simulator.md, "Generating workloads".
   --print MIX        a mix's spec document (a starting point for your own)
 )";
 
-bool Number(const std::string& flag, std::string v, double* out) {
+bool Number(const std::string& flag, const std::string& given, double* out) {
+  std::string v = given;
   const bool pct = !v.empty() && v.back() == '%';
   if (pct) v.pop_back();
   try {
@@ -37,9 +40,31 @@ bool Number(const std::string& flag, std::string v, double* out) {
     if (pos != v.size()) throw std::invalid_argument("");
     return true;
   } catch (const std::exception&) {
-    std::cerr << "tidalctl gen: " << flag << ": expected a number, got \"" << v << "\"\n";
+    std::cerr << "tidalctl gen: " << flag << ": expected a number, got \"" << given << "\"\n";
     return false;
   }
+}
+
+// A flag's value, or nullopt when it is not given. Flags::Get returns "" both for a flag not given
+// and for one given empty (--load "$UNSET"); the latter is an error, not the spec's value.
+constexpr const char* kNotGiven = "\x01not given";
+bool Given(const Flags& flags, const std::string& flag, std::string* value) {
+  *value = flags.Get(flag, kNotGiven);
+  return *value != kNotGiven;
+}
+
+// Writes the trace to `out` (- for stdout), checking that all of it got there (a full disk, a
+// closed pipe): the message names the file and the reason, or is empty.
+std::string WriteOut(const std::string& out, const std::string& text) {
+  if (out != "-") {
+    Status st = sim::WriteTextFile(out, text);
+    return st.ok() ? "" : st.Message();
+  }
+  errno = 0;
+  std::cout << text;
+  std::cout.flush();
+  if (std::cout) return "";
+  return std::string("cannot write the trace to stdout: ") + (errno != 0 ? std::strerror(errno) : "write failed");
 }
 
 bool Whole(const std::string& flag, const std::string& v, int64_t* out) {
@@ -89,15 +114,14 @@ int Gen(const Args& args) {
   auto spec = sim::LoadGenSpec(flags.positional().front());
   if (!spec.ok()) return std::cerr << spec.status().Message() << "\n", 1;
   int64_t v = 0;
-  if (const std::string s = flags.Get("--seed"); !s.empty()) {
+  std::string s;
+  if (Given(flags, "--seed", &s)) {
     if (!Whole("--seed", s, &v)) return 2;
     spec->seed = static_cast<uint64_t>(v);
   }
-  if (const std::string s = flags.Get("--gpus"); !s.empty()) {
-    if (!Whole("--gpus", s, &spec->gpus)) return 2;
-  }
-  if (const std::string s = flags.Get("--days"); !s.empty() && !Number("--days", s, &spec->days)) return 2;
-  if (const std::string s = flags.Get("--load"); !s.empty() && !Number("--load", s, &spec->load)) return 2;
+  if (Given(flags, "--gpus", &s) && !Whole("--gpus", s, &spec->gpus)) return 2;
+  if (Given(flags, "--days", &s) && !Number("--days", s, &spec->days)) return 2;
+  if (Given(flags, "--load", &s) && !Number("--load", s, &spec->load)) return 2;
   if (Status st = sim::ValidateGenSpec(*spec); !st.ok()) {
     return std::cerr << "tidalctl gen: " << st.Message() << " (after the command line's overrides)\n", 2;
   }
@@ -111,12 +135,7 @@ int Gen(const Args& args) {
   }
   auto text = sim::WriteGenTrace(*spec, *jobs, flags.Get("--format", "csv"));
   if (!text.ok()) return std::cerr << "tidalctl gen: --" << text.status().Message() << "\n", 2;
-  if (out == "-") {
-    std::cout << *text;
-  } else {
-    std::ofstream o(out, std::ios::binary);
-    if (!(o << *text)) return std::cerr << "tidalctl gen: " << out << ": cannot write\n", 1;
-  }
+  if (const std::string err = WriteOut(out, *text); !err.empty()) return std::cerr << "tidalctl gen: " << err << "\n", 1;
   const sim::GenExpectation e = sim::Expected(*spec);
   const sim::GenStats m = sim::Measure(*spec, *jobs);
   char line[512];
