@@ -12,8 +12,10 @@
 //   arrivals  Poisson in [0, days) with rate lambda x f(t) / mean(f), by thinning:
 //             f(t) = (1 + diurnal x sin(2 pi (t - (peak_hour - 6) h) / 1 day)) x (burst_factor while
 //             a burst runs, else 1); bursts start as a Poisson process of bursts_per_day and last
-//             burst_s. lambda = load x gpus / E[G x duration], so the offered load, the GPU-time
-//             submitted / (gpus x days), is `load` in expectation (Expected()).
+//             burst_s. mean(f) is integrated exactly, and each stretch in or out of bursts is
+//             thinned under its own bound. lambda = load x gpus / E[G x duration] (duration in
+//             whole seconds, as written), so the offered load, the GPU-time submitted /
+//             (gpus x days), is `load` in expectation (Expected()).
 //   team      queue "<team_prefix>-<i>", i in 1..teams drawn with weight 1 / i^team_skew.
 //   declared  a share `declared_none` declares no limit (the simulator's --limit-factor applies);
 //             the others declare ceil(actual x F), F lognormal(declared_median, declared_sigma)
@@ -80,7 +82,8 @@ inline constexpr int64_t kMaxGenJobs = 20000000;
 // ParseGenSpec checks the fields only, so that the command line's overrides may lower the count.
 Status ValidateGenSpec(const GenSpec& spec);
 
-// What the spec gives in expectation (analytic; durations' cap included, rounding not).
+// What the spec gives in expectation (analytic; durations' cap and rounding up to whole seconds
+// included).
 struct GenExpectation {
   double mean_gpus = 0;         // per job
   double single_share = 0;      // of jobs with 1 GPU

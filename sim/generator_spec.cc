@@ -16,6 +16,8 @@ std::string MixList();
 
 namespace {
 
+constexpr const char* kSizeMedianRange = "must be a duration from 1 s to 1e15 s (leave it out for duration.median x gpus^growth)";
+
 // Each mix is a spec document, so `tidalctl gen --print MIX` shows exactly what runs and a user's
 // spec can start from one (`base: llm-gangs`).
 const std::map<std::string, std::string>& Mixes() {
@@ -171,6 +173,8 @@ Status Decode(const nlohmann::json& root, GenSpec* s) {
         f.Int("gpus", &z.gpus);
         f.Number("weight", &z.weight);
         f.Seconds("median", &z.median_s);
+        // 0 is GenSize's "no median of its own"; written in a spec it is a median out of range.
+        if (f.Has("median") && z.median_s == 0) f.Fail(p + ".median", kSizeMedianRange);
         std::string cls;
         f.String("class", &cls);
         if (!cls.empty()) {
@@ -274,6 +278,11 @@ namespace {
 Status ValidateGenFields(const GenSpec& s) {
   constexpr double kMaxGenSeconds = 1e15;  // trace_fields::kMaxTraceSeconds: what the replay reads
   auto bad = [](const std::string& field, const std::string& why) { return Status::Error(field + ": " + why); };
+  // The name goes into the trace's first line, a comment: a line break in it made the rest a
+  // header tidalctl sim refused.
+  for (unsigned char c : s.name) {
+    if (c < 0x20 || c == 0x7f) return bad("name", "must be one line of text, without control characters");
+  }
   if (s.gpus < 1 || s.gpus > (int64_t{1} << 30)) return bad("gpus", "must be 1..2^30");
   if (!(s.load > 0) || s.load > 100) return bad("load", "must be in (0, 100] (offered load: 0.8 = 80% of the GPUs; at most 10000%)");
   if (!(s.days > 0) || s.days > 3650) return bad("days", "must be > 0 and at most 3650");
@@ -289,7 +298,8 @@ Status ValidateGenFields(const GenSpec& s) {
       return bad(p + ".gpus", std::to_string(z.gpus) + " is more than the cluster's gpus (" + std::to_string(s.gpus) + ")");
     }
     if (!(z.weight > 0) || z.weight > kMaxWeight) return bad(p + ".weight", "must be > 0 and at most 1e12 (weights are relative)");
-    if (z.median_s < 0 || !(z.median_s <= kMaxGenSeconds)) return bad(p + ".median", "must be a duration of at most 1e15 s");
+    // Below 1 s every duration is rounded up to 1 s: a median of 0.01 s offered 100 x the load.
+    if (z.median_s != 0 && !(z.median_s >= 1 && z.median_s <= kMaxGenSeconds)) return bad(p + ".median", kSizeMedianRange);
   }
   if (!(s.median_s >= 1) || !(s.median_s <= kMaxGenSeconds)) return bad("duration.median", "must be 1 s to 1e15 s");
   if (!(s.growth >= 0 && s.growth <= 2)) return bad("duration.growth", "must be 0..2 (median x gpus^growth)");

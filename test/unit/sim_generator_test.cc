@@ -73,8 +73,8 @@ TEST(SimGenerator, SameSeedSameBytesDifferentSeedDifferent) {
   // Pinned: std::mt19937_64's sequence is fixed by the standard and the transforms are ours, so
   // these are the same bytes on every standard library.
   EXPECT_EQ(ta->substr(ta->find("gen-1,"), ta->find("gen-4,") - ta->find("gen-1,")),
-            "gen-1,205,3618,8,team-2,,training\ngen-2,341,1029,1,team-3,1261,training\n"
-            "gen-3,452,998,1,team-2,,training\n");
+            "gen-1,425,429,1,team-1,1004,training\ngen-2,521,142,1,team-1,,training\n"
+            "gen-3,763,2674,1,team-1,,training\n");
   s.seed = 2;
   auto c = Generate(s);
   ASSERT_TRUE(c.ok());
@@ -185,7 +185,12 @@ TEST(SimGenerator, SpecValuesOutOfRangeAreRefusedNotTurnedIntoBadTraces) {
       {"gpus: 1073741824\ndays: 3650\nload: 100\nsizes: [{gpus: 1}]\nduration: {median: 1e19, max: 1e19, sigma: 0}\n",
        "duration.median: must be 1 s to 1e15 s"},
       {"sizes: [{gpus: 1}]\nduration: {max: 1e19}\n", "duration.max: must be 1 s to 1e15 s"},
-      {"sizes: [{gpus: 1, median: 1e300}]\n", "sizes[0].median: must be a duration of at most 1e15 s"},
+      {"sizes: [{gpus: 1, median: 1e300}]\n", "sizes[0].median: must be a duration from 1 s to 1e15 s"},
+      // Below 1 s every job is rounded up to 1 s: 0.01 s offered 100 x the load; 0 meant "the model's".
+      {"sizes: [{gpus: 1, median: 0.01}]\n", "s.yaml:1: sizes[0].median: must be a duration from 1 s to 1e15 s"},
+      {"sizes:\n- {gpus: 1}\n- {gpus: 2, median: 0}\n", "s.yaml:3: sizes[1].median: must be a duration from 1 s"},
+      // A line break in the name, written into the trace's comment line, broke the trace's header.
+      {"base: llm-gangs\nname: \"a\\nid,submit\"\n", "s.yaml:2: name: must be one line of text"},
       // Limits of up to max x declared.max, which the reader refuses past 1e15 s.
       {"sizes: [{gpus: 1}]\nduration: {max: 1e14}\ndeclared: {none: 0, max: 1000}\n",
        "duration.max: times declared.max (1000) must be at most 1e15 s"},
@@ -199,6 +204,73 @@ TEST(SimGenerator, SpecValuesOutOfRangeAreRefusedNotTurnedIntoBadTraces) {
   auto ok = ParseGenSpec("sizes: [{gpus: 1}]\nduration: {max: 400d}\ndeclared: {none: 1}\n", "s.yaml");
   ASSERT_TRUE(ok.ok()) << ok.status().Message();
   EXPECT_EQ(ok->max_s, 400 * 86400.0);
+}
+
+// A spec with a single job size, no diurnal swing and no bursts, for the load tests below.
+GenSpec Flat(int64_t gpus, double median_s, double sigma, double days) {
+  GenSpec s;
+  s.gpus = gpus;
+  s.sizes = {{1, 1, 0, WorkloadClass::kTraining}};
+  s.median_s = median_s;
+  s.growth = 0;
+  s.sigma = sigma;
+  s.days = days;
+  s.diurnal = 0;
+  s.bursts_per_day = 0;
+  return s;
+}
+
+// Bursts of a few seconds: f's mean was a sum over 60 s midpoints, which hit or missed each burst,
+// so the rate was off by up to a fifth (jobs 68% to 120% of the expectation by seed). Integrated
+// exactly, the count is Poisson around the expectation (sd 0.5% here).
+TEST(SimGenerator, ShortBurstsKeepTheExpectedRate) {
+  GenSpec s = Flat(32, 60, 0, 1);
+  s.bursts_per_day = 1000;
+  s.burst_s = 2;
+  s.burst_factor = 100;
+  const double want = Expected(s).jobs_per_day * s.days;
+  EXPECT_NEAR(want, 0.8 * 32 * 86400 / 60, 1e-6);
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    s.seed = seed;
+    auto jobs = Generate(s);
+    ASSERT_TRUE(jobs.ok()) << jobs.status().Message();
+    EXPECT_NEAR(static_cast<double>(jobs->size()), want, 0.03 * want) << "seed " << seed;
+  }
+}
+
+// Outside bursts f does not depend on burstFactor, and neither may the trace: the thinning bound
+// was burstFactor x (1 + diurnal) everywhere, up to 200 candidates drawn per job (minutes for a few
+// million jobs), and the same seed gave another trace when only the unused factor changed.
+TEST(SimGenerator, BurstFactorWithoutBurstsChangesNothing) {
+  GenSpec s = Flat(64, 600, 0.5, 2);
+  s.diurnal = 0.5;
+  s.burst_factor = 1;
+  auto a = Generate(s);
+  s.burst_factor = 100;
+  auto b = Generate(s);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_GT(a->size(), 10000u);
+  EXPECT_EQ(a->size(), b->size());
+  EXPECT_TRUE(*WriteGenTrace(s, *a, "csv") == *WriteGenTrace(s, *b, "csv"));  // not printed: 13k rows
+}
+
+// Durations of a few seconds: each is rounded up to whole seconds, which the rate now counts. It
+// used E[min(X, max)] alone, and a median of 2 s (sigma 0.5) offered about 22% more than the load.
+TEST(SimGenerator, ShortDurationsKeepTheOfferedLoad) {
+  for (double median : {1.0, 2.0, 30.0}) {
+    GenSpec s = Flat(8, median, 0.5, 1);
+    auto jobs = Generate(s);
+    ASSERT_TRUE(jobs.ok()) << jobs.status().Message();
+    const GenStats m = Measure(s, *jobs);
+    EXPECT_NEAR(m.offered_load, s.load, 0.02 * s.load) << "median " << median;
+    double sum = 0;
+    for (const auto& j : *jobs) sum += static_cast<double>(j.duration_s);
+    EXPECT_NEAR(sum / static_cast<double>(jobs->size()), Expected(s).mean_gpu_s, 0.01 * Expected(s).mean_gpu_s)
+        << "median " << median;
+  }
+  // sigma 0: every job is ceil(median) seconds.
+  GenSpec s = Flat(8, 2.5, 0, 1);
+  EXPECT_DOUBLE_EQ(Expected(s).mean_gpu_s, 3.0);
 }
 
 // What the generator writes, the simulator's reader takes: every job, with its size, queue and limit.
