@@ -45,17 +45,17 @@ const Status* ShapeCache::Find(const Key& k) const {
 
 void ShapeCache::Insert(const Key& k, Status s) { map_.emplace(k, std::move(s)); }
 
-bool ShapeCache::NoVictims(const Key& k, int32_t queue, int32_t priority) const {
+const std::string* ShapeCache::NoVictimsWhy(const Key& k, int32_t queue, int32_t priority) const {
   auto it = no_victims_.find(k);
-  if (it == no_victims_.end()) return false;
+  if (it == no_victims_.end()) return nullptr;
   auto q = it->second.find(queue);
-  return q != it->second.end() && priority <= q->second;
+  return q != it->second.end() && priority <= q->second.first ? &q->second.second : nullptr;
 }
 
-void ShapeCache::SetNoVictims(const Key& k, int32_t queue, int32_t priority) {
+void ShapeCache::SetNoVictims(const Key& k, int32_t queue, int32_t priority, std::string why) {
   auto& m = no_victims_[k];
-  auto [it, inserted] = m.emplace(queue, priority);
-  if (!inserted) it->second = std::max(it->second, priority);
+  auto [it, inserted] = m.try_emplace(queue, priority, why);
+  if (!inserted && priority > it->second.first) it->second = {priority, std::move(why)};
 }
 
 size_t ShapeCache::Hash::operator()(const Key& k) const {
@@ -299,7 +299,10 @@ void Scheduler::TryPostFilter(Attempt& a, Status& failure) const {
   if (failure.code() != StatusCode::kUnschedulable || !profile_->has_postfilters()) return;
   if (a.cache != nullptr) {
     if (a.cache->postfilter_attempts >= options_.max_postfilter_attempts) return;
-    if (a.cache->NoVictims(a.key, a.queue_key, a.w.priority)) return;
+    if (const std::string* why = a.cache->NoVictimsWhy(a.key, a.queue_key, a.w.priority)) {
+      if (!why->empty()) failure.AddReason(*why);
+      return;
+    }
     a.cache->postfilter_attempts++;
   }
   PlacementConstraints pc = a.c;
@@ -324,8 +327,11 @@ void Scheduler::TryPostFilter(Attempt& a, Status& failure) const {
                       " victim(s), " + std::to_string(d.preemption.shrinks.size()) + " elastic shrink(s) in " +
                       d.preemption.nominated_domain);
   } else {
+    // Why no victims (none eligible, none making room in one domain): the decision says so.
     d.preemption = PostFilterResult{};
-    if (a.cache != nullptr) a.cache->SetNoVictims(a.key, a.queue_key, a.w.priority);
+    std::string why = (pf.plugin().empty() ? std::string("preemption") : pf.plugin()) + ": " + pf.Message();
+    failure.AddReason(why);
+    if (a.cache != nullptr) a.cache->SetNoVictims(a.key, a.queue_key, a.w.priority, std::move(why));
   }
 }
 

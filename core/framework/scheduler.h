@@ -117,9 +117,11 @@ class ShapeCache {
     map_.clear();
     no_victims_.clear();
   }
-  // Preemption memo: (shape, queue) -> highest priority for which no victims were found.
-  bool NoVictims(const Key& k, int32_t queue, int32_t priority) const;
-  void SetNoVictims(const Key& k, int32_t queue, int32_t priority);
+  // Preemption memo: (shape, queue) -> highest priority for which no victims were found, and why
+  // (the PostFilter's reason, repeated in the decisions it answers; nullptr: not known to fail).
+  bool NoVictims(const Key& k, int32_t queue, int32_t priority) const { return NoVictimsWhy(k, queue, priority) != nullptr; }
+  const std::string* NoVictimsWhy(const Key& k, int32_t queue, int32_t priority) const;
+  void SetNoVictims(const Key& k, int32_t queue, int32_t priority, std::string why = {});
   int postfilter_attempts = 0;  // the cycle's victim searches, bounded by max_postfilter_attempts
   // Off while a workload with its own reservation is considered: it sees the cluster differently,
   // so shapes are neither answered from nor added to the memo (the victim-search budget and memo
@@ -132,7 +134,7 @@ class ShapeCache {
     size_t operator()(const Key& k) const;
   };
   std::unordered_map<Key, Status, Hash> map_;
-  std::unordered_map<Key, std::unordered_map<int32_t, int32_t>, Hash> no_victims_;
+  std::unordered_map<Key, std::unordered_map<int32_t, std::pair<int32_t, std::string>>, Hash> no_victims_;
   mutable int64_t hits_ = 0;
 };
 

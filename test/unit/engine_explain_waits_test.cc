@@ -86,8 +86,9 @@ TEST_F(ExplainWaitsTest, ReservedStartsAreWordedAsTheEventsAndNeverInThePastAsFu
   const std::string event = engine_->PlanPod("uid-r0").status.ToString();
   EXPECT_NE(event.find("reserved to start in 1h59m50s (1970-01-02T05:46:30Z) on 2 node(s)"), std::string::npos) << event;
   nlohmann::json j = Json("team/pair");
-  EXPECT_EQ(j["why"], "the cluster has room for 0 of 2 members of 8 GPU now (0 free GPUs); reserved to start in 1h59m50s "
-                      "(1970-01-02T05:46:30Z) on 2 node(s)") << j.dump();
+  EXPECT_EQ(j["why"], "the cluster has room for 0 of 2 members of 8 GPU now (0 free GPUs); preemption: no eligible victims: 8 "
+                      "running workload(s) started less than minRuntime (5m) ago and may not be preempted yet; reserved to "
+                      "start in 1h59m50s (1970-01-02T05:46:30Z) on 2 node(s)") << j.dump();
   EXPECT_EQ(ExplainRecordText(j, 0).find("t="), std::string::npos) << ExplainRecordText(j, 0);
 
   now_ += 3 * 3600 + 5;  // the start passed 1h15s ago; its nodes' pods outran their limits
