@@ -273,6 +273,46 @@ TEST(SimGenerator, ShortDurationsKeepTheOfferedLoad) {
   EXPECT_DOUBLE_EQ(Expected(s).mean_gpu_s, 3.0);
 }
 
+// The declared-runtime model: F lognormal(median 1.5, sigma 0.3) clamped to [0.8, 4], limit =
+// ceil(actual x F); and a size's own median (inference-heavy's 4 h services) over the model's.
+TEST(SimGenerator, DeclaredRuntimeAndSizeMediansKnownAnswers) {
+  GenSpec s = Flat(64, 600, 0.5, 20);
+  s.sizes = {{1, 3, 4 * 3600.0, WorkloadClass::kInference}, {1, 1, 0, WorkloadClass::kTraining}};
+  s.max_s = 3 * 86400.0;
+  s.declared_none = 0.25;
+  s.declared_median = 1.5;
+  s.declared_sigma = 0.3;
+  s.declared_min = 0.8;
+  s.declared_max = 4;
+  auto jobs = Generate(s);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().Message();
+  std::vector<double> factor;
+  std::map<WorkloadClass, std::vector<int64_t>> by_class;
+  int64_t under = 0;
+  for (const auto& j : *jobs) {
+    by_class[j.workload_class].push_back(j.duration_s);
+    if (j.limit_s == 0) continue;
+    factor.push_back(static_cast<double>(j.limit_s) / static_cast<double>(j.duration_s));
+    if (j.limit_s < j.duration_s) ++under;
+    ASSERT_GE(j.limit_s, static_cast<int64_t>(std::ceil(0.8 * static_cast<double>(j.duration_s)))) << j.id;
+    ASSERT_LE(j.limit_s, 4 * j.duration_s) << j.id;
+  }
+  ASSERT_GT(factor.size(), 2000u);
+  const double n = static_cast<double>(jobs->size()), k = static_cast<double>(factor.size());
+  EXPECT_NEAR(k / n, 0.75, 0.02);
+  std::nth_element(factor.begin(), factor.begin() + static_cast<std::ptrdiff_t>(factor.size() / 2), factor.end());
+  EXPECT_NEAR(factor[factor.size() / 2], 1.5, 0.03);
+  // Under-declared (killed at their limit): P(F < 1) = Phi(ln(1 / 1.5) / 0.3) = 0.0885.
+  EXPECT_NEAR(static_cast<double>(under) / k, 0.0885, 0.015);
+  // Durations: the inference size keeps its own 4 h median, the other the model's 600 s; 3:1 by weight.
+  for (auto& [cls, d] : by_class) {
+    std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+    const double want = cls == WorkloadClass::kInference ? 4 * 3600.0 : 600.0;
+    EXPECT_NEAR(static_cast<double>(d[d.size() / 2]), want, 0.05 * want);
+  }
+  EXPECT_NEAR(static_cast<double>(by_class[WorkloadClass::kInference].size()) / n, 0.75, 0.02);
+}
+
 // What the generator writes, the simulator's reader takes: every job, with its size, queue and limit.
 TEST(SimGenerator, WrittenTracesReadBack) {
   GenSpec s = Mix("llm-gangs");
