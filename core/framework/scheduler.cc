@@ -297,16 +297,20 @@ Status Scheduler::Resolve(Attempt& a) const {
 
 void Scheduler::TryPostFilter(Attempt& a, Status& failure) const {
   if (failure.code() != StatusCode::kUnschedulable || !profile_->has_postfilters()) return;
+  // A workload with its own reservation hides it (Cycle::TryNow): no victim memo for it either.
+  const bool memo = a.cache != nullptr && a.cache->memo_shapes;
   if (a.cache != nullptr) {
     if (a.cache->postfilter_attempts >= options_.max_postfilter_attempts) return;
-    if (const std::string* why = a.cache->NoVictimsWhy(a.key, a.queue_key, a.w.priority)) {
+    if (const std::string* why = memo ? a.cache->NoVictimsWhy(a.key, a.queue_key, a.w.priority) : nullptr) {
       if (!why->empty()) failure.AddReason(*why);
       return;
     }
     a.cache->postfilter_attempts++;
   }
+  // With the reservations the placement honours (a.c): victims are chosen only where the
+  // preemptor may run once they are gone, as the retry after the evictions (Cycle::EvictAndRetry)
+  // and the engine's view (engine_preempt.cc) see it.
   PlacementConstraints pc = a.c;
-  pc.reserved_from = nullptr;
   PostFilterContext ctx{a.state, a.now_s, [&](const PlacementConstraints& probe) {
                           PlacementSearch search(a.state, *profile_);
                           search.set_explain(false);  // only whether it fits is read
@@ -331,7 +335,7 @@ void Scheduler::TryPostFilter(Attempt& a, Status& failure) const {
     d.preemption = PostFilterResult{};
     std::string why = (pf.plugin().empty() ? std::string("preemption") : pf.plugin()) + ": " + pf.Message();
     failure.AddReason(why);
-    if (a.cache != nullptr) a.cache->SetNoVictims(a.key, a.queue_key, a.w.priority, std::move(why));
+    if (memo) a.cache->SetNoVictims(a.key, a.queue_key, a.w.priority, std::move(why));
   }
 }
 

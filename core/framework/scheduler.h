@@ -124,8 +124,8 @@ class ShapeCache {
   void SetNoVictims(const Key& k, int32_t queue, int32_t priority, std::string why = {});
   int postfilter_attempts = 0;  // the cycle's victim searches, bounded by max_postfilter_attempts
   // Off while a workload with its own reservation is considered: it sees the cluster differently,
-  // so shapes are neither answered from nor added to the memo (the victim-search budget and memo
-  // still apply: victim searches ignore reservations).
+  // so shapes are neither answered from nor added to the memo, nor to the victim-search memo
+  // (victim searches respect the reservations too); the victim-search budget still applies.
   bool memo_shapes = true;
   int64_t hits() const { return hits_; }
 

@@ -502,12 +502,12 @@ class VictimSearch {
   }
 
   // Whether the preemptor fits inside the domain now: FitsInside (resource-exact per node, cheap),
-  // confirmed by the profile's search (filters, its required level inside the domain).
+  // confirmed by the profile's search (filters, its required level inside the domain, and the
+  // reservations c_ names: room the preemptor may not use once the victims are gone is no room).
   bool Fits(VertexId domain) const {
     if (!FitsInside(domain)) return false;
-    PlacementConstraints inside = c_;
+    PlacementConstraints inside = c_;  // with the reservations it must respect (its caller's)
     inside.within = domain;
-    inside.reserved_from = nullptr;
     return ctx_.fits(inside);
   }
 
