@@ -245,7 +245,11 @@ StatusOr<nlohmann::json> Engine::ExplainJson(const std::string& name) {
       j["state"] = "running";
       return j;
     }
-    j["state"] = "pending";
+    // An elastic gang at or above its minimum runs; the rest of its members wait to grow it back
+    // (their dry run follows).
+    const bool runs = bound > 0 && bound >= spec->gang_min;
+    j["state"] = runs ? "running" : "pending";
+    if (runs) j["growing"] = pending;
     // Position and ETA: one dry-run cycle on copies of the cluster (bound pods end at their
     // expected end) and the ledger; nothing of the live state changes.
     EnsureStateLocked();

@@ -149,6 +149,9 @@ std::string ExplainRecordText(const nlohmann::json& j, int64_t local_now_s) {
   if (j.contains("reason")) out += Line("Reason:    ", Field(j, "reason"));
   if (!j.contains("state") && j.contains("text")) return out + Line("Text:      ", Field(j, "text"));
   if (j.contains("members")) out += Line("Members:   ", j["members"].dump());
+  if (j.contains("growing")) {  // an elastic gang running at or above its minimum
+    out += Line("Growing:   ", Field(j, "growing") + " member(s) wait to grow it back (the position and ETA below are theirs)");
+  }
   if (j.contains("position")) out += "Position:  " + Field(j, "position") + " of " + Field(j, "queue_length") + "\n";
   out += TimesText(j, now_s);
   if (j.contains("why")) out += Line("Why:       ", Field(j, "why"));

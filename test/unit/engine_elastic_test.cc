@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/explain_text.h"
 #include "test/support/engine_fixture.h"
 
 namespace tidal {
@@ -193,6 +194,27 @@ TEST(ElasticConfig, FieldsAreReadAndErrorsNameThem) {
   auto unknown = ParseEngineConfig("elastic: {growAfter: 5}\n", "tidal.yaml");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().Message().find("growAfter"), std::string::npos) << unknown.status().Message();
+}
+
+// An elastic gang running at or above its minimum is running, not pending: its explain record (and
+// tidalctl explain) said "pending" because not all of its members were bound. It now says running,
+// with the members that wait to grow it back, and still gives their dry run.
+TEST_F(ElasticGrowTest, ExplainSaysAGangRunningAtItsMinimumIsRunningAndWaitsToGrow) {
+  SetUpGang();
+  auto j = engine_->ExplainJson("team/el");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ((*j)["state"], "running") << j->dump();
+  EXPECT_EQ((*j)["members"]["bound"], 2) << j->dump();
+  EXPECT_EQ((*j)["growing"], 2) << j->dump();
+  EXPECT_TRUE(j->contains("would")) << "the waiting members' dry run: " << j->dump();
+  EXPECT_NE(ExplainRecordText(*j, now_).find("Growing:   2 member(s) wait to grow it back"), std::string::npos)
+      << ExplainRecordText(*j, now_);
+  // Below its minimum it is pending, as before.
+  ASSERT_TRUE(Delete({"uid-el1"}).ok());
+  j = engine_->ExplainJson("team/el");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["state"], "pending") << j->dump();
+  EXPECT_FALSE(j->contains("growing")) << j->dump();
 }
 
 }  // namespace
