@@ -1,8 +1,11 @@
 #include "core/framework/placement.h"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 #include <unordered_set>
+
+#include "core/framework/model_bound.h"
 
 namespace tidal {
 
@@ -319,11 +322,17 @@ int64_t PlacementSearch::StaticBest(const PlacementConstraints& c, int64_t g) co
 }
 
 Status PlacementSearch::Explain(const Workload& w, const PlacementConstraints& c, const Ctx& ctx) const {
-  if (!explain_ && StaticBest(c, ctx.g) >= c.members) return NotDescribed();
+  // Never, however the cluster empties: too few nodes of its GPU model (they are not counted apart
+  // in the aggregates StaticBest reads).
+  const bool ever = StaticBest(c, ctx.g) >= c.members;
+  std::optional<Status> model_never = ever ? ModelNeverFits(state_, w, c, ctx.g) : std::nullopt;
+  if (!explain_ && ever && !model_never) return NotDescribed();
   const auto& levels = state_.levels();
   const std::string shape = std::to_string(c.members) + " members of " + std::to_string(ctx.g) + " GPU";
   Status st;
-  if (c.required_level >= 0) {
+  if (model_never) {
+    st = std::move(*model_never);
+  } else if (c.required_level >= 0) {
     const std::string lvl = levels.Name(c.required_level);
     const int64_t static_best = StaticBest(c, ctx.g);
     int64_t now_best = 0;

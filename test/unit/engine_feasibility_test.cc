@@ -376,3 +376,43 @@ TEST_F(FairShareOrderTest, AQueueAheadDoesNotBlockWhenThereIsRoomForBoth) {
 
 }  // namespace
 }  // namespace tidal
+
+namespace tidal {
+namespace {
+
+// A gang of a GPU model no node has (or too few of its nodes) is refused naming
+// tidal.dev/gpu-model, in the plan and in explain, and holds no reservation; it was pending with a
+// capacity reason, counted against nodes of every model. It starts once Sync brings such nodes.
+TEST_F(FeasibilityTest, AGangOfAGpuModelNoNodeHasIsRefusedUntilSuchNodesJoin) {
+  std::vector<PodInfo> pods = {Pod("h-a", 8, "h100-pair", 2), Pod("h-b", 8, "h100-pair", 2)};
+  for (auto& p : pods) p.labels[kLabelGpuModel] = "h100";
+  ASSERT_TRUE(Add(pods).ok());
+  const PlanResult r = engine_->PlanPod("uid-h-a");
+  EXPECT_EQ(r.status.code(), StatusCode::kUnschedulableAndUnresolvable) << r.status.ToString();
+  EXPECT_NE(r.status.Message().find("tidal.dev/gpu-model h100: no node has GPU model h100"), std::string::npos)
+      << r.status.ToString();
+  std::string text;
+  ASSERT_TRUE(engine_->Explain("team/h100-pair", &text).ok());
+  EXPECT_NE(text.find("tidal.dev/gpu-model h100: no node has GPU model h100"), std::string::npos) << text;
+  auto j = engine_->ExplainJson("team/h100-pair");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_FALSE(j->contains("reservation") && !(*j)["reservation"].is_null()) << j->dump();
+
+  // One h100 node is not enough for two members: still refused, now saying how many it holds.
+  SyncBatch one;
+  one.upsert_nodes.push_back(Node8("h0", "l2", "v4"));
+  one.upsert_nodes.back().gpu_model = "h100";
+  ASSERT_TRUE(Sync(one).ok());
+  const PlanResult again = engine_->PlanPod("uid-h-a");
+  EXPECT_NE(again.status.Message().find("the nodes of GPU model h100 can ever hold at most 1 of 2 members"), std::string::npos)
+      << again.status.ToString();
+
+  SyncBatch two;
+  two.upsert_nodes.push_back(Node8("h1", "l2", "v4"));
+  two.upsert_nodes.back().gpu_model = "h100";
+  ASSERT_TRUE(Sync(two).ok());
+  EXPECT_EQ(PlanAll({"uid-h-a", "uid-h-b"}), (std::set<std::string>{"h0", "h1"}));
+}
+
+}  // namespace
+}  // namespace tidal

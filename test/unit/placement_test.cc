@@ -292,7 +292,8 @@ std::vector<PlacementCase> Cases() {
   cases.push_back({"GpuModelMismatch",
                    models,
                    {MakeGang("g").Gpus(1).Model("b200").Obj()},
-                   {{.workload = "g", .outcome = Outcome::kPending, .reason = "2 node(s) have another GPU model than b200"}}});
+                   {{.workload = "g", .outcome = Outcome::kRejected,
+                     .reason = "tidal.dev/gpu-model b200: no node has GPU model b200 (models: a100, h100)"}}});
   // CPU: the tightest GPU fit has too little CPU left for the member.
   auto cpu = [] {
     return NodesState({MakeNode("cpu-poor").At("b0", "l0", "nv0").Cpu(4000).Used(4).Obj(),
