@@ -80,6 +80,11 @@ std::string DoorLeases::NotServed(FrontDoor door, int64_t now_ms) {
   return NotServedLocked(door, now_ms);
 }
 
+bool DoorLeases::Leading(int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return leadership_known_ && (!election_ || now_ms < leading_until_ms_);
+}
+
 std::string DoorLeases::NotServedLocked(FrontDoor door, int64_t now_ms) {
   if (door == FrontDoor::kKubernetes) return "";
   std::string why;

@@ -22,6 +22,15 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// A Unix time (the scheduler's wall clock, SyncRequest.leadership) on NowMs's steady clock, which
+// the leases run on: a wall-clock step after it was read moves nothing.
+int64_t SteadyFromUnixMs(int64_t unix_ms) {
+  if (unix_ms <= 0) return 0;
+  const int64_t wall =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return NowMs() + (unix_ms - wall);
+}
+
 // UNSPECIFIED reads as Kubernetes (shims older than the second door).
 StatusOr<FrontDoor> DoorFromProto(v1::FrontDoor d, const std::string& field) {
   switch (d) {
@@ -221,6 +230,8 @@ void EngineService::ExpectKubernetesDoor(bool expected) {
   RefreshServedDoors();
 }
 
+bool EngineService::Leading() { return leases_.Leading(NowMs()); }
+
 void EngineService::RefreshServedDoors() {
   // Serialised: two handlers must not tell the engine their looks in the reverse order.
   std::lock_guard<std::mutex> lock(served_mu_);
@@ -299,7 +310,7 @@ grpc::Status EngineService::Sync(grpc::ServerContext*, grpc::ServerReaderWriter<
       first = false;
       if (req.has_leadership()) {
         if (door != FrontDoor::kKubernetes) return Invalid("leadership", "only the kubernetes door reports leadership");
-        leases_.SetLeadership(req.leadership().election(), req.leadership().leading_until_unix_ms(), NowMs());
+        leases_.SetLeadership(req.leadership().election(), SteadyFromUnixMs(req.leadership().leading_until_unix_ms()), NowMs());
         RefreshServedDoors();
       }
       const auto t0 = std::chrono::steady_clock::now();

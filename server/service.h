@@ -51,6 +51,7 @@ class EngineService final : public v1::Engine::Service {
   // frontDoors names kubernetes: until its tidal-scheduler says whether it leads, this engine does
   // not serve the Slurm door (engine/door_lease.h, "Replicas").
   void ExpectKubernetesDoor(bool expected);
+  bool Leading();  // this replica's scheduler leads now, or runs without leader election
 
  private:
   // Decorates a handler: request count by method and code, latency by method.

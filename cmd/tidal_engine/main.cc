@@ -182,6 +182,11 @@ int main(int argc, char** argv) {
   tidal::EngineService service(**engine, &engine_metrics);
   // Replicas: the Slurm door waits for the scheduler to say it leads (engine/door_lease.h).
   service.ExpectKubernetesDoor(std::count(cfg.front_doors.begin(), cfg.front_doors.end(), tidal::FrontDoor::kKubernetes) > 0);
+  // The availability SLO counts the leading replica's engine (deploy/prometheus/tidal-rules.yaml).
+  metrics.CallbackGauge("tidal_engine_leading",
+                        "1 while this engine's tidal-scheduler leads (or runs without leader election), else 0.", {}, [&service] {
+                          return std::vector<tidal::metrics::Sample>{{{}, service.Leading() ? 1.0 : 0.0}};
+                        });
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.RegisterService(&service);

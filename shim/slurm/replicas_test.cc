@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "shim/slurm/adapter_testing.h"
@@ -52,7 +53,9 @@ struct Replica {
     stub = v1::Engine::NewStub(grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
   }
   // The scheduler says whether it leads: the first call opens its stream with a (empty) snapshot.
-  void Say(bool leading) {
+  void Say(bool leading) { SayUntil(leading ? NowMs() + 3600 * 1000 : 0); }
+  // ... until this Unix time (ms), the bound kube-scheduler gives up at (0: standing by).
+  void SayUntil(int64_t until_unix_ms) {
     v1::SyncRequest req;
     req.set_door(v1::KUBERNETES);
     if (!stream) {
@@ -62,7 +65,7 @@ struct Replica {
       req.set_holder("tidal-scheduler@" + address());
     }
     req.mutable_leadership()->set_election(true);
-    req.mutable_leadership()->set_leading_until_unix_ms(leading ? NowMs() + 3600 * 1000 : 0);
+    req.mutable_leadership()->set_leading_until_unix_ms(until_unix_ms);
     ASSERT_TRUE(stream->Write(req));
     v1::SyncAck ack;
     ASSERT_TRUE(stream->Read(&ack));
@@ -168,6 +171,27 @@ TEST_F(ReplicasTest, TheAdapterFollowsTheLeaseAndEachNewLeaderResyncsBeforeItAdm
     EXPECT_NE(n, one_nodes.front());
     EXPECT_NE(n, slurm_.Find("2")->nodes.front());
   }
+}
+
+// A term is a Unix time from the scheduler's clock: once it passes without a renewal (a scheduler
+// that hangs instead of exiting) the replica no longer serves the door. Before, the engine compared
+// it with its steady clock (time since boot), so any term read as far in the future.
+TEST_F(ReplicasTest, ATermThatLapsesWithoutARenewalEndsTheSlurmDoor) {
+  a_.SayUntil(NowMs() + 300);
+  b_.Say(false);
+  slurm_.state.jobs = {HeldJob(1, 1, 8)};
+  Reconciler r(acfg_, &slurm_, link_.get());
+  ASSERT_TRUE(r.ReconcileOnce().admitted);
+  EXPECT_EQ(link_->current(), a_.address());
+  EXPECT_TRUE(a_.service->Leading());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_FALSE(a_.service->Leading());
+  slurm_.state.jobs.push_back(HeldJob(2, 1, 8));
+  ReconcileStats st = r.ReconcileOnce();
+  EXPECT_FALSE(st.admitted) << "A's term lapsed: neither engine serves the door";
+  st = r.ReconcileOnce();
+  EXPECT_FALSE(st.admitted);
+  EXPECT_EQ(slurm_.Find("2")->priority, 0u);
 }
 
 TEST_F(ReplicasTest, BeforeItsSchedulerSaysTheEngineServesNoSlurmDoorAndAStandbyReportsNoWait) {
