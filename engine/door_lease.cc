@@ -82,7 +82,8 @@ std::string DoorLeases::NotServed(FrontDoor door, int64_t now_ms) {
 
 bool DoorLeases::Leading(int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  return leadership_known_ && (!election_ || now_ms < leading_until_ms_);
+  // The same rule as the Slurm door's: an engine no scheduler will speak to (Slurm only) leads.
+  return NotServedLocked(FrontDoor::kSlurm, now_ms).empty();
 }
 
 std::string DoorLeases::NotServedLocked(FrontDoor door, int64_t now_ms) {

@@ -48,7 +48,8 @@ class DoorLeases {
   void ExpectKubernetes(bool expected);
   // "" when `door` is served here now, else why not (for refusals and explain).
   std::string NotServed(FrontDoor door, int64_t now_ms);
-  // This replica's scheduler leads now (or leader election is off): tidal_engine_leading.
+  // This replica's scheduler leads now (or leader election is off; or no scheduler will ever say:
+  // a Slurm-only engine without frontDoors naming kubernetes): tidal_engine_leading.
   bool Leading(int64_t now_ms);
   // The stream holding `token` may go on: the door has been served here without a break since
   // the stream took its lease.

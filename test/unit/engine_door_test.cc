@@ -312,13 +312,16 @@ TEST(DoorLeaseTest, TheSlurmDoorIsServedOnlyWhileThisReplicasSchedulerLeads) {
 
 TEST(DoorLeaseTest, WithoutSchedulerNewsTheSlurmDoorWaitsOnlyWhenFrontDoorsExpectsKubernetes) {
   DoorLeases alone;  // a Slurm-only engine: no scheduler will ever say
+  EXPECT_TRUE(alone.Leading(0));
   EXPECT_TRUE(alone.Acquire(FrontDoor::kSlurm, "adapter", 0, 0).ok());
   DoorLeases both;
   both.ExpectKubernetes(true);
   auto r = both.Acquire(FrontDoor::kSlurm, "adapter", 0, 0);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().Message().find("frontDoors expects the kubernetes door"), std::string::npos) << r.status().Message();
+  EXPECT_FALSE(both.Leading(0));
   both.SetLeadership(false, 0, 1);
+  EXPECT_TRUE(both.Leading(1));
   EXPECT_TRUE(both.Acquire(FrontDoor::kSlurm, "adapter", 0, 2).ok());
 }
 
