@@ -141,6 +141,24 @@ TEST_F(DoorTest, ASharedNodeIsUsableOnlyByTheDoorsThatReportItSchedulable) {
   EXPECT_TRUE(engine_->Admit(FrontDoor::kSlurm, 0).admitted.empty());
 }
 
+// A node only Slurm reports, drained there, is usable by no door, but it is still Slurm's: its GPUs
+// count in pool slurm (tidal_gpus{state="unhealthy",pool="slurm"}). Before, a node no door could
+// use fell to pool kubernetes, and a Slurm drain moved its GPUs into the Kubernetes pool's series.
+TEST_F(DoorTest, ADrainedSlurmOnlyNodeStaysInPoolSlurm) {
+  SyncBatch s;
+  s.resync = true;
+  NodeInfo drained = GpuNode("s1", "l0", "v0");
+  drained.unschedulable = true;
+  s.upsert_nodes = {drained, GpuNode("s2", "l0", "v0")};
+  ASSERT_TRUE(Sync(s, FrontDoor::kSlurm).ok());
+  std::map<std::string, double> gpus;  // "state/pool"
+  for (const auto& row : engine_->Gauges().gpus) gpus[row.labels[0] + "/" + row.labels[1]] = row.value;
+  EXPECT_EQ(gpus["unhealthy/slurm"], 8) << "the drained node's GPUs";
+  EXPECT_EQ(gpus["idle/slurm"], 8);
+  EXPECT_EQ(gpus["unhealthy/kubernetes"], 0);
+  EXPECT_EQ(gpus["idle/kubernetes"], 0);
+}
+
 TEST_F(DoorTest, AdmitReturnsSlurmGangsWithTheirNodesAndTheBindingConvertsThePlan) {
   SyncBatch s;
   s.resync = true;
