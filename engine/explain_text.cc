@@ -178,6 +178,7 @@ std::string QueuesTable(const nlohmann::json& queues) {
   std::string out = pad("QUEUE", 20) + pad("GPUS", 8) + pad("NOMINAL", 9) + pad("OVER", 7) + pad("BORROWED", 10) + pad("SHARE", 8) +
                     pad("PENDING", 9) + pad("K8S-GPUS", 10) + "SLURM-GPUS\n";
   if (!queues.is_array()) return out;
+  bool any_configured = false;
   for (const auto& q : queues) {
     const bool leaf = q.contains("door_gpus") && q["door_gpus"].is_object();  // every configured leaf has its door series
     const int64_t usage = gpus(q, "usage"), nominal = gpus(q, "nominal");
@@ -185,6 +186,16 @@ std::string QueuesTable(const nlohmann::json& queues) {
     double pending = 0;
     if (q.contains("pending") && q["pending"].is_object()) {
       for (const auto& [c, v] : q["pending"].items()) pending += v.is_number() ? v.get<double>() : 0;
+    }
+    // Pods waiting in a queue the config does not name (e.g. "default" for pods without a queue
+    // key) have a pending count and nothing else: shown only while some wait, and said so.
+    const bool configured = q.contains("usage") || q.contains("nominal") || leaf;
+    any_configured = any_configured || configured;
+    if (!configured) {
+      if (pending <= 0) continue;
+      out += pad(q.value("queue", "") + " (not configured)", 20) + pad("-", 8) + pad("-", 9) + pad("-", 7) + pad("-", 10) +
+             pad("-", 8) + pad(std::to_string(static_cast<int64_t>(pending)), 9) + pad("-", 10) + "-\n";
+      continue;
     }
     char share[32];
     std::snprintf(share, sizeof share, "%.3f", q.value("share", 0.0));
@@ -196,6 +207,7 @@ std::string QueuesTable(const nlohmann::json& queues) {
            pad(leaf ? num(gpus(q, "borrowed")) : "-", 10) + pad(share, 8) +
            pad(leaf ? std::to_string(static_cast<int64_t>(pending)) : "-", 9) + pad(door("kubernetes"), 10) + door("slurm") + "\n";
   }
+  if (!any_configured) out += "(no queues configured: every pod is in queue default, and no quota applies)\n";
   return out;
 }
 

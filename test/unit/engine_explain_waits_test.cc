@@ -244,5 +244,27 @@ TEST(QueuesTable, AParentOverItsNominalShowsItAndNoBorrowedOfItsOwn) {
   EXPECT_NE(t.find("open                8       -        -      0         0.100   0        8         0\n"), std::string::npos) << t;
 }
 
+// Regression: with queues configured, tidalctl queues listed a row "default" of dashes (the pending
+// series of pods without a queue key), even with nothing waiting there, and never its pending count.
+// It is now left out while nothing waits, and otherwise says the queue is not configured.
+TEST(QueuesTable, AQueueTheConfigDoesNotNameShowsOnlyWhileWorkWaitsThere) {
+  auto queues = nlohmann::json::parse(R"([
+    {"queue": "default", "pending": {"batch": 0, "training": 0}},
+    {"queue": "qa", "usage": {"gpus": 0}, "nominal": {"gpus": 8}, "borrowed": {"gpus": 0}, "share": 0, "pending": {},
+     "door_gpus": {"kubernetes": 0, "slurm": 0}}
+  ])");
+  std::string t = QueuesTable(queues);
+  EXPECT_EQ(t.find("default"), std::string::npos) << t;
+  EXPECT_NE(t.find("qa "), std::string::npos) << t;
+  queues[0]["pending"]["batch"] = 3;
+  t = QueuesTable(queues);
+  EXPECT_NE(t.find("default (not configured)"), std::string::npos) << t;
+  EXPECT_NE(t.find("3        -         -\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("no queues configured"), std::string::npos) << t;
+  // No queues at all: the table says so rather than standing empty.
+  t = QueuesTable(nlohmann::json::parse(R"([{"queue": "default", "pending": {"batch": 0}}])"));
+  EXPECT_NE(t.find("(no queues configured: every pod is in queue default, and no quota applies)"), std::string::npos) << t;
+}
+
 }  // namespace
 }  // namespace tidal
