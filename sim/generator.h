@@ -77,6 +77,9 @@ StatusOr<GenSpec> LoadGenSpec(const std::string& mix_or_path);
 // The most jobs a spec may give in expectation (load x gpus x days / mean job GPU-time): 20 million,
 // several times the largest public traces, and still a few GB in memory.
 inline constexpr int64_t kMaxGenJobs = 20000000;
+// A load written as a bare number above this (spec `load: 90`, `--load 90`) is refused: as a fraction
+// it would be 9000%, which nobody means; percentages ("90%", "300%") are taken as written.
+inline constexpr double kMaxBareLoad = 2.0;
 // "field: reason" for the first field out of range (sizes larger than gpus, weights <= 0, ...), or
 // "jobs: ..." when the expected job count passes kMaxGenJobs (naming load, days and gpus).
 // ParseGenSpec checks the fields only, so that the command line's overrides may lower the count.

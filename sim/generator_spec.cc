@@ -147,6 +147,13 @@ Status Decode(const nlohmann::json& root, GenSpec* s) {
   top.String("name", &s->name);
   top.Int("gpus", &s->gpus);
   top.Number("load", &s->load);
+  // 90 as a fraction is 9000%: almost surely meant as 90%. A bare number above kMaxBareLoad is
+  // refused; a percentage says any load.
+  if (top.Has("load") && root.at("load").is_number() && s->load > kMaxBareLoad) {
+    top.Fail("load", "a bare number is a fraction of the GPUs (" + root.at("load").dump() + " = " +
+                         std::to_string(static_cast<long long>(s->load * 100)) + "%); write \"" + root.at("load").dump() +
+                         "%\" or " + std::to_string(s->load / 100).substr(0, 4) + " (bare numbers above 2 are refused)");
+  }
   top.Number("days", &s->days);
   if (top.Has("seed")) {
     int64_t seed = 0;

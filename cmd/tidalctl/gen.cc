@@ -24,7 +24,7 @@ Reference: docs/simulator.md, "Generating workloads".
   --format F         csv (default: id,submit,duration,gpus,queue,limit,class) | philly
   --seed N           overrides the spec's seed (same seed, same bytes)
   --days D           overrides the horizon (arrivals in [0, D days))
-  --load X           overrides the offered load (0.8 or 80%)
+  --load X           overrides the offered load (0.8 or 80%; a bare number above 2 is refused)
   --gpus N           overrides the cluster size the load is offered to
   --list             the named mixes
   --print MIX        a mix's spec document (a starting point for your own)
@@ -122,6 +122,11 @@ int Gen(const Args& args) {
   if (Given(flags, "--gpus", &s) && !Whole("--gpus", s, &spec->gpus)) return 2;
   if (Given(flags, "--days", &s) && !Number("--days", s, &spec->days)) return 2;
   if (Given(flags, "--load", &s) && !Number("--load", s, &spec->load)) return 2;
+  if (Given(flags, "--load", &s) && s.back() != '%' && spec->load > sim::kMaxBareLoad) {
+    std::cerr << "tidalctl gen: --load " << s << ": a bare number is a fraction of the GPUs (" << s << " = " << Pct(spec->load)
+              << "); write " << s << "% or " << spec->load / 100 << " (bare numbers above 2 are refused)\n";
+    return 2;
+  }
   if (Status st = sim::ValidateGenSpec(*spec); !st.ok()) {
     return std::cerr << "tidalctl gen: " << st.Message() << " (after the command line's overrides)\n", 2;
   }

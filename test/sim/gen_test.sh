@@ -39,6 +39,11 @@ expect 2 'tidalctl gen: --gpus: expected a whole number >= 0, got ""' llm-gangs 
 # The value as typed (was "80%": one % taken off before quoting it).
 expect 2 '--load: expected a number, got "80%%"' llm-gangs --load 80%% -o "$D/t.csv"
 
+# A bare number above 2 is a fraction: --load 90 asked for 9000% (a trace 100 x too big), silently.
+expect 2 'tidalctl gen: --load 90: a bare number is a fraction of the GPUs (90 = 9000.0%); write 90% or 0.9' llm-gangs --load 90 -o "$D/t.csv"
+expect 0 'target 150.0%' llm-gangs --days 0.05 --load 150% -o "$D/t.csv"
+expect 0 'target 150.0%' llm-gangs --days 0.05 --load 1.5 -o "$D/t.csv"
+
 # What works still works: written, read back by tidalctl sim with no row refused.
 expect 0 'offered load' llm-gangs --days 0.2 --gpus 512 --load 75% -o "$D/t.csv"
 "$T" sim --trace "$D/t.csv" --gpus 512 --policy fifo --on-bad-row fail > /dev/null 2>&1 || fail "sim on the generated trace"

@@ -72,10 +72,10 @@ bounded 2000 "$T" sim --trace "$D/long400.csv" --gpus 8 --policy fifo --timing o
 
 # gen: a spec of billions of jobs is refused up front, naming load, days and gpus.
 rc=0
-bounded 3000 "$T" gen philly-like --load 100 --days 3650 -o "$D/g.csv" 2> "$D/gen.err" || rc=$?
-[ "$rc" = 2 ] || fail "gen --load 100 --days 3650: exit $rc: $(cat "$D/gen.err")"
+bounded 3000 "$T" gen philly-like --load 10000% --days 3650 -o "$D/g.csv" 2> "$D/gen.err" || rc=$?
+[ "$rc" = 2 ] || fail "gen --load 10000% --days 3650: exit $rc: $(cat "$D/gen.err")"
 grep -q 'jobs: load 100, days 3650 and gpus 2048 give .* jobs in expectation; at most 20000000' "$D/gen.err" ||
   fail "gen: $(cat "$D/gen.err")"
-"$T" gen philly-like --load 1e9 -o "$D/g.csv" 2> "$D/gen.err" || true
-grep -q 'load: must be in (0, 100]' "$D/gen.err" || fail "gen --load 1e9: $(cat "$D/gen.err")"
+"$T" gen philly-like --load 1e9% -o "$D/g.csv" 2> "$D/gen.err" || true
+grep -q 'load: must be in (0, 100]' "$D/gen.err" || fail "gen --load 1e9%: $(cat "$D/gen.err")"
 echo ok

@@ -182,7 +182,7 @@ TEST(SimGenerator, SpecValuesOutOfRangeAreRefusedNotTurnedIntoBadTraces) {
       // Weights summing to inf: the expected rate was NaN, 0 jobs, exit 0.
       {"sizes: [{gpus: 1, weight: 1e308}, {gpus: 2, weight: 1e308}]\n", "s.yaml:1: sizes[0].weight: must be > 0 and at most 1e12"},
       // A duration beyond int64 seconds: the cast overflowed (each job came out 1 s long).
-      {"gpus: 1073741824\ndays: 3650\nload: 100\nsizes: [{gpus: 1}]\nduration: {median: 1e19, max: 1e19, sigma: 0}\n",
+      {"gpus: 1073741824\ndays: 3650\nload: 10000%\nsizes: [{gpus: 1}]\nduration: {median: 1e19, max: 1e19, sigma: 0}\n",
        "duration.median: must be 1 s to 1e15 s"},
       {"sizes: [{gpus: 1}]\nduration: {max: 1e19}\n", "duration.max: must be 1 s to 1e15 s"},
       {"sizes: [{gpus: 1, median: 1e300}]\n", "sizes[0].median: must be a duration from 1 s to 1e15 s"},
@@ -194,11 +194,16 @@ TEST(SimGenerator, SpecValuesOutOfRangeAreRefusedNotTurnedIntoBadTraces) {
       // Limits of up to max x declared.max, which the reader refuses past 1e15 s.
       {"sizes: [{gpus: 1}]\nduration: {max: 1e14}\ndeclared: {none: 0, max: 1000}\n",
        "duration.max: times declared.max (1000) must be at most 1e15 s"},
+      // A bare 90 is a fraction: 9000% of the GPUs, a trace 100 x too big, when 90% was meant.
+      {"base: llm-gangs\nload: 90\n", "s.yaml:2: load: a bare number is a fraction of the GPUs (90 = 9000%); write \"90%\" or 0.90"},
   };
   for (const auto& [doc, want] : cases) {
     auto s = ParseGenSpec(doc, "s.yaml");
     ASSERT_FALSE(s.ok()) << doc;
     EXPECT_NE(s.status().Message().find(want), std::string::npos) << doc << " -> " << s.status().Message();
+  }
+  for (const char* fine : {"base: llm-gangs\nload: 1.5\n", "base: llm-gangs\nload: 300%\n"}) {
+    EXPECT_TRUE(ParseGenSpec(fine, "s.yaml").ok()) << fine;
   }
   // No declared limits: a long max is fine. Durations past the config's 365-day cap are read.
   auto ok = ParseGenSpec("sizes: [{gpus: 1}]\nduration: {max: 400d}\ndeclared: {none: 1}\n", "s.yaml");
