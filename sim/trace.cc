@@ -34,6 +34,7 @@ std::string FormatByContent(const std::string& text) {
     if (!l.empty() && l.back() == '\r') l.pop_back();
     if (pos == 0) philly = l;
     if (!BlankRecord(l, DetectSeparator(l)) && Trim(l)[0] != '#') header = l;
+    if (!header.empty()) philly = header;  // comments or blank lines above a Philly header too
     pos = nl + 1;
   }
   std::vector<std::string> cols;
@@ -68,22 +69,25 @@ Status trace_reader::Reader::Philly(const std::string& text, std::vector<Row>* r
   std::map<std::string, size_t> col;
   size_t ncols = 0;
   Status header_error;
-  bool stop = false;
+  bool stop = false, header_read = false;
   std::vector<std::string> f;
   ForEachLine(text, [&](int64_t line, const std::string& l) {
     if (stop || !header_error.ok()) return;
-    if (line == 1) {
+    if (!header_read) {  // the first line that is not blank or a # comment (a note above the table)
+      if (BlankRecord(l, DetectSeparator(l)) || Trim(l)[0] == '#') return;
+      header_read = true;
+      const std::string at = file_ + ":" + std::to_string(line) + ": header: ";
       sep_ = DetectSeparator(l);
       SplitCsv(l, &f, sep_);
       ncols = f.size();
       for (size_t i = 0; i < f.size(); ++i) {
         if (!col.emplace(f[i], i).second && header_error.ok()) {
-          header_error = Status::Error(file_ + ":1: header: column \"" + f[i] + "\" given twice");
+          header_error = Status::Error(at + "column \"" + f[i] + "\" given twice");
         }
       }
       for (const char* need : {"timestamp", "duration", "num_gpus", "cluster"}) {
         if (!col.count(need) && header_error.ok()) {
-          header_error = Status::Error(file_ + ":1: header: missing column \"" + need +
+          header_error = Status::Error(at + "missing column \"" + need +
                                        "\" (philly format: timestamp,duration,num_gpus,gpu_time,cluster)");
         }
       }
@@ -146,6 +150,9 @@ Status trace_reader::Reader::Philly(const std::string& text, std::vector<Row>* r
     rows->push_back(std::move(r));
   });
   if (!header_error.ok()) return header_error;
+  if (!header_read) {
+    return Status::Error(file_ + ": header: none (philly format: timestamp,duration,num_gpus,gpu_time,cluster)");
+  }
   if (stop) return Failed();
   return Status::Ok();
 }

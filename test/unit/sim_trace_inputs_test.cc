@@ -183,6 +183,29 @@ TEST(SimTraceInputs, AutoFormatReadsAPhillyTableWhateverItsColumnOrder) {
   }
 }
 
+// A Philly table with a comment or a blank line above its header (a note from whoever exported it), as
+// csv tables may have: the header is the first line that is neither, under --format auto and philly.
+// Before, line 1 was taken as the header: "missing column timestamp", or auto fell to csv/json.
+TEST(SimTraceInputs, APhillyTableMayHaveCommentsAboveItsHeader) {
+  TraceOptions o;
+  o.on_bad_row = TraceOptions::OnBadRow::kFail;
+  const std::string text = "# Philly, exported 2017-12-01 by ops\n\ntimestamp,duration,num_gpus,gpu_time,cluster\n"
+                           "2017-10-01 00:00:00,100.0,2,200.0,vc1\n2017-10-01 00:01:00,50.0,1,50.0,vc2\n";
+  for (const char* format : {"auto", "philly"}) {
+    o.format = format;
+    auto t = ParseTrace(text, "philly_noted.csv", o);
+    ASSERT_TRUE(t.ok()) << format << ": " << t.status().Message();
+    EXPECT_EQ(t->format, "philly") << format;
+    ASSERT_EQ(t->jobs.size(), 2u) << format;
+    EXPECT_EQ(t->jobs[1].w.submit_time_s, 60);
+  }
+  // A header that is missing a column is named at its own line.
+  o.format = "philly";
+  auto bad = ParseTrace("# note\ntimestamp,duration,gpu_time,cluster\n", "p.csv", o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().Message().find("p.csv:2: header: missing column \"num_gpus\""), std::string::npos) << bad.status().Message();
+}
+
 // A spreadsheet saves rows it once formatted as lines of separators only (",,,"): blank rows, skipped
 // like blank lines in every table format and not counted, never malformed (which refused the whole
 // file under --on-bad-row fail).
