@@ -178,7 +178,7 @@ TEST(SimRobust, GeneratorRefusesAstronomicalJobCounts) {
   g.load = 0.7;
   g.days = 1;
   EXPECT_FALSE(ValidateGenSpec(g).ok());
-  auto parsed = ParseGenSpec("base: philly-like\nload: 100\ndays: 3650\n", "big.yaml");
+  auto parsed = ParseGenSpec("base: philly-like\nload: 10000%\ndays: 3650\n", "big.yaml");
   EXPECT_TRUE(parsed.ok()) << parsed.status().Message();  // --days 1 may follow
 }
 

@@ -206,6 +206,22 @@ TEST(SimTraceInputs, APhillyTableMayHaveCommentsAboveItsHeader) {
   EXPECT_NE(bad.status().Message().find("p.csv:2: header: missing column \"num_gpus\""), std::string::npos) << bad.status().Message();
 }
 
+// Submit times in Unix milliseconds (an exporter's epoch_ms) were read as seconds: the trace came out
+// spread 1000 x, silently. A submit past 1e11 s (the year 5138) is now malformed, saying so.
+TEST(SimTraceInputs, SubmitTimesInMillisecondsAreRefusedNotSpread) {
+  TraceOptions o;
+  o.on_bad_row = TraceOptions::OnBadRow::kFail;
+  auto t = ParseTrace("id,submit,duration,gpus\na,1700000000000,60,1\nb,1700000060000,60,1\n", "ms.csv", o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().Message().find("ms.csv:2: submit: \"1700000000000\" seconds is after the year 5000 as a Unix time: "
+                                      "milliseconds? Give seconds (1700000000)"),
+            std::string::npos)
+      << t.status().Message();
+  auto secs = ParseTrace("id,submit,duration,gpus\na,1700000000,60,1\nb,1700000060,60,1\n", "s.csv", o);
+  ASSERT_TRUE(secs.ok()) << secs.status().Message();
+  EXPECT_EQ(secs->jobs[1].w.submit_time_s - secs->jobs[0].w.submit_time_s, 60);
+}
+
 // A spreadsheet saves rows it once formatted as lines of separators only (",,,"): blank rows, skipped
 // like blank lines in every table format and not counted, never malformed (which refused the whole
 // file under --on-bad-row fail).
