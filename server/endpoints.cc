@@ -146,6 +146,19 @@ void RegisterEngineGauges(metrics::Registry& reg, Engine& e, const ConfigWatcher
   });
 }
 
+void RegisterProcessGauges(metrics::Registry& reg, std::function<bool()> leading, std::function<StateFileSaves()> saves) {
+  reg.CallbackGauge("tidal_engine_leading",
+                    "1 while this engine's tidal-scheduler leads (or runs without leader election), else 0.", {},
+                    [leading = std::move(leading)] { return std::vector<metrics::Sample>{{{}, leading() ? 1.0 : 0.0}}; });
+  // A full disk or a read-only volume loses the ledger at the next restart: TidalStateFileNotSaved.
+  reg.CallbackCounter("tidal_state_file_saves_total", "State file (--state-file) saves, by result.", {"result"},
+                      [saves = std::move(saves)] {
+                        const StateFileSaves s = saves();
+                        return std::vector<metrics::Sample>{{{"success"}, static_cast<double>(s.ok)},
+                                                            {{"failure"}, static_cast<double>(s.failed)}};
+                      });
+}
+
 namespace {
 // /config?format=json: the running config, its version, the file's, drift and the reload counts.
 std::string ConfigJson(const ConfigWatcher* watcher) {

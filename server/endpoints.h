@@ -7,6 +7,9 @@
 // `engine`, `registry` and `watcher` must outlive the server.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+
 #include "core/metrics/registry.h"
 #include "engine/engine.h"
 #include "server/config_watcher.h"
@@ -17,6 +20,14 @@ namespace tidal {
 // tidal_gpus, tidal_pending_workloads, ... and tidal_config_reloads_total (`watcher` may be null:
 // no --config file). Refusals land in registry.status().
 void RegisterEngineGauges(metrics::Registry& registry, Engine& engine, const ConfigWatcher* watcher);
+
+// The process's own series: tidal_engine_leading (this replica schedules: `leading`) and
+// tidal_state_file_saves_total (`saves`: the state-file saves that succeeded and failed so far).
+// Both callbacks run on scrape threads: they must be thread-safe.
+struct StateFileSaves {
+  int64_t ok = 0, failed = 0;
+};
+void RegisterProcessGauges(metrics::Registry& registry, std::function<bool()> leading, std::function<StateFileSaves()> saves);
 
 // /readyz answers 503 until the engine has had its first full sync from a front door.
 void RegisterEngineRoutes(HttpServer& http, Engine& engine, const metrics::Registry& registry,

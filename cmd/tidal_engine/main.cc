@@ -160,11 +160,6 @@ int main(int argc, char** argv) {
   tidal::EngineMetrics engine_metrics(metrics);
   tidal::Engine* eng = engine->get();
   tidal::RegisterEngineGauges(metrics, *eng, watcher.get());
-  // A full disk or a read-only volume loses the ledger at the next restart: TidalStateFileNotSaved.
-  metrics.CallbackCounter("tidal_state_file_saves_total", "State file (--state-file) saves, by result.", {"result"}, [&] {
-    return std::vector<tidal::metrics::Sample>{{{"success"}, static_cast<double>(saves_ok.load(std::memory_order_relaxed))},
-                                               {{"failure"}, static_cast<double>(saves_failed.load(std::memory_order_relaxed))}};
-  });
   if (auto s = metrics.status(); !s.ok()) {
     std::cerr << "tidal-engine: metrics: " << s.Message() << "\n";
     return 1;
@@ -183,10 +178,9 @@ int main(int argc, char** argv) {
   // Replicas: the Slurm door waits for the scheduler to say it leads (engine/door_lease.h).
   service.ExpectKubernetesDoor(std::count(cfg.front_doors.begin(), cfg.front_doors.end(), tidal::FrontDoor::kKubernetes) > 0);
   // The availability SLO counts the leading replica's engine (deploy/prometheus/tidal-rules.yaml).
-  metrics.CallbackGauge("tidal_engine_leading",
-                        "1 while this engine's tidal-scheduler leads (or runs without leader election), else 0.", {}, [&service] {
-                          return std::vector<tidal::metrics::Sample>{{{}, service.Leading() ? 1.0 : 0.0}};
-                        });
+  tidal::RegisterProcessGauges(metrics, [&service] { return service.Leading(); }, [&] {
+    return tidal::StateFileSaves{saves_ok.load(std::memory_order_relaxed), saves_failed.load(std::memory_order_relaxed)};
+  });
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.RegisterService(&service);

@@ -42,6 +42,7 @@ class EndpointsTest : public ::testing::Test {
     engine_ = std::move(e).value();
     engine_->SetObservability(&metrics_, nullptr);
     RegisterEngineGauges(registry_, *engine_, nullptr);
+    RegisterProcessGauges(registry_, [] { return true; }, [] { return StateFileSaves{3, 1}; });  // as main.cc
     ASSERT_TRUE(registry_.status().ok()) << registry_.status().ToString();
     RegisterEngineRoutes(http_, *engine_, registry_, nullptr);
     ASSERT_TRUE(http_.Start("127.0.0.1:0").ok());
@@ -97,6 +98,10 @@ TEST_F(EndpointsTest, KnownLabelValuesShowZeroFromTheFirstScrape) {
   }
   EXPECT_THAT(m, HasSubstr("tidal_decisions_total{outcome=\"Placed\"} 0\n"));
   EXPECT_THAT(m, HasSubstr("tidal_cycle_duration_seconds_count 0\n"));
+  // The process's series, from the callbacks main.cc gives (here: leading, 3 saves and 1 failure).
+  EXPECT_THAT(m, HasSubstr("tidal_engine_leading 1\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_state_file_saves_total{result=\"success\"} 3\n"));
+  EXPECT_THAT(m, HasSubstr("tidal_state_file_saves_total{result=\"failure\"} 1\n"));
 }
 
 // A pod may name any queue; the label must stay one of the configured ones, or series would grow
