@@ -1,29 +1,22 @@
 #include "server/service.h"
+#include "server/service_internal.h"
 
 #include <chrono>
 
 #include <google/protobuf/descriptor.h>
 
 namespace tidal {
-namespace {
 
-Resources FromProto(const v1::Resources& r) { return Resources{r.gpus(), r.cpu_milli(), r.memory_bytes()}; }
+namespace service_internal {
 
 grpc::Status Invalid(const std::string& field, const std::string& why) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, field + ": " + why);
-}
-
-grpc::Status CheckRef(const v1::PodRef& r, const std::string& field) {
-  if (r.uid().empty()) return Invalid(field + ".uid", "must be set");
-  return grpc::Status::OK;
 }
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// A Unix time (the scheduler's wall clock, SyncRequest.leadership) on NowMs's steady clock, which
-// the leases run on: a wall-clock step after it was read moves nothing.
 int64_t SteadyFromUnixMs(int64_t unix_ms) {
   if (unix_ms <= 0) return 0;
   const int64_t wall =
@@ -31,7 +24,6 @@ int64_t SteadyFromUnixMs(int64_t unix_ms) {
   return NowMs() + (unix_ms - wall);
 }
 
-// UNSPECIFIED reads as Kubernetes (shims older than the second door).
 StatusOr<FrontDoor> DoorFromProto(v1::FrontDoor d, const std::string& field) {
   switch (d) {
     case v1::FRONT_DOOR_UNSPECIFIED:
@@ -45,6 +37,23 @@ void ToProto(const PodRefInfo& p, v1::PodRef* out) {
   out->set_uid(p.uid);
   out->set_namespace_(p.ns);
   out->set_name(p.name);
+}
+
+}  // namespace service_internal
+
+using service_internal::DoorFromProto;
+using service_internal::Invalid;
+using service_internal::NowMs;
+using service_internal::SteadyFromUnixMs;
+using service_internal::ToProto;
+
+namespace {
+
+Resources FromProto(const v1::Resources& r) { return Resources{r.gpus(), r.cpu_milli(), r.memory_bytes()}; }
+
+grpc::Status CheckRef(const v1::PodRef& r, const std::string& field) {
+  if (r.uid().empty()) return Invalid(field + ".uid", "must be set");
+  return grpc::Status::OK;
 }
 
 }  // namespace
@@ -223,19 +232,6 @@ SyncBatch FromProto(const v1::SyncRequest& req, FrontDoor door) {
     b.finished.push_back({f.gang(), f.start_unix(), f.end_unix(), f.members(), f.gpus_per_member(), EndFromProto(f.end())});
   }
   return b;
-}
-
-void EngineService::ExpectKubernetesDoor(bool expected) {
-  leases_.ExpectKubernetes(expected);
-  RefreshServedDoors();
-}
-
-bool EngineService::Leading() { return leases_.Leading(NowMs()); }
-
-void EngineService::RefreshServedDoors() {
-  // Serialised: two handlers must not tell the engine their looks in the reverse order.
-  std::lock_guard<std::mutex> lock(served_mu_);
-  engine_.SetDoorServed(FrontDoor::kSlurm, leases_.NotServed(FrontDoor::kSlurm, NowMs()).empty());
 }
 
 EngineService::EngineService(Engine& engine, EngineMetrics* metrics) : engine_(engine), metrics_(metrics) {
@@ -553,54 +549,6 @@ grpc::Status EngineService::PlanWaves(grpc::ServerContext*, const v1::WavesReque
     }
     for (const auto& n : plan->notes) resp->add_notes(n);
     ToProto(Status::Ok(), resp->mutable_status());
-    return grpc::Status::OK;
-  });
-}
-
-}  // namespace tidal
-
-namespace tidal {
-
-grpc::Status EngineService::Admit(grpc::ServerContext*, const v1::AdmitRequest* req, v1::AdmitResponse* resp) {
-  return Observe("Admit", [&]() -> grpc::Status {
-    auto door = DoorFromProto(req->door(), "door");
-    if (!door.ok()) return Invalid("door", door.status().reasons().front());
-    if (req->max_waiting() < 0) return Invalid("max_waiting", "must not be negative");
-    if (!leases_.Holds(*door, req->holder(), NowMs())) {
-      RefreshServedDoors();
-      if (std::string why = leases_.NotServed(*door, NowMs()); !why.empty()) {
-        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why);
-      }
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          "holder: \"" + req->holder() + "\" does not hold the " + std::string(FrontDoorName(*door)) +
-                              " door's Sync lease in this engine's leading spell (open a Sync stream first)");
-    }
-    AdmitResult r = engine_.Admit(*door, req->max_waiting());
-    ToProto(r.status, resp->mutable_status());
-    for (const auto& a : r.admitted) {
-      v1::Admission* out = resp->add_admitted();
-      out->set_gang(a.gang);
-      for (const auto& n : a.nodes) out->add_nodes(n);
-      out->set_domain(a.domain);
-      out->set_explanation(a.explanation);
-    }
-    for (const auto& w : r.waiting) {
-      v1::Waiting* out = resp->add_waiting();
-      out->set_gang(w.gang);
-      out->set_reason(w.reason);
-    }
-    resp->set_tried(r.tried);
-    for (const auto& n : r.lent_nodes) resp->add_lent_nodes(n);
-    return grpc::Status::OK;
-  });
-}
-
-grpc::Status EngineService::TakeActivations(grpc::ServerContext*, const v1::TakeActivationsRequest* req,
-                                            v1::TakeActivationsResponse* resp) {
-  return Observe("TakeActivations", [&]() -> grpc::Status {
-    auto door = DoorFromProto(req->door(), "door");
-    if (!door.ok()) return Invalid("door", door.status().reasons().front());
-    for (const auto& p : engine_.TakeActivations(*door)) ToProto(p, resp->add_pods());
     return grpc::Status::OK;
   });
 }
