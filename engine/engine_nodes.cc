@@ -54,15 +54,7 @@ Node Engine::ToNode(const NodeInfo& in) const {
   uint8_t usable = 1u << static_cast<int>(FrontDoor::kKubernetes);
   if (auto u = node_usable_.find(in.name); u != node_usable_.end()) usable = u->second;
   const uint8_t k8s = 1u << static_cast<int>(FrontDoor::kKubernetes), slurm = 1u << static_cast<int>(FrontDoor::kSlurm);
-  // The pool: the doors that may use it; a node none may use now (drained or down in every door
-  // that reports it) stays with the doors that report it (a drained Slurm-only node is Slurm's).
-  uint8_t by = usable;
-  if (by == 0) {
-    if (auto r = node_doors_.find(in.name); r != node_doors_.end()) {
-      for (int d = 0; d < 2; ++d) by |= r->second[static_cast<size_t>(d)] ? (1u << d) : 0u;
-    }
-  }
-  n.pool = (by & k8s) && (by & slurm) ? Pool::kShared : (by & slurm) ? Pool::kSlurm : Pool::kKubernetes;
+  n.pool = (usable & k8s) && (usable & slurm) ? Pool::kShared : (usable & slurm) ? Pool::kSlurm : Pool::kKubernetes;
   const auto pool_label = in.labels.find(cfg_.pool_label);
   if (!cfg_.pools.empty()) {  // a named pool's node (its label or its selector): only its queues' work
     n.named_pool = NamedPoolOf(cfg_.pools, pool_label != in.labels.end() ? pool_label->second : "", in.labels);

@@ -474,7 +474,17 @@ EngineGauges Engine::Gauges() {
       }
     }
     health[std::string(NodeHealthName(shown))] += 1;
-    const std::string pool(PoolName(node.pool));
+    // A node no door may use now (drained or down wherever it is reported) is placed in no pool;
+    // its GPUs are shown with the doors that report it (a drained Slurm-only node is Slurm's).
+    Pool shown_pool = node.pool;
+    if (auto u = node_usable_.find(node.name); u != node_usable_.end() && u->second == 0) {
+      if (auto r = node_doors_.find(node.name); r != node_doors_.end()) {
+        const bool k8s = r->second[static_cast<size_t>(FrontDoor::kKubernetes)].has_value();
+        const bool slurm = r->second[static_cast<size_t>(FrontDoor::kSlurm)].has_value();
+        if (slurm) shown_pool = k8s ? Pool::kShared : Pool::kSlurm;
+      }
+    }
+    const std::string pool(PoolName(shown_pool));
     if (!node.Schedulable()) {
       gpus[{"unhealthy", pool}] += static_cast<double>(node.capacity.gpus);
       continue;
