@@ -64,10 +64,7 @@ void DoorLeases::SetLeadership(bool election, int64_t leading_until_ms, int64_t 
 void DoorLeases::ForgetLeadership() {
   std::lock_guard<std::mutex> lock(mu_);
   leadership_known_ = false;
-  if (kubernetes_expected_ || election_) {
-    if (served_) ++period_;
-    served_ = false;
-  }
+  (void)NotServedLocked(FrontDoor::kSlurm, 0);  // records a break when unknown means not served
 }
 
 void DoorLeases::ExpectKubernetes(bool expected) {

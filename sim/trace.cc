@@ -26,19 +26,17 @@ using trace_reader::Row;
 // export's unnamed index column) or starting timestamp,duration,num_gpus; csv for a header (the first line that is not blank or a comment)
 // of csv columns only, including submit, whatever the file's name; "" when neither.
 std::string FormatByContent(const std::string& text) {
-  std::string philly, header;
+  std::string header;  // comments or blank lines may stand above a Philly header too
   for (size_t pos = 0; pos < text.size() && header.empty();) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
     std::string l = text.substr(pos, nl - pos);
     if (!l.empty() && l.back() == '\r') l.pop_back();
-    if (pos == 0) philly = l;
     if (!BlankRecord(l, DetectSeparator(l)) && Trim(l)[0] != '#') header = l;
-    if (!header.empty()) philly = header;  // comments or blank lines above a Philly header too
     pos = nl + 1;
   }
   std::vector<std::string> cols;
-  SplitCsv(philly, &cols, DetectSeparator(philly));
+  SplitCsv(header, &cols, DetectSeparator(header));
   if (cols.size() >= 3 && cols[0] == "timestamp" && cols[1] == "duration" && cols[2] == "num_gpus") return "philly";
   const std::set<std::string> first(cols.begin(), cols.end());
   if (first.count("timestamp") && first.count("duration") && first.count("num_gpus") && first.count("cluster")) return "philly";
@@ -74,10 +72,10 @@ Status trace_reader::Reader::Philly(const std::string& text, std::vector<Row>* r
   ForEachLine(text, [&](int64_t line, const std::string& l) {
     if (stop || !header_error.ok()) return;
     if (!header_read) {  // the first line that is not blank or a # comment (a note above the table)
-      if (BlankRecord(l, DetectSeparator(l)) || Trim(l)[0] == '#') return;
+      sep_ = DetectSeparator(l);
+      if (BlankRecord(l, sep_) || Trim(l)[0] == '#') return;
       header_read = true;
       const std::string at = file_ + ":" + std::to_string(line) + ": header: ";
-      sep_ = DetectSeparator(l);
       SplitCsv(l, &f, sep_);
       ncols = f.size();
       for (size_t i = 0; i < f.size(); ++i) {

@@ -95,9 +95,7 @@ bool trace_reader::Reader::SubmitTime(int64_t line, const std::string& submit, i
     *stop = !Bad(line, "submit", SubmitError(submit));
     return false;
   }
-  // Past 1e11 s (the year 5138 as Unix seconds, or 3,000 years on the replay clock) a submit is
-  // milliseconds or microseconds from an exporter, which read as seconds spread the trace 1000 x.
-  if (is_secs && secs > static_cast<int64_t>(1e11)) {
+  if (is_secs && secs > kMaxSubmitSeconds) {
     *stop = !Bad(line, "submit", "\"" + Trim(submit) + "\" seconds is after the year 5000 as a Unix time: milliseconds? " +
                                      "Give seconds (" + std::to_string(secs / 1000) + ") or a timestamp");
     return false;

@@ -55,6 +55,9 @@ bool ParseInt(const std::string& s, int64_t* out);
 // The most seconds a trace's times and durations may give (about 31.7 million years): any more
 // would not fit the simulator's int64 seconds once added to a submit time.
 inline constexpr double kMaxTraceSeconds = 1e15;
+// A csv submit in seconds past this (the year 5138 as a Unix time, or 3,000 years on the replay
+// clock) is milliseconds or microseconds from an exporter: malformed, not a trace spread 1000 x.
+inline constexpr int64_t kMaxSubmitSeconds = 100000000000;
 // Seconds, 0..kMaxTraceSeconds: a number (rounded up), a duration ("90s", "2h", "1h30m", "400d";
 // not capped at the config's 365 days: a trace's job may run longer) or Slurm's elapsed form
 // "[D-]HH:MM:SS" (sacct's Elapsed and Timelimit). False when it is none of them or out of range;

@@ -121,11 +121,13 @@ int Gen(const Args& args) {
   }
   if (Given(flags, "--gpus", &s) && !Whole("--gpus", s, &spec->gpus)) return 2;
   if (Given(flags, "--days", &s) && !Number("--days", s, &spec->days)) return 2;
-  if (Given(flags, "--load", &s) && !Number("--load", s, &spec->load)) return 2;
-  if (Given(flags, "--load", &s) && s.back() != '%' && spec->load > sim::kMaxBareLoad) {
-    std::cerr << "tidalctl gen: --load " << s << ": a bare number is a fraction of the GPUs (" << s << " = " << Pct(spec->load)
-              << "); write " << s << "% or " << spec->load / 100 << " (bare numbers above 2 are refused)\n";
-    return 2;
+  if (Given(flags, "--load", &s)) {
+    if (!Number("--load", s, &spec->load)) return 2;
+    if (s.back() != '%' && spec->load > sim::kMaxBareLoad) {
+      std::cerr << "tidalctl gen: --load " << s << ": a bare number is a fraction of the GPUs (" << s << " = " << Pct(spec->load)
+                << "); write " << s << "% or " << spec->load / 100 << " (bare numbers above 2 are refused)\n";
+      return 2;
+    }
   }
   if (Status st = sim::ValidateGenSpec(*spec); !st.ok()) {
     return std::cerr << "tidalctl gen: " << st.Message() << " (after the command line's overrides)\n", 2;

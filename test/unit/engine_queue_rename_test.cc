@@ -40,6 +40,16 @@ class QueueRenameTest : public testing::EngineFixture {
     EXPECT_TRUE(Add({testing::RunningOn(p, plan.node, now_)}).ok());
     return Status::Ok();
   }
+  // Pod r (queue llm, team/r) first seen running on n0: its 8 GPUs are charged to llm, and explain
+  // names its unreadable keys as not applied.
+  void ExpectChargedToLlmWithKeysNotApplied(const PodInfo& r) {
+    ASSERT_TRUE(Add({testing::RunningOn(r, "n0", now_)}).ok());
+    const std::string queues = engine_->DescribeQueues();
+    EXPECT_NE(queues.find("queue llm uses 8/16 gpus"), std::string::npos) << queues;
+    std::string text;
+    ASSERT_TRUE(engine_->Explain("team/r", &text).ok());
+    EXPECT_NE(text.find("not applied"), std::string::npos) << text;
+  }
 };
 
 constexpr char kLlm[] = "queues:\n  - name: llm\n    nominal: {gpus: 16}\n    borrowingLimit: {gpus: 0}\n";
@@ -130,12 +140,7 @@ TEST_F(QueueRenameTest, APodFirstSeenRunningWithAnUnreadableKeyIsChargedToItsQue
   Reload(kLlm);
   PodInfo r = InQueue("r", "llm");
   r.labels[kLabelPreemptible] = "True";
-  ASSERT_TRUE(Add({testing::RunningOn(r, "n0", now_)}).ok());
-  const std::string queues = engine_->DescribeQueues();
-  EXPECT_NE(queues.find("queue llm uses 8/16 gpus"), std::string::npos) << queues;
-  std::string text;
-  ASSERT_TRUE(engine_->Explain("team/r", &text).ok());
-  EXPECT_NE(text.find("not applied"), std::string::npos) << text;
+  ExpectChargedToLlmWithKeysNotApplied(r);
 }
 
 // A pod first seen running whose gang keys cannot be read (two peer schedulers' keys that disagree,
@@ -146,12 +151,7 @@ TEST_F(QueueRenameTest, APodFirstSeenRunningWithUnreadableGangKeysIsChargedToIts
   r.labels["scheduling.x-k8s.io/pod-group"] = "sp";
   r.annotations["scheduling.k8s.io/group-name"] = "vc";
   r.labels[kLabelGangSize] = "2";
-  ASSERT_TRUE(Add({testing::RunningOn(r, "n0", now_)}).ok());
-  const std::string queues = engine_->DescribeQueues();
-  EXPECT_NE(queues.find("queue llm uses 8/16 gpus"), std::string::npos) << queues;
-  std::string text;
-  ASSERT_TRUE(engine_->Explain("team/r", &text).ok());
-  EXPECT_NE(text.find("not applied"), std::string::npos) << text;
+  ExpectChargedToLlmWithKeysNotApplied(r);
 }
 
 // kubectl label pod rg-1 tidal.dev/gang=other on a running member split the rigid gang: rg was
